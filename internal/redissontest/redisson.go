@@ -1,0 +1,174 @@
+// Package redissontest is a stand-in for a Java Redisson client in tests: it
+// takes and releases RLocks the way Redisson does on the wire (hash field
+// "<uuid>:<thread-id>" -> count, PEXPIRE, "0" published on
+// redisson_lock__channel:{N}, SUBSCRIBE to wait), with raw commands made
+// atomic by WATCH/MULTI/EXEC. It shares no code with relock's scripts, so a
+// test that passes against it checks the protocol, not an echo of itself.
+package redissontest
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/rueidis"
+)
+
+// Client is one Redisson-like process.
+type Client struct {
+	rdb   rueidis.Client
+	id    string
+	Lease time.Duration // default 30s
+}
+
+// New returns a client with a fresh UUID.
+func New(rdb rueidis.Client) *Client {
+	return &Client{rdb: rdb, id: uuid.NewString(), Lease: 30 * time.Second}
+}
+
+// Owner returns the hash field of thread tid.
+func (c *Client) Owner(tid int64) string { return c.id + ":" + strconv.FormatInt(tid, 10) }
+
+func channel(name string) string {
+	if strings.Contains(name, "{") {
+		return "redisson_lock__channel:" + name
+	}
+	return "redisson_lock__channel:{" + name + "}"
+}
+
+var errConflict = errors.New("redissontest: watched key changed")
+
+// TryAcquire makes one attempt for thread tid. It returns 0 when held, else
+// the lock's PTTL.
+func (c *Client) TryAcquire(ctx context.Context, name string, tid int64) (time.Duration, error) {
+	for {
+		var pttl time.Duration
+		err := c.rdb.Dedicated(func(d rueidis.DedicatedClient) error {
+			if err := d.Do(ctx, d.B().Watch().Key(name).Build()).Error(); err != nil {
+				return err
+			}
+			exists, err := d.Do(ctx, d.B().Exists().Key(name).Build()).AsInt64()
+			if err != nil {
+				return err
+			}
+			mine, err := d.Do(ctx, d.B().Hexists().Key(name).Field(c.Owner(tid)).Build()).AsInt64()
+			if err != nil {
+				return err
+			}
+			if exists == 1 && mine == 0 {
+				ms, err := d.Do(ctx, d.B().Pttl().Key(name).Build()).AsInt64()
+				d.Do(ctx, d.B().Unwatch().Build())
+				pttl = time.Duration(ms) * time.Millisecond
+				return err
+			}
+			res := d.DoMulti(ctx,
+				d.B().Multi().Build(),
+				d.B().Hincrby().Key(name).Field(c.Owner(tid)).Increment(1).Build(),
+				d.B().Pexpire().Key(name).Milliseconds(c.Lease.Milliseconds()).Build(),
+				d.B().Exec().Build())
+			if rueidis.IsRedisNil(res[3].Error()) {
+				return errConflict
+			}
+			return res[3].Error()
+		})
+		if errors.Is(err, errConflict) {
+			continue
+		}
+		return pttl, err
+	}
+}
+
+// Lock waits as Redisson does: subscribe to the lock channel, try, and wait
+// for a message or the PTTL, then try again.
+func (c *Client) Lock(ctx context.Context, name string, tid int64) error {
+	pttl, err := c.TryAcquire(ctx, name, tid)
+	if err != nil || pttl == 0 {
+		return err
+	}
+	wake := make(chan struct{}, 1)
+	subscribed := make(chan struct{}, 1)
+	d, release := c.rdb.Dedicate()
+	defer release()
+	closed := d.SetPubSubHooks(rueidis.PubSubHooks{
+		OnMessage: func(rueidis.PubSubMessage) {
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		},
+		OnSubscription: func(s rueidis.PubSubSubscription) {
+			if s.Kind == "subscribe" {
+				subscribed <- struct{}{}
+			}
+		},
+	})
+	if err := d.Do(ctx, d.B().Subscribe().Channel(channel(name)).Build()).Error(); err != nil {
+		return err
+	}
+	select {
+	case <-subscribed:
+	case err := <-closed:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	for {
+		pttl, err = c.TryAcquire(ctx, name, tid)
+		if err != nil || pttl == 0 {
+			return err
+		}
+		if pttl < 0 || pttl > time.Second {
+			pttl = time.Second
+		}
+		select {
+		case <-wake:
+		case <-time.After(pttl):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Unlock releases one hold of thread tid as Redisson does. It reports
+// whether the thread held the lock.
+func (c *Client) Unlock(ctx context.Context, name string, tid int64) (bool, error) {
+	for {
+		var held bool
+		err := c.rdb.Dedicated(func(d rueidis.DedicatedClient) error {
+			if err := d.Do(ctx, d.B().Watch().Key(name).Build()).Error(); err != nil {
+				return err
+			}
+			n, err := d.Do(ctx, d.B().Hget().Key(name).Field(c.Owner(tid)).Build()).AsInt64()
+			if rueidis.IsRedisNil(err) {
+				d.Do(ctx, d.B().Unwatch().Build())
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			held = true
+			cmds := rueidis.Commands{d.B().Multi().Build()}
+			if n > 1 {
+				cmds = append(cmds,
+					d.B().Hincrby().Key(name).Field(c.Owner(tid)).Increment(-1).Build(),
+					d.B().Pexpire().Key(name).Milliseconds(c.Lease.Milliseconds()).Build())
+			} else {
+				cmds = append(cmds,
+					d.B().Del().Key(name).Build(),
+					d.B().Publish().Channel(channel(name)).Message("0").Build())
+			}
+			res := d.DoMulti(ctx, append(cmds, d.B().Exec().Build())...)
+			if rueidis.IsRedisNil(res[len(res)-1].Error()) {
+				return errConflict
+			}
+			return res[len(res)-1].Error()
+		})
+		if errors.Is(err, errConflict) {
+			continue
+		}
+		return held, err
+	}
+}

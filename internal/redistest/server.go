@@ -1,0 +1,260 @@
+package redistest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// RequireEnv names the environment variable that turns a missing
+// redis-server from a skip into a failure.
+const RequireEnv = "RELOCK_REQUIRE_REDIS"
+
+const installHint = "redis-server is not on PATH; install it (Debian/Ubuntu: apt-get install -y redis-server; macOS: brew install redis) to run the real-Redis tests"
+
+// Binary returns the path of redis-server, or skips the test (fails it when
+// RELOCK_REQUIRE_REDIS=1) when there is none.
+func Binary(t testing.TB) string {
+	t.Helper()
+	path, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv(RequireEnv) == "1" {
+			t.Fatalf("%s (%s=1 makes this a failure)", installHint, RequireEnv)
+		}
+		t.Skip(installHint)
+	}
+	return path
+}
+
+// Server is one redis-server process owned by a test.
+type Server struct {
+	// Addr is host:port on loopback.
+	Addr string
+	// Dir is the server's own working directory (its log is Dir/redis.log).
+	Dir string
+
+	t    testing.TB
+	path string
+	args []string
+
+	mu    sync.Mutex
+	cmd   *exec.Cmd
+	exit  chan struct{} // closed when the current process has exited
+	admin rueidis.Client
+}
+
+// Start runs a redis-server on a free loopback port, waits until it answers
+// PING, and arranges for it to be killed when the test ends. extra are more
+// redis-server arguments, such as "--appendonly", "yes".
+func Start(t testing.TB, extra ...string) *Server {
+	t.Helper()
+	s := &Server{t: t, path: Binary(t), Dir: t.TempDir()}
+	t.Cleanup(s.cleanup)
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		var port int
+		if port, err = freePort(); err != nil {
+			continue
+		}
+		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		s.args = append([]string{
+			"--port", strconv.Itoa(port),
+			"--bind", "127.0.0.1",
+			"--dir", s.Dir,
+			"--logfile", filepath.Join(s.Dir, "redis.log"),
+			"--save", "",
+			"--appendonly", "no",
+			"--daemonize", "no",
+			"--enable-debug-command", "local",
+		}, extra...)
+		if err = s.start(); err == nil {
+			return s
+		}
+	}
+	t.Fatalf("redistest: could not start redis-server: %v\n%s", err, s.logTail())
+	return nil
+}
+
+// freePort finds a loopback port that is free now. Another process may take
+// it before redis-server binds it; Start then tries another.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (s *Server) start() error {
+	cmd := exec.Command(s.path, s.args...)
+	cmd.Dir = s.Dir
+	// Own process group, so signals to the test do not reach it; killed if
+	// the test binary dies before its cleanup runs.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exit := make(chan struct{})
+	go func() { cmd.Wait(); close(exit) }()
+	s.mu.Lock()
+	s.cmd, s.exit = cmd, exit
+	s.mu.Unlock()
+
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if err := ping(s.Addr); err == nil {
+			return nil
+		}
+		select {
+		case <-exit:
+			return fmt.Errorf("redis-server exited at start (port taken?)")
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			s.signal(syscall.SIGKILL)
+			<-exit
+			return errors.New("redis-server did not answer PING within 15s")
+		}
+	}
+}
+
+// ping sends an inline PING and reads the reply, with no client library.
+func ping(addr string) error {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(time.Second))
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	buf := make([]byte, 64)
+	n, err := conn.Read(buf)
+	if err != nil {
+		return err
+	}
+	if !bytes.HasPrefix(buf[:n], []byte("+PONG")) {
+		return fmt.Errorf("PING answered %q", buf[:n])
+	}
+	return nil
+}
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil && s.cmd.Process != nil {
+		s.cmd.Process.Signal(sig)
+	}
+}
+
+func (s *Server) wait() {
+	s.mu.Lock()
+	exit := s.exit
+	s.mu.Unlock()
+	if exit != nil {
+		<-exit
+	}
+}
+
+// Stop shuts the server down with SIGTERM and waits for it to exit.
+func (s *Server) Stop() {
+	s.signal(syscall.SIGCONT)
+	s.signal(syscall.SIGTERM)
+	s.wait()
+}
+
+// Kill ends the server with SIGKILL, as a crash would, and waits for it.
+func (s *Server) Kill() {
+	s.signal(syscall.SIGKILL)
+	s.wait()
+}
+
+// Pause freezes the server with SIGSTOP: connections stay open and nothing is
+// answered until Resume.
+func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused server with SIGCONT.
+func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+
+// Restart starts the server again on the same port and directory after Stop
+// or Kill (it stops it first if it still runs). Without persistence the data
+// is gone, as after a real crash.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.Stop()
+	if err := s.start(); err != nil {
+		s.t.Fatalf("redistest: restart: %v\n%s", err, s.logTail())
+	}
+}
+
+func (s *Server) cleanup() {
+	s.signal(syscall.SIGCONT)
+	s.Kill()
+	s.mu.Lock()
+	if s.admin != nil {
+		s.admin.Close()
+	}
+	s.mu.Unlock()
+	if s.t.Failed() {
+		s.t.Logf("redis-server %s log tail:\n%s", s.Addr, s.logTail())
+	}
+}
+
+func (s *Server) logTail() string {
+	b, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
+
+// Client returns a rueidis client for the server, closed when the test ends.
+// opt may adjust the options before the client is made.
+func (s *Server) Client(opt ...func(*rueidis.ClientOption)) rueidis.Client {
+	s.t.Helper()
+	o := rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true}
+	for _, f := range opt {
+		f(&o)
+	}
+	c, err := rueidis.NewClient(o)
+	if err != nil {
+		s.t.Fatalf("redistest: client for %s: %v", s.Addr, err)
+	}
+	s.t.Cleanup(c.Close)
+	return c
+}
+
+// Do runs one command on the server through the test's own admin
+// connection and returns its reply: the test's way to look at or change
+// Redis behind relock's back.
+func (s *Server) Do(args ...string) rueidis.RedisResult {
+	s.t.Helper()
+	s.mu.Lock()
+	if s.admin == nil {
+		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true, DisableRetry: true})
+		if err != nil {
+			s.mu.Unlock()
+			return rueidis.NewErrorResult(err)
+		}
+		s.admin = c
+	}
+	admin := s.admin
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return admin.Do(ctx, admin.B().Arbitrary(args...).Build())
+}

@@ -1,0 +1,112 @@
+package reentrant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/google/uuid"
+	"github.com/redis/rueidis"
+
+	"github.com/relock-go/relock/scripts"
+)
+
+// Client makes and keeps locks on one rueidis client. Make one per rueidis
+// client and share it; it is safe for concurrent use.
+//
+// A Client has an id, a random UUID that prefixes its owners. Close stops
+// it; it does not close the rueidis client.
+type Client struct {
+	rdb       rueidis.Client
+	id        string
+	opts      Options
+	publish   scripts.Publish
+	nextOwner atomic.Int64
+
+	mu     sync.Mutex
+	closed bool
+	done   chan struct{} // closed by Close
+	holds  map[holdKey]*hold
+}
+
+// New returns a Client that keeps locks on rdb.
+func New(rdb rueidis.Client, opts Options) (*Client, error) {
+	if rdb == nil {
+		return nil, fmt.Errorf("%w: nil rueidis client", ErrInvalidArgument)
+	}
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Client{
+		rdb:     rdb,
+		id:      uuid.NewString(),
+		opts:    opts,
+		publish: scripts.PublishClassic,
+		done:    make(chan struct{}),
+		holds:   make(map[holdKey]*hold),
+	}, nil
+}
+
+// ID returns the client's id, the UUID that prefixes its owners.
+func (c *Client) ID() string { return c.id }
+
+// Close stops the client. Locks it still holds are no longer renewed and
+// expire after their TTL; their held contexts are cancelled with cause
+// ErrClosed. Every later call returns ErrClosed. Close is idempotent.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	close(c.done)
+	holds := c.holds
+	c.holds = nil
+	c.mu.Unlock()
+	for _, h := range holds {
+		h.cancelAll(ErrClosed)
+	}
+	return nil
+}
+
+func (c *Client) checkOpen() error {
+	select {
+	case <-c.done:
+		return ErrClosed
+	default:
+		return nil
+	}
+}
+
+// Lock returns a handle on the reentrant lock stored at key name. It is
+// cheap and does nothing on Redis; handles with the same name are
+// interchangeable.
+func (c *Client) Lock(name string) *Lock {
+	return &Lock{c: c, name: name}
+}
+
+// redisError turns an error from Redis into one of this package's errors
+// where one fits, keeping the original in the chain.
+func redisError(op, name string, err error) error {
+	switch {
+	case scripts.IsWrongType(err):
+		return fmt.Errorf("relock: %s %q: %w (%w)", op, name, ErrWrongType, err)
+	case errors.Is(err, rueidis.ErrClosing):
+		return fmt.Errorf("relock: %s %q: %w (%w)", op, name, ErrClosed, err)
+	}
+	return fmt.Errorf("relock: %s %q: %w", op, name, err)
+}
+
+// waitError is the error of a wait that ctx ended: it wraps ctx.Err() and,
+// when it says more, the cancellation cause.
+func waitError(ctx context.Context, name string) error {
+	err, cause := ctx.Err(), context.Cause(ctx)
+	if cause != nil && cause != err {
+		return fmt.Errorf("relock: waiting for %q: %w (%w)", name, err, cause)
+	}
+	return fmt.Errorf("relock: waiting for %q: %w", name, err)
+}

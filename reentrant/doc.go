@@ -1,0 +1,29 @@
+// Package reentrant provides distributed, reentrant locks on Redis that are
+// wire-compatible with Java Redisson's RLock.
+//
+// A lock is a Redis hash: its field is the holder's [Owner], its value the
+// hold count, its TTL the lease. Only small Lua scripts change it (package
+// scripts), so Go services using this package and Java services using
+// Redisson 3.22+ can share the same locks.
+//
+// Make one [Client] per rueidis client, get a [Lock] handle by name, and take
+// it:
+//
+//	locks, err := reentrant.New(rdb, reentrant.Options{})
+//	...
+//	defer locks.Close()
+//
+//	mu := locks.Lock("order:42")
+//	ctx, err := mu.Lock(ctx) // blocks until held or ctx ends
+//	if err != nil { ... }
+//	defer mu.Unlock(ctx)
+//
+// The context Lock returns carries the owner, so a call made with it re-enters
+// the lock instead of blocking on itself, and it is cancelled when the hold
+// ends: by Unlock, by Close, or as soon as the client learns that the lock
+// may be lost (cause [ErrLockLost]). Do the work under the lock with that
+// context.
+//
+// Owners can be made explicit to hand a hold to another goroutine or process:
+// [Client.NewOwner], [WithOwner], [Owner.String] and [ParseOwner].
+package reentrant

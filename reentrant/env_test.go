@@ -1,0 +1,126 @@
+package reentrant_test
+
+import (
+	"context"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/rueidis"
+	"go.uber.org/goleak"
+
+	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/reentrant"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// env is one Redis for a test: a real redis-server or a miniredis.
+type env struct {
+	server *redistest.Server    // nil on miniredis
+	mini   *miniredis.Miniredis // nil on real Redis
+	admin  rueidis.Client
+}
+
+func onRedis(t *testing.T) env {
+	s := redistest.Start(t)
+	return env{server: s, admin: s.Client()}
+}
+
+func onMiniredis(t *testing.T) env {
+	m, c := redistest.Miniredis(t)
+	return env{mini: m, admin: c}
+}
+
+// onBoth runs f on real Redis and on miniredis, for behaviour miniredis
+// reproduces faithfully.
+func onBoth(t *testing.T, f func(t *testing.T, e env)) {
+	t.Run("redis", func(t *testing.T) { f(t, onRedis(t)) })
+	t.Run("miniredis", func(t *testing.T) { f(t, onMiniredis(t)) })
+}
+
+// rdb returns a new rueidis client, as a separate process would have.
+func (e env) rdb(t *testing.T) rueidis.Client {
+	if e.server != nil {
+		return e.server.Client()
+	}
+	return redistest.MiniredisClient(t, e.mini, rueidis.ClientOption{})
+}
+
+// client returns a new relock client on its own connection.
+func (e env) client(t *testing.T, opts ...reentrant.Options) *reentrant.Client {
+	var o reentrant.Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	c, err := reentrant.New(e.rdb(t), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func (e env) do(t *testing.T, args ...string) rueidis.RedisResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return e.admin.Do(ctx, e.admin.B().Arbitrary(args...).Build())
+}
+
+func (e env) int(t *testing.T, args ...string) int64 {
+	t.Helper()
+	n, err := e.do(t, args...).AsInt64()
+	if err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return n
+}
+
+// subscribe listens on channel through a dedicated admin connection and
+// returns the messages it receives; it returns once the subscription is live.
+func (e env) subscribe(t *testing.T, channel string) <-chan string {
+	t.Helper()
+	d, release := e.rdb(t).Dedicate()
+	t.Cleanup(release)
+	msgs := make(chan string, 16)
+	live := make(chan struct{}, 1)
+	d.SetPubSubHooks(rueidis.PubSubHooks{
+		OnMessage:      func(m rueidis.PubSubMessage) { msgs <- m.Message },
+		OnSubscription: func(rueidis.PubSubSubscription) { live <- struct{}{} },
+	})
+	if err := d.Do(context.Background(), d.B().Subscribe().Channel(channel).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	<-live
+	return msgs
+}
+
+func receive(t *testing.T, msgs <-chan string) string {
+	t.Helper()
+	select {
+	case m := <-msgs:
+		return m
+	case <-time.After(10 * time.Second):
+		t.Fatal("no message within 10s")
+		return ""
+	}
+}
+
+// eventually waits, up to a generous bound, for cond to hold.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+var ownerField = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}:[0-9]+$`)
+
+// bg is the context of steps that must not be cut short.
+func bg() context.Context { return context.Background() }

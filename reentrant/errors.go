@@ -1,0 +1,31 @@
+package reentrant
+
+import "errors"
+
+// Errors returned by this package, to be tested with errors.Is. Returned
+// errors wrap them with the operation and lock name.
+var (
+	// ErrNotHeld: the caller's owner does not hold the lock (it never did,
+	// it already released it, or its hold expired).
+	ErrNotHeld = errors.New("relock: lock not held by this owner")
+
+	// ErrLockLost: a hold this client believed in is gone, or can no longer
+	// be trusted (its key vanished, or renewal could not be confirmed before
+	// the local deadline). It is the cause of a held context's cancellation.
+	ErrLockLost = errors.New("relock: lock lost")
+
+	// ErrClosed: the Client was closed.
+	ErrClosed = errors.New("relock: client closed")
+
+	// ErrWrongType: the lock's key holds a value that is not a lock hash. It
+	// is left untouched.
+	ErrWrongType = errors.New("relock: key holds a value that is not a lock")
+
+	// ErrInvalidArgument: a name, duration, count or owner that cannot be
+	// used, such as an empty lock name or a negative lease.
+	ErrInvalidArgument = errors.New("relock: invalid argument")
+
+	// ErrNotAcquired: a wait limit (NoWait, WaitAtMost, RetryCount) ran out
+	// before the lock could be taken. TryLock reports it as ok == false.
+	ErrNotAcquired = errors.New("relock: lock not acquired")
+)

@@ -1,0 +1,87 @@
+package reentrant
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/relock-go/relock/scripts"
+)
+
+// NoExpiry is what RemainTTL returns for a lock whose key has no TTL.
+const NoExpiry time.Duration = -1
+
+// IsLocked reports whether anyone holds the lock.
+func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
+	if err := l.check(nil); err != nil {
+		return false, err
+	}
+	n, err := l.c.rdb.Do(ctx, l.c.rdb.B().Exists().Key(l.name).Build()).AsInt64()
+	if err != nil {
+		return false, redisError("is locked", l.name, err)
+	}
+	return n == 1, nil
+}
+
+// IsHeld reports whether ctx's owner holds the lock. A ctx without an owner
+// holds nothing.
+func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
+	n, err := l.HoldCount(ctx)
+	return n > 0, err
+}
+
+// HoldCount returns how many times ctx's owner holds the lock, as Redis
+// counts it (0 when it does not).
+func (l *Lock) HoldCount(ctx context.Context) (int, error) {
+	if err := l.check(nil); err != nil {
+		return 0, err
+	}
+	owner, ok := OwnerFrom(ctx)
+	if !ok {
+		return 0, nil
+	}
+	n, err := l.c.rdb.Do(ctx, l.c.rdb.B().Hget().Key(l.name).Field(owner.id).Build()).AsInt64()
+	if rueidis.IsRedisNil(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, redisError("hold count", l.name, err)
+	}
+	return int(n), nil
+}
+
+// RemainTTL returns how long the lock's key has left to live: 0 when the
+// lock is free, NoExpiry when the key has no TTL.
+func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) {
+	if err := l.check(nil); err != nil {
+		return 0, err
+	}
+	ms, err := l.c.rdb.Do(ctx, l.c.rdb.B().Pttl().Key(l.name).Build()).AsInt64()
+	if err != nil {
+		return 0, redisError("remain ttl", l.name, err)
+	}
+	switch ms {
+	case -2:
+		return 0, nil
+	case -1:
+		return NoExpiry, nil
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// ForceUnlock releases the lock whoever holds it and wakes a waiter; it
+// reports whether the lock was held. This client's own holds of it end at
+// once: their held contexts are cancelled with cause ErrLockLost. A key of
+// another type is left alone and reported as ErrWrongType.
+func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
+	if err := l.check(nil); err != nil {
+		return false, err
+	}
+	l.c.loseHolds(func(k holdKey) bool { return k.name == l.name }, ErrLockLost)
+	deleted, err := scripts.ForceUnlock(ctx, l.c.rdb, l.name, l.c.publish)
+	if err != nil {
+		return false, redisError("force unlock", l.name, err)
+	}
+	return deleted, nil
+}

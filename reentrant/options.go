@@ -1,0 +1,103 @@
+package reentrant
+
+import (
+	"fmt"
+	"time"
+)
+
+// Options configure a Client. The zero value is ready to use.
+type Options struct {
+	// WatchdogTimeout is Redisson's lockWatchdogTimeout: the TTL given to a
+	// lock taken without LeaseFor, which the watchdog renews every
+	// WatchdogTimeout/3 for as long as the lock is held. Default 30s.
+	WatchdogTimeout time.Duration
+}
+
+const (
+	defaultWatchdogTimeout = 30 * time.Second
+	minTimeout             = 30 * time.Millisecond
+)
+
+func (o Options) withDefaults() (Options, error) {
+	switch {
+	case o.WatchdogTimeout == 0:
+		o.WatchdogTimeout = defaultWatchdogTimeout
+	case o.WatchdogTimeout < minTimeout:
+		return o, fmt.Errorf("%w: WatchdogTimeout %v is below %v", ErrInvalidArgument, o.WatchdogTimeout, minTimeout)
+	}
+	return o, nil
+}
+
+// An Option changes how Lock and TryLock acquire.
+type Option func(*acquireConfig)
+
+type acquireConfig struct {
+	wait       time.Duration // how long to wait in all; < 0: until ctx ends
+	lease      time.Duration // 0: the watchdog keeps the lock
+	retries    int           // tries after the first; < 0: no limit
+	retryDelay time.Duration // 0: retry when the lock may be free
+	err        error
+}
+
+func newAcquireConfig(wait time.Duration, opts []Option) acquireConfig {
+	cfg := acquireConfig{wait: wait, retries: -1}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return cfg
+}
+
+func (cfg *acquireConfig) invalid(format string, args ...any) {
+	if cfg.err == nil {
+		cfg.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidArgument}, args...)...)
+	}
+}
+
+// NoWait makes one attempt: the lock is taken now or not at all.
+func NoWait() Option { return WaitAtMost(0) }
+
+// WaitAtMost waits up to d for the lock (0 is NoWait). The ctx may end the
+// wait sooner.
+func WaitAtMost(d time.Duration) Option {
+	return func(cfg *acquireConfig) {
+		if d < 0 {
+			cfg.invalid("WaitAtMost(%v): negative wait", d)
+		}
+		cfg.wait = d
+	}
+}
+
+// LeaseFor takes the lock for d and no longer: the watchdog does not renew
+// it, Redis expires it after d, and the held context is cancelled just
+// before that (Redisson's leaseTime). It must be at least 1ms.
+func LeaseFor(d time.Duration) Option {
+	return func(cfg *acquireConfig) {
+		if d < time.Millisecond {
+			cfg.invalid("LeaseFor(%v): a lease must be at least 1ms", d)
+		}
+		cfg.lease = d
+	}
+}
+
+// RetryCount limits the attempts to 1+n: after n failed retries, the lock
+// is not acquired.
+func RetryCount(n int) Option {
+	return func(cfg *acquireConfig) {
+		if n < 0 {
+			cfg.invalid("RetryCount(%d): negative count", n)
+		}
+		cfg.retries = n
+	}
+}
+
+// RetryDelay retries every d instead of when the lock may have become free.
+// Most callers are better served without it: by default a waiter retries as
+// soon as the lock is released.
+func RetryDelay(d time.Duration) Option {
+	return func(cfg *acquireConfig) {
+		if d <= 0 {
+			cfg.invalid("RetryDelay(%v): delay must be positive", d)
+		}
+		cfg.retryDelay = d
+	}
+}

@@ -1,0 +1,13 @@
+// Package scripts holds every Lua script relock runs and the Redis names they
+// touch. It is the only place Lua lives.
+//
+// Each script is its own embedded .lua file whose header documents its KEYS,
+// ARGV and reply; each has one typed Go wrapper here. The layouts, names and
+// replies are Redisson's (3.22 and later), so Java Redisson services and Go
+// services using relock can contend for the same locks.
+//
+// Scripts run as EVALSHA and fall back to EVAL when the server answers
+// NOSCRIPT (after SCRIPT FLUSH, a restart or a failover). They are never
+// retried automatically: a lock script sent twice could count a hold twice.
+// Callers decide what an error with an unknown outcome means; see [IsReply].
+package scripts

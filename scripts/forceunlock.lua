@@ -1,0 +1,20 @@
+-- forceunlock.lua: release a lock whoever holds it.
+--
+-- KEYS[1]  the lock hash N
+-- KEYS[2]  the lock channel, redisson_lock__channel:{N}
+-- ARGV[1]  the message published when the lock becomes free ("0")
+-- ARGV[2]  publish command: "publish" or "spublish"
+--
+-- Reply: 1 when a lock was deleted (and ARGV[1] published), 0 when there was
+-- none. A key of another type is not a lock: it fails with WRONGTYPE and is
+-- left alone.
+local kind = redis.call('type', KEYS[1])['ok']
+if kind == 'none' then
+	return 0
+end
+if kind ~= 'hash' then
+	return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
+end
+redis.call('del', KEYS[1])
+redis.call(ARGV[2], KEYS[2], ARGV[1])
+return 1

@@ -1,0 +1,57 @@
+package scripts
+
+import "strings"
+
+// Prefixed returns Redisson's prefix form of a name derived from lock name:
+// prefix + ":" + name when name contains "{", else prefix + ":{" + name + "}".
+// Either way the result hashes to the same cluster slot as name.
+func Prefixed(prefix, name string) string {
+	if strings.Contains(name, "{") {
+		return prefix + ":" + name
+	}
+	return prefix + ":{" + name + "}"
+}
+
+// Suffixed returns Redisson's suffix form of a name derived from lock name:
+// name + ":" + suffix when name contains "{", else "{" + name + "}:" + suffix.
+func Suffixed(name, suffix string) string {
+	if strings.Contains(name, "{") {
+		return name + ":" + suffix
+	}
+	return "{" + name + "}:" + suffix
+}
+
+// LockChannel returns the channel on which releases of lock name are
+// published: redisson_lock__channel:{name}.
+func LockChannel(name string) string {
+	return Prefixed("redisson_lock__channel", name)
+}
+
+// UnlockLatch returns the key that remembers the reply of one release
+// request: redisson_unlock_latch:{name}:requestID.
+func UnlockLatch(name, requestID string) string {
+	return Prefixed("redisson_unlock_latch", name) + ":" + requestID
+}
+
+// Slot returns the Redis Cluster slot of key: CRC16 (XMODEM) of its hash tag,
+// the text between the first "{" and the next "}" when that is not empty, or
+// of the whole key otherwise, modulo 16384.
+func Slot(key string) uint16 {
+	if open := strings.IndexByte(key, '{'); open >= 0 {
+		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
+			key = key[open+1 : open+1+end]
+		}
+	}
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc ^= uint16(key[i]) << 8
+		for b := 0; b < 8; b++ {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc & 16383
+}

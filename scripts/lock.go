@@ -1,0 +1,160 @@
+package scripts
+
+import (
+	"context"
+	_ "embed"
+
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// Publish is the command a script uses to announce a release: classic
+// PUBLISH, or sharded SPUBLISH as Redisson uses on a Redis 7+ cluster.
+type Publish string
+
+// The two publish commands.
+const (
+	PublishClassic Publish = "publish"
+	PublishSharded Publish = "spublish"
+)
+
+// UnlockMessage is the payload published when a lock becomes free. Java
+// Redisson parses payloads as numbers, so it is a decimal integer.
+const UnlockMessage = "0"
+
+var (
+	//go:embed acquire.lua
+	acquireLua    string
+	acquireScript = newScript(acquireLua)
+
+	//go:embed release.lua
+	releaseLua    string
+	releaseScript = newScript(releaseLua)
+
+	//go:embed renew.lua
+	renewLua    string
+	renewScript = newScript(renewLua)
+
+	//go:embed forceunlock.lua
+	forceUnlockLua    string
+	forceUnlockScript = newScript(forceUnlockLua)
+)
+
+func millis(d time.Duration) string {
+	return strconv.FormatInt(d.Milliseconds(), 10)
+}
+
+// Acquire runs acquire.lua: owner takes lock key, or takes it once more,
+// with the given lease as the key's TTL. When the lock is held by someone
+// else it returns acquired false and the key's remaining TTL (-1ms when the
+// key has no expiry).
+func Acquire(ctx context.Context, c rueidis.Client, key, owner string, lease time.Duration) (acquired bool, ttl time.Duration, err error) {
+	r := acquireScript.exec(ctx, c, []string{key}, []string{millis(lease), owner})
+	ms, err := r.AsInt64()
+	if rueidis.IsRedisNil(err) {
+		return true, 0, nil
+	}
+	if err != nil {
+		return false, 0, err
+	}
+	return false, time.Duration(ms) * time.Millisecond, nil
+}
+
+// Released is what a release did.
+type Released int
+
+// The replies of release.lua.
+const (
+	// NotHeld: the owner held nothing; nothing changed.
+	NotHeld Released = iota
+	// StillHeld: one hold was given back and others remain.
+	StillHeld
+	// Freed: the last hold was given back; the key is gone and the unlock
+	// message was published.
+	Freed
+)
+
+// Release describes one release request.
+type Release struct {
+	Key   string
+	Owner string
+	// RequestID names this request. A retry with the same RequestID within
+	// LatchTTL returns the first reply instead of releasing again.
+	RequestID string
+	// Lease is the TTL restored on the key while holds remain.
+	Lease    time.Duration
+	LatchTTL time.Duration
+	Publish  Publish
+}
+
+// Run runs release.lua.
+func (r Release) Run(ctx context.Context, c rueidis.Client) (Released, error) {
+	keys := []string{r.Key, LockChannel(r.Key), UnlockLatch(r.Key, r.RequestID)}
+	args := []string{UnlockMessage, millis(r.Lease), r.Owner, string(r.Publish), millis(r.LatchTTL)}
+	n, err := releaseScript.exec(ctx, c, keys, args).AsInt64()
+	switch {
+	case rueidis.IsRedisNil(err):
+		return NotHeld, nil
+	case err != nil:
+		return NotHeld, err
+	case n == 1:
+		return Freed, nil
+	case n == 0:
+		return StillHeld, nil
+	}
+	return NotHeld, fmt.Errorf("release.lua: unexpected reply %d", n)
+}
+
+// Held names one owner's hold on one lock, for renewal.
+type Held struct {
+	Key   string
+	Owner string
+}
+
+// Renew runs renew.lua once per batch, all batches in one pipeline, setting
+// each held key's TTL to ttl if its owner still holds it. Every key of one
+// batch must be in the same cluster slot (see [Slot]). For each batch it
+// returns whether each lock was renewed, or the batch's error.
+func Renew(ctx context.Context, c rueidis.Client, ttl time.Duration, batches [][]Held) (renewed [][]bool, errs []error) {
+	calls := make([]call, len(batches))
+	ms := millis(ttl)
+	for i, b := range batches {
+		keys := make([]string, len(b))
+		args := make([]string, len(b)+1)
+		args[0] = ms
+		for j, h := range b {
+			keys[j], args[j+1] = h.Key, h.Owner
+		}
+		calls[i] = call{keys: keys, args: args}
+	}
+	renewed = make([][]bool, len(batches))
+	errs = make([]error, len(batches))
+	for i, r := range renewScript.execMulti(ctx, c, calls) {
+		flags, err := r.AsIntSlice()
+		if err == nil && len(flags) != len(batches[i]) {
+			err = fmt.Errorf("renew.lua: %d replies for %d locks", len(flags), len(batches[i]))
+		}
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		renewed[i] = make([]bool, len(flags))
+		for j, f := range flags {
+			renewed[i][j] = f == 1
+		}
+	}
+	return renewed, errs
+}
+
+// ForceUnlock runs forceunlock.lua: it deletes lock key whoever holds it and
+// publishes the unlock message. It reports whether there was a lock.
+func ForceUnlock(ctx context.Context, c rueidis.Client, key string, pub Publish) (bool, error) {
+	n, err := forceUnlockScript.exec(ctx, c, []string{key, LockChannel(key)}, []string{UnlockMessage, string(pub)}).AsInt64()
+	if err != nil {
+		return false, err
+	}
+	return n == 1, nil
+}

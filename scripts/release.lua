@@ -1,0 +1,33 @@
+-- release.lua: give back one hold of a reentrant lock.
+--
+-- KEYS[1]  the lock hash N
+-- KEYS[2]  the lock channel, redisson_lock__channel:{N}
+-- KEYS[3]  the unlock latch, redisson_unlock_latch:{N}:<request-id>
+-- ARGV[1]  the message published when the lock becomes free ("0")
+-- ARGV[2]  lease in milliseconds, restored on the hash while holds remain
+-- ARGV[3]  owner field
+-- ARGV[4]  publish command: "publish" or "spublish"
+-- ARGV[5]  latch TTL in milliseconds
+--
+-- Reply: 1 when that was the last hold (the hash is deleted and ARGV[1] is
+-- published); 0 when holds remain (the TTL is reset to the lease); nil when
+-- the owner holds nothing, and then nothing is changed.
+-- The latch remembers the reply of this request id, so a retried release
+-- returns its first reply instead of releasing a second time.
+local earlier = redis.call('get', KEYS[3])
+if earlier then
+	return tonumber(earlier)
+end
+if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+	return nil
+end
+local reply = 0
+if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
+	redis.call('pexpire', KEYS[1], ARGV[2])
+else
+	redis.call('del', KEYS[1])
+	redis.call(ARGV[4], KEYS[2], ARGV[1])
+	reply = 1
+end
+redis.call('set', KEYS[3], reply, 'px', ARGV[5])
+return reply

@@ -1,0 +1,96 @@
+package scripts
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"strings"
+
+	"github.com/redis/rueidis"
+)
+
+// script is one Lua script, run by its SHA1 and sent whole only when the
+// server does not know it. rueidis's own Lua type would do for single calls,
+// but pipelines of scripts (and WAIT on the same connection) need the
+// commands themselves.
+type script struct {
+	body string
+	sha  string
+}
+
+func newScript(body string) *script {
+	sum := sha1.Sum([]byte(body))
+	return &script{body: body, sha: hex.EncodeToString(sum[:])}
+}
+
+func (s *script) evalsha(c rueidis.Client, keys, args []string) rueidis.Completed {
+	return c.B().Evalsha().Sha1(s.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+}
+
+func (s *script) eval(c rueidis.Client, keys, args []string) rueidis.Completed {
+	return c.B().Eval().Script(s.body).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+}
+
+// exec runs the script once. NOSCRIPT means the script did not run, so
+// sending it again as EVAL is safe; nothing else is resent.
+func (s *script) exec(ctx context.Context, c rueidis.Client, keys, args []string) rueidis.RedisResult {
+	r := c.Do(ctx, s.evalsha(c, keys, args))
+	if isNoScript(r.Error()) {
+		r = c.Do(ctx, s.eval(c, keys, args))
+	}
+	return r
+}
+
+// call is one run of a script in a pipeline.
+type call struct {
+	keys, args []string
+}
+
+// execMulti runs the calls in one pipeline, then resends as EVAL, again in
+// one pipeline, just the calls the server answered with NOSCRIPT.
+func (s *script) execMulti(ctx context.Context, c rueidis.Client, calls []call) []rueidis.RedisResult {
+	cmds := make(rueidis.Commands, len(calls))
+	for i, cl := range calls {
+		cmds[i] = s.evalsha(c, cl.keys, cl.args)
+	}
+	results := c.DoMulti(ctx, cmds...)
+	var again []int
+	for i, r := range results {
+		if isNoScript(r.Error()) {
+			again = append(again, i)
+		}
+	}
+	if len(again) == 0 {
+		return results
+	}
+	cmds = cmds[:0]
+	for _, i := range again {
+		cmds = append(cmds, s.eval(c, calls[i].keys, calls[i].args))
+	}
+	for j, r := range c.DoMulti(ctx, cmds...) {
+		results[again[j]] = r
+	}
+	return results
+}
+
+func isNoScript(err error) bool {
+	re, ok := rueidis.IsRedisErr(err)
+	return ok && re.IsNoScript()
+}
+
+// IsReply reports whether err is an error reply from the server. Such a
+// script failed as a whole and changed nothing; any other error (a broken
+// connection, a timeout, a cancelled context) leaves unknown whether the
+// script ran.
+func IsReply(err error) bool {
+	re, ok := rueidis.IsRedisErr(err)
+	return ok && !re.IsNil()
+}
+
+// IsWrongType reports whether err says a key holds another type of value
+// than the script expects.
+func IsWrongType(err error) bool {
+	var re *rueidis.RedisError
+	return errors.As(err, &re) && strings.Contains(re.Error(), "WRONGTYPE")
+}

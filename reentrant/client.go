@@ -11,6 +11,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/relock-go/relock/scripts"
+	"github.com/relock-go/relock/watchdog"
 )
 
 // Client makes and keeps locks on one rueidis client. Make one per rueidis
@@ -23,7 +24,9 @@ type Client struct {
 	id        string
 	opts      Options
 	publish   scripts.Publish
+	cluster   bool
 	nextOwner atomic.Int64
+	watchdog  *watchdog.Watchdog
 
 	mu     sync.Mutex
 	closed bool
@@ -40,22 +43,39 @@ func New(rdb rueidis.Client, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{
+	c := &Client{
 		rdb:     rdb,
 		id:      uuid.NewString(),
 		opts:    opts,
 		publish: scripts.PublishClassic,
+		cluster: rdb.Mode() == rueidis.ClientModeCluster,
 		done:    make(chan struct{}),
 		holds:   make(map[holdKey]*hold),
-	}, nil
+	}
+	c.watchdog = watchdog.New(watchdog.Config{
+		Timeout:   opts.WatchdogTimeout,
+		BatchSize: opts.RenewBatchSize,
+		Renew:     c.renew,
+	})
+	return c, nil
+}
+
+// slot returns the cluster slot of key, the watchdog's batch group; on a
+// single node every key is in group 0, so batches fill up.
+func (c *Client) slot(key string) uint16 {
+	if c.cluster {
+		return scripts.Slot(key)
+	}
+	return 0
 }
 
 // ID returns the client's id, the UUID that prefixes its owners.
 func (c *Client) ID() string { return c.id }
 
-// Close stops the client. Locks it still holds are no longer renewed and
-// expire after their TTL; their held contexts are cancelled with cause
-// ErrClosed. Every later call returns ErrClosed. Close is idempotent.
+// Close stops the client and waits for its goroutines to end. Locks it
+// still holds are no longer renewed and expire after their TTL; their held
+// contexts are cancelled with cause ErrClosed. Every later call returns
+// ErrClosed. Close is idempotent.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -67,6 +87,7 @@ func (c *Client) Close() error {
 	holds := c.holds
 	c.holds = nil
 	c.mu.Unlock()
+	c.watchdog.Close()
 	for _, h := range holds {
 		h.cancelAll(ErrClosed)
 	}

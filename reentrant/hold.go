@@ -2,7 +2,11 @@ package reentrant
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	"github.com/relock-go/relock/scripts"
+	"github.com/relock-go/relock/watchdog"
 )
 
 type holdKey struct {
@@ -10,12 +14,13 @@ type holdKey struct {
 }
 
 // hold is this client's record of one owner's hold on one lock: one entry
-// per acquisition not yet released, newest last. Holds taken elsewhere with
-// the same owner (a hand-off to another process) are not here; Redis counts
-// them all.
+// per acquisition not yet released, newest last, and one watchdog lease for
+// all of them. Holds taken elsewhere with the same owner (a hand-off to
+// another process) are not here; Redis counts them all.
 type hold struct {
-	key  holdKey
-	acqs []acquisition
+	key   holdKey
+	acqs  []acquisition
+	lease *watchdog.Lease
 }
 
 type acquisition struct {
@@ -23,9 +28,24 @@ type acquisition struct {
 	cancel context.CancelCauseFunc
 }
 
-// lease returns the TTL a release restores while holds remain: the newest
-// acquisition's.
-func (h *hold) lease() time.Duration {
+// renewed reports whether the watchdog keeps the hold: while any of its
+// acquisitions was made without LeaseFor.
+func (h *hold) renewed() bool {
+	for _, a := range h.acqs {
+		if a.lease == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// ttl is the TTL the hold's key should have: the watchdog timeout while it
+// is renewed, else the newest acquisition's lease (as Redisson, each
+// acquire or release resets the TTL to the lease).
+func (h *hold) ttl(timeout time.Duration) time.Duration {
+	if h.renewed() {
+		return timeout
+	}
 	return h.acqs[len(h.acqs)-1].lease
 }
 
@@ -35,15 +55,31 @@ func (h *hold) cancelAll(cause error) {
 	}
 }
 
-// addHold records an acquisition and returns its held context: parent with
-// a cancel that fires on release or loss.
-func (c *Client) addHold(parent context.Context, key holdKey, lease time.Duration) (context.Context, error) {
+// acquireTTL returns the TTL an acquire of key with the given lease sends.
+// A lease cannot shorten a hold the watchdog keeps: it would expire between
+// renewals.
+func (c *Client) acquireTTL(key holdKey, lease time.Duration) time.Duration {
+	if lease == 0 {
+		return c.opts.WatchdogTimeout
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if h := c.holds[key]; h != nil && h.renewed() {
+		return c.opts.WatchdogTimeout
+	}
+	return lease
+}
+
+// addHold records an acquisition whose script was sent at sent with TTL
+// ttl, hands it to the watchdog, and returns its held context: parent with a
+// cancel that fires on release or loss.
+func (c *Client) addHold(parent context.Context, key holdKey, lease, ttl time.Duration, sent time.Time) (context.Context, error) {
 	ctx, cancel := context.WithCancelCause(parent)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		cancel(ErrClosed)
-		return nil, ErrClosed
+		return nil, fmt.Errorf("relock: lock %q: %w", key.name, ErrClosed)
 	}
 	h := c.holds[key]
 	if h == nil {
@@ -51,30 +87,54 @@ func (c *Client) addHold(parent context.Context, key holdKey, lease time.Duratio
 		c.holds[key] = h
 	}
 	h.acqs = append(h.acqs, acquisition{lease: lease, cancel: cancel})
+	deadline := watchdog.Deadline(sent, ttl)
+	if h.lease == nil {
+		h.lease = c.watchdog.Add(key.name, key.owner, c.slot(key.name), h.renewed(), deadline,
+			func(reason error) { c.lost(h, reason) })
+	} else {
+		c.watchdog.Update(h.lease, h.renewed(), deadline)
+	}
 	return ctx, nil
 }
 
 // dropHold forgets the newest acquisition of key, if any, and returns it
-// with the lease that the release should restore. last says whether no
-// acquisition of key remains here.
-func (c *Client) dropHold(key holdKey) (a acquisition, restore time.Duration, found, last bool) {
+// with the TTL the release should restore. The watchdog lets go of the hold
+// before the release is sent: all of it when this was the last acquisition
+// here, its renewal when no remaining acquisition wants the watchdog.
+func (c *Client) dropHold(key holdKey) (a acquisition, restore time.Duration, found bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	restore = c.opts.WatchdogTimeout
 	h := c.holds[key]
 	if h == nil {
-		return a, restore, false, true
+		return a, restore, false
 	}
 	a = h.acqs[len(h.acqs)-1]
 	h.acqs = h.acqs[:len(h.acqs)-1]
 	if len(h.acqs) == 0 {
 		delete(c.holds, key)
-		return a, restore, true, true
+		c.watchdog.Remove(h.lease)
+		return a, restore, true
 	}
-	if l := h.lease(); l > 0 {
-		restore = l
+	restore = h.ttl(c.opts.WatchdogTimeout)
+	c.watchdog.Update(h.lease, h.renewed(), watchdog.Deadline(time.Now(), restore))
+	return a, restore, true
+}
+
+// lost ends a hold the watchdog gave up on: every held context of it is
+// cancelled with a cause that wraps ErrLockLost and the reason.
+func (c *Client) lost(h *hold, reason error) {
+	c.mu.Lock()
+	if c.holds[h.key] == h {
+		delete(c.holds, h.key)
 	}
-	return a, restore, true, false
+	c.mu.Unlock()
+	cause := fmt.Errorf("%w: %q held by %s: %w", ErrLockLost, h.key.name, h.key.owner, reason)
+	h.cancelAll(cause)
+	c.opts.Logger.Warn("relock: lock lost", "lock", h.key.name, "owner", h.key.owner, "reason", reason.Error())
+	if c.opts.OnLockLost != nil {
+		c.opts.OnLockLost(h.key.name, Owner{id: h.key.owner}, cause)
+	}
 }
 
 // loseHolds cancels, with cause, every held context of the holds that match,
@@ -86,10 +146,24 @@ func (c *Client) loseHolds(match func(holdKey) bool, cause error) {
 		if match(k) {
 			lost = append(lost, h)
 			delete(c.holds, k)
+			c.watchdog.Remove(h.lease)
 		}
 	}
 	c.mu.Unlock()
 	for _, h := range lost {
 		h.cancelAll(cause)
 	}
+}
+
+// renew is the watchdog's renew function: one renew.lua call per batch, all
+// in one pipeline.
+func (c *Client) renew(ctx context.Context, ttl time.Duration, batches [][]*watchdog.Lease) ([][]bool, []error) {
+	held := make([][]scripts.Held, len(batches))
+	for i, b := range batches {
+		held[i] = make([]scripts.Held, len(b))
+		for j, l := range b {
+			held[i][j] = scripts.Held{Key: l.Key, Owner: l.Owner}
+		}
+	}
+	return scripts.Renew(ctx, c.rdb, ttl, held)
 }

@@ -71,10 +71,7 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (context.Context,
 		owner = l.c.NewOwner()
 		ctx = WithOwner(ctx, owner)
 	}
-	ttl := cfg.lease
-	if ttl == 0 {
-		ttl = l.c.opts.WatchdogTimeout
-	}
+	key := holdKey{l.name, owner.id}
 	var giveUp <-chan time.Time
 	if cfg.wait >= 0 {
 		t := time.NewTimer(cfg.wait)
@@ -82,6 +79,8 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (context.Context,
 		giveUp = t.C
 	}
 	for attempt := 0; ; attempt++ {
+		ttl := l.c.acquireTTL(key, cfg.lease)
+		sent := time.Now()
 		acquired, pttl, err := scripts.Acquire(ctx, l.c.rdb, l.name, owner.id, ttl)
 		if err != nil {
 			// The outcome is unknown unless Redis replied with an error. A
@@ -93,7 +92,7 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (context.Context,
 			return nil, redisError("lock", l.name, err)
 		}
 		if acquired {
-			return l.c.addHold(ctx, holdKey{l.name, owner.id}, cfg.lease)
+			return l.c.addHold(ctx, key, cfg.lease, ttl, sent)
 		}
 		if cfg.retries >= 0 && attempt >= cfg.retries {
 			return nil, l.notAcquired()
@@ -167,7 +166,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		return fmt.Errorf("relock: unlock %q: %w (the context carries no owner)", l.name, ErrNotHeld)
 	}
 	key := holdKey{l.name, owner.id}
-	a, restore, found, _ := l.c.dropHold(key)
+	a, restore, found := l.c.dropHold(key)
 	if found {
 		defer a.cancel(context.Canceled)
 	}

@@ -425,4 +425,3 @@ func TestUseAfterClose(t *testing.T) {
 		assert.ErrorIs(t, f(), reentrant.ErrClosed, name)
 	}
 }
-

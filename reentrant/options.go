@@ -2,6 +2,7 @@ package reentrant
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -11,6 +12,19 @@ type Options struct {
 	// lock taken without LeaseFor, which the watchdog renews every
 	// WatchdogTimeout/3 for as long as the lock is held. Default 30s.
 	WatchdogTimeout time.Duration
+
+	// RenewBatchSize is the most locks one renewal script call extends.
+	// Default 100.
+	RenewBatchSize int
+
+	// OnLockLost, if set, is called once for each hold found lost, after
+	// its held contexts are cancelled, with the cause they were given
+	// (errors.Is(cause, ErrLockLost)). It runs on the watchdog's loop and
+	// must not block.
+	OnLockLost func(name string, owner Owner, cause error)
+
+	// Logger receives a warning for each lost hold. Default slog.Default().
+	Logger *slog.Logger
 }
 
 const (
@@ -24,6 +38,15 @@ func (o Options) withDefaults() (Options, error) {
 		o.WatchdogTimeout = defaultWatchdogTimeout
 	case o.WatchdogTimeout < minTimeout:
 		return o, fmt.Errorf("%w: WatchdogTimeout %v is below %v", ErrInvalidArgument, o.WatchdogTimeout, minTimeout)
+	}
+	switch {
+	case o.RenewBatchSize == 0:
+		o.RenewBatchSize = 100
+	case o.RenewBatchSize < 0:
+		return o, fmt.Errorf("%w: RenewBatchSize %d is negative", ErrInvalidArgument, o.RenewBatchSize)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
 	return o, nil
 }

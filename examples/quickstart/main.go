@@ -7,10 +7,8 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"log"
-	"net"
 	"os"
 	"sync"
 	"time"
@@ -94,9 +92,6 @@ func connect() (rueidis.Client, func()) {
 		DisableCache:      true, // miniredis has no client-side caching
 		AlwaysRESP2:       true, // miniredis refuses commands on a subscribed RESP3 connection
 		ForceSingleClient: true, // else rueidis takes miniredis for a one-node cluster
-		DialCtxFn: func(context.Context, string, *net.Dialer, *tls.Config) (net.Conn, error) {
-			return m.Dial()
-		},
 	})
 	if err != nil {
 		log.Fatal(err)

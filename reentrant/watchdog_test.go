@@ -1,0 +1,277 @@
+package reentrant_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"crypto/tls"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/reentrant"
+	"github.com/relock-go/relock/watchdog"
+)
+
+// countingConn counts the commands written that contain a marker.
+type countingConn struct {
+	net.Conn
+	marker []byte
+	n      *atomic.Int64
+}
+
+func (c countingConn) Write(b []byte) (int, error) {
+	c.n.Add(int64(bytes.Count(b, c.marker)))
+	return c.Conn.Write(b)
+}
+
+// renewSHA is the SHA1 of renew.lua, as sent in EVALSHA.
+func renewSHA(t *testing.T) []byte {
+	body, err := os.ReadFile("../scripts/renew.lua")
+	require.NoError(t, err)
+	sum := sha1.Sum(body)
+	return []byte(hex.EncodeToString(sum[:]))
+}
+
+// fakeTimeClient is a relock client on a miniredis whose TTLs follow the
+// synctest bubble's clock; renewals counts renew.lua calls.
+func fakeTimeClient(t *testing.T, opts reentrant.Options) (*miniredis.Miniredis, *reentrant.Client, *atomic.Int64) {
+	m := miniredis.NewMiniRedis()
+	m.ClockTTL(true)
+	renewals := new(atomic.Int64)
+	marker := renewSHA(t)
+	rdb := redistest.MiniredisClient(t, m, rueidis.ClientOption{
+		InitAddress: []string{"miniredis"},
+		DialCtxFn: func(context.Context, string, *net.Dialer, *tls.Config) (net.Conn, error) {
+			conn, err := m.Dial()
+			return countingConn{Conn: conn, marker: marker, n: renewals}, err
+		},
+	})
+	c, err := reentrant.New(rdb, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close(); rdb.Close(); m.Close() })
+	return m, c, renewals
+}
+
+// A lock held for ten minutes of (fake) time with the 30s timeout survives;
+// each renewal period costs ceil(locks/batch) script calls, not one per lock.
+func TestWatchdogLongHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, c, renewals := fakeTimeClient(t, reentrant.Options{RenewBatchSize: 100})
+		const locks = 250
+		held := make([]context.Context, locks)
+		for i := range held {
+			var err error
+			held[i], err = c.Lock(fmt.Sprintf("job:%d", i)).Lock(bg())
+			require.NoError(t, err)
+		}
+		start := time.Now()
+		time.Sleep(10*time.Minute + time.Second)
+		synctest.Wait()
+		for i, h := range held {
+			require.NoError(t, h.Err(), "lock %d lost", i)
+		}
+		for _, k := range []string{"job:0", "job:249"} {
+			assert.Greater(t, m.TTL(k), 19*time.Second, "renewed within the last period")
+		}
+		periods := int64(time.Since(start) / (10 * time.Second))
+		assert.Equal(t, periods*3, renewals.Load(), "ceil(250/100) = 3 script calls per period over %d periods", periods)
+		for i, h := range held {
+			require.NoError(t, c.Lock(fmt.Sprintf("job:%d", i)).Unlock(h))
+		}
+		for i := range held {
+			assert.False(t, m.Exists(fmt.Sprintf("job:%d", i)))
+		}
+	})
+}
+
+// A key deleted under its holder: the held context is cancelled with
+// ErrLockLost within one renewal period, the OnLockLost hook hears of it,
+// and nothing renews the lock again.
+func TestWatchdogKeyDeleted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var hooked atomic.Value
+		m, c, renewals := fakeTimeClient(t, reentrant.Options{
+			OnLockLost: func(name string, owner reentrant.Owner, cause error) { hooked.Store(name + " " + cause.Error()) },
+		})
+		held, err := c.Lock("deleted").Lock(bg())
+		require.NoError(t, err)
+		m.Del("deleted")
+		deleted := time.Now()
+		<-held.Done()
+		assert.LessOrEqual(t, time.Since(deleted), 10*time.Second, "within one renewal period")
+		assert.ErrorIs(t, context.Cause(held), reentrant.ErrLockLost)
+		assert.ErrorIs(t, context.Cause(held), watchdog.ErrNotRenewed)
+		synctest.Wait()
+		assert.Contains(t, hooked.Load(), "deleted")
+
+		before := renewals.Load()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, before, renewals.Load(), "no renewal for a lost lock")
+		assert.ErrorIs(t, c.Lock("deleted").Unlock(held), reentrant.ErrNotHeld)
+	})
+}
+
+// An explicit lease is not renewed; its held context is cancelled just
+// before Redis expires the key.
+func TestLeaseEndsContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, c, renewals := fakeTimeClient(t, reentrant.Options{})
+		start := time.Now()
+		held, err := c.Lock("leased").Lock(bg(), reentrant.LeaseFor(5*time.Second))
+		require.NoError(t, err)
+		<-held.Done()
+		assert.Equal(t, 4500*time.Millisecond, time.Since(start), "lease minus its 10%% margin")
+		assert.ErrorIs(t, context.Cause(held), reentrant.ErrLockLost)
+		assert.ErrorIs(t, context.Cause(held), watchdog.ErrLeaseEnded)
+		assert.True(t, m.Exists("leased"), "the key still has its last 500ms")
+		time.Sleep(time.Second)
+		assert.False(t, m.Exists("leased"))
+		assert.Zero(t, renewals.Load())
+	})
+}
+
+// Re-entry with a lease into a hold the watchdog keeps does not shorten it;
+// releasing the watchdog's acquisition leaves the lease in charge.
+func TestMixedLeaseReentry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, c, _ := fakeTimeClient(t, reentrant.Options{})
+		mu := c.Lock("mixed")
+		outer, err := mu.Lock(bg())
+		require.NoError(t, err)
+		inner, err := mu.Lock(outer, reentrant.LeaseFor(time.Second))
+		require.NoError(t, err)
+		assert.Equal(t, 30*time.Second, m.TTL("mixed"))
+		time.Sleep(time.Minute)
+		require.NoError(t, inner.Err(), "the watchdog keeps the whole hold")
+		require.NoError(t, mu.Unlock(inner))
+
+		leased, err := c.Lock("mixed2").Lock(bg(), reentrant.LeaseFor(time.Minute))
+		require.NoError(t, err)
+		kept, err := c.Lock("mixed2").Lock(leased)
+		require.NoError(t, err)
+		time.Sleep(5 * time.Minute)
+		synctest.Wait() // let the renewal round of this instant finish
+		require.NoError(t, leased.Err(), "renewed while the watchdog's acquisition is held")
+		require.NoError(t, c.Lock("mixed2").Unlock(kept))
+		assert.Equal(t, time.Minute, m.TTL("mixed2"), "release restores the lease")
+		<-leased.Done()
+		assert.ErrorIs(t, context.Cause(leased), watchdog.ErrLeaseEnded)
+		require.NoError(t, mu.Unlock(outer))
+	})
+}
+
+// Real Redis stops answering (SIGSTOP) or dies (SIGKILL): the holder's
+// context is cancelled by the local deadline, before the key's TTL on the
+// server could have run out.
+func TestWatchdogRedisUnreachable(t *testing.T) {
+	for _, fault := range []string{"paused", "killed"} {
+		t.Run(fault, func(t *testing.T) {
+			e := onRedis(t)
+			const timeout = 900 * time.Millisecond
+			c := e.client(t, reentrant.Options{WatchdogTimeout: timeout})
+			sent := time.Now()
+			held, err := c.Lock("unreachable").Lock(bg())
+			require.NoError(t, err)
+			// Let a renewal or two be confirmed first.
+			time.Sleep(timeout / 2)
+			lastSafe := time.Now()
+			if fault == "paused" {
+				e.server.Pause()
+				defer e.server.Resume()
+			} else {
+				e.server.Kill()
+			}
+			select {
+			case <-held.Done():
+			case <-time.After(20 * time.Second):
+				t.Fatal("holder never told")
+			}
+			cancelled := time.Now()
+			assert.ErrorIs(t, context.Cause(held), reentrant.ErrLockLost)
+			assert.ErrorIs(t, context.Cause(held), watchdog.ErrUnconfirmed)
+			// The server's TTL runs from a renewal sent at or before
+			// lastSafe, and no renewal after the fault was confirmed.
+			assert.True(t, cancelled.Before(lastSafe.Add(timeout)), "cancelled %v after the fault; TTL %v", cancelled.Sub(lastSafe), timeout)
+			assert.True(t, cancelled.After(sent), "sanity")
+		})
+	}
+}
+
+// 10,000 cycles of acquire (reentrant depth 1-3), each cut short by a
+// cancel at a random point or ended by Unlock. Afterwards the watchdog holds
+// nothing, no renewal runs, and every key expires: none is kept alive.
+func TestNoZombies(t *testing.T) {
+	e := onRedis(t)
+	const timeout = 600 * time.Millisecond
+	const cycles, workers = 10000, 8
+	var lost atomic.Int64
+	c := e.client(t, reentrant.Options{WatchdogTimeout: timeout})
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			for i := w; i < cycles; i += workers {
+				mu := c.Lock(fmt.Sprintf("zombie:%d", rng.IntN(64)))
+				ctx, cancel := context.WithCancel(bg())
+				if rng.IntN(2) == 0 {
+					time.AfterFunc(time.Duration(rng.IntN(400))*time.Microsecond, cancel)
+				}
+				var held []context.Context
+				at := ctx
+				for d := 1 + rng.IntN(3); d > 0; d-- {
+					h, err := mu.Lock(at, reentrant.WaitAtMost(time.Duration(rng.IntN(2000))*time.Microsecond))
+					if err != nil {
+						break
+					}
+					held = append(held, h)
+					at = h
+				}
+				for j := len(held) - 1; j >= 0; j-- {
+					if err := mu.Unlock(held[j]); err != nil {
+						lost.Add(1)
+					}
+				}
+				cancel()
+			}
+		}(w)
+	}
+	wg.Wait()
+	assert.Zero(t, lost.Load(), "no Unlock failed")
+	// Acquires cut short with their reply lost may have left a hold in
+	// Redis; nothing renews it, so it expires within the timeout.
+	eventually(t, "every key to expire", func() bool {
+		keys, err := e.do(t, "KEYS", "zombie:*").AsStrSlice()
+		require.NoError(t, err)
+		return len(keys) == 0
+	})
+	calls := func() int64 {
+		info, _ := e.do(t, "INFO", "commandstats").ToString()
+		var n int64
+		for _, line := range bytes.Split([]byte(info), []byte("\n")) {
+			if bytes.HasPrefix(line, []byte("cmdstat_evalsha:calls=")) {
+				fmt.Sscanf(string(line), "cmdstat_evalsha:calls=%d", &n)
+			}
+		}
+		return n
+	}
+	before := calls()
+	time.Sleep(2 * timeout)
+	assert.Equal(t, before, calls(), "no renewal runs once every lock is released")
+}

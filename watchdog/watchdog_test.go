@@ -1,0 +1,270 @@
+package watchdog_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/relock-go/relock/watchdog"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fakeRedis answers renewals: a key is renewed while it is in held.
+type fakeRedis struct {
+	mu      sync.Mutex
+	held    map[string]bool
+	fail    error // every call fails with it while set
+	hang    bool  // calls block until their ctx ends
+	calls   int   // renew function calls (rounds)
+	scripts int   // batches, i.e. script calls
+	sizes   []int
+}
+
+func (f *fakeRedis) renew(ctx context.Context, ttl time.Duration, batches [][]*watchdog.Lease) ([][]bool, []error) {
+	f.mu.Lock()
+	f.calls++
+	f.scripts += len(batches)
+	fail, hang := f.fail, f.hang
+	renewed := make([][]bool, len(batches))
+	errs := make([]error, len(batches))
+	for i, b := range batches {
+		f.sizes = append(f.sizes, len(b))
+		group := b[0].Group
+		renewed[i] = make([]bool, len(b))
+		for j, l := range b {
+			if l.Group != group {
+				panic("batch mixes groups")
+			}
+			renewed[i][j] = f.held[l.Key]
+			errs[i] = fail
+		}
+	}
+	f.mu.Unlock()
+	if hang {
+		<-ctx.Done()
+		for i := range errs {
+			errs[i] = ctx.Err()
+		}
+	}
+	return renewed, errs
+}
+
+func (f *fakeRedis) set(fn func(f *fakeRedis)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f)
+}
+
+type lossLog struct {
+	mu  sync.Mutex
+	at  map[string]time.Time
+	why map[string]error
+}
+
+func newLossLog() *lossLog {
+	return &lossLog{at: map[string]time.Time{}, why: map[string]error{}}
+}
+
+func (g *lossLog) onLost(key string) func(error) {
+	return func(reason error) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if _, twice := g.at[key]; twice {
+			panic("lost reported twice for " + key)
+		}
+		g.at[key], g.why[key] = time.Now(), reason
+	}
+}
+
+func (g *lossLog) get(key string) (time.Time, error, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	at, ok := g.at[key]
+	return at, g.why[key], ok
+}
+
+const timeout = 30 * time.Second
+
+// Ten minutes of holding: every lease stays, and each round makes
+// ceil(leases/batch) script calls, in one renew call.
+func TestLongHoldBatches(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeRedis{held: map[string]bool{}}
+		w := watchdog.New(watchdog.Config{Timeout: timeout, BatchSize: 100, Renew: f.renew})
+		defer w.Close()
+		losses := newLossLog()
+		const n = 250
+		for i := 0; i < n; i++ {
+			key := string(rune('a'+i%26)) + time.Duration(i).String()
+			f.held[key] = true
+			w.Add(key, "o", 0, true, watchdog.Deadline(time.Now(), timeout), losses.onLost(key))
+		}
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		assert.Equal(t, n, w.Len(), "every lease survives")
+		assert.Empty(t, losses.at)
+		rounds := int(10 * time.Minute / (timeout / 3))
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		assert.Equal(t, rounds, f.calls, "one renew call per period")
+		assert.Equal(t, rounds*3, f.scripts, "ceil(250/100) = 3 script calls per period")
+	})
+}
+
+// Batches never mix groups (cluster slots).
+func TestBatchesByGroup(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeRedis{held: map[string]bool{}}
+		w := watchdog.New(watchdog.Config{Timeout: timeout, BatchSize: 2, Renew: f.renew})
+		defer w.Close()
+		for i := 0; i < 5; i++ {
+			key := time.Duration(i).String()
+			f.held[key] = true
+			w.Add(key, "o", uint16(i%2), true, watchdog.Deadline(time.Now(), timeout), func(error) {})
+		}
+		time.Sleep(timeout / 3)
+		synctest.Wait()
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		assert.Equal(t, 3+0, f.scripts, "group 0: 3 leases -> 2 batches; group 1: 2 leases -> 1 batch")
+		assert.ElementsMatch(t, []int{2, 1, 2}, f.sizes)
+	})
+}
+
+// A hold reported gone is lost at the round that finds it, and leaves.
+func TestGoneIsLostAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeRedis{held: map[string]bool{"k": true}}
+		w := watchdog.New(watchdog.Config{Timeout: timeout, Renew: f.renew})
+		defer w.Close()
+		losses := newLossLog()
+		start := time.Now()
+		w.Add("k", "o", 0, true, watchdog.Deadline(start, timeout), losses.onLost("k"))
+		f.set(func(f *fakeRedis) { delete(f.held, "k") })
+		time.Sleep(timeout)
+		synctest.Wait()
+		at, why, ok := losses.get("k")
+		require.True(t, ok)
+		assert.ErrorIs(t, why, watchdog.ErrNotRenewed)
+		assert.Equal(t, timeout/3, at.Sub(start), "found at the first round")
+		assert.Zero(t, w.Len())
+	})
+}
+
+// With Redis failing, renewal is retried with backoff, and the lease is lost
+// at its local deadline: before the key could expire on the server.
+func TestUnreachableLostAtDeadline(t *testing.T) {
+	for name, broken := range map[string]func(f *fakeRedis){
+		"errors": func(f *fakeRedis) { f.fail = errors.New("connection refused") },
+		"hangs":  func(f *fakeRedis) { f.hang = true },
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeRedis{held: map[string]bool{"k": true}}
+				w := watchdog.New(watchdog.Config{Timeout: timeout, Renew: f.renew})
+				defer w.Close()
+				losses := newLossLog()
+				start := time.Now()
+				w.Add("k", "o", 0, true, watchdog.Deadline(start, timeout), losses.onLost("k"))
+				time.Sleep(timeout / 3) // first round renews: confirmed at start+10s
+				synctest.Wait()
+				confirmed := start.Add(timeout / 3)
+				f.set(broken)
+				time.Sleep(timeout)
+				synctest.Wait()
+				at, why, ok := losses.get("k")
+				require.True(t, ok)
+				assert.ErrorIs(t, why, watchdog.ErrUnconfirmed)
+				assert.Equal(t, watchdog.Deadline(confirmed, timeout), at, "lost exactly at the local deadline")
+				assert.True(t, at.Before(confirmed.Add(timeout)), "before the server-side TTL ends")
+				f.mu.Lock()
+				assert.GreaterOrEqual(t, f.calls, 3, "retried after the first failure")
+				f.mu.Unlock()
+
+				// Redis comes back: nothing brings the lost lease back.
+				f.set(func(f *fakeRedis) { f.fail, f.hang = nil, false })
+				time.Sleep(timeout)
+				synctest.Wait()
+				assert.Zero(t, w.Len())
+			})
+		})
+	}
+}
+
+// An explicit lease is not renewed, and ends at its deadline.
+func TestExplicitLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeRedis{held: map[string]bool{"k": true}}
+		w := watchdog.New(watchdog.Config{Timeout: timeout, Renew: f.renew})
+		defer w.Close()
+		losses := newLossLog()
+		start := time.Now()
+		w.Add("k", "o", 0, false, watchdog.Deadline(start, 2*time.Second), losses.onLost("k"))
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		at, why, ok := losses.get("k")
+		require.True(t, ok)
+		assert.ErrorIs(t, why, watchdog.ErrLeaseEnded)
+		assert.Equal(t, 1800*time.Millisecond, at.Sub(start))
+		f.mu.Lock()
+		assert.Zero(t, f.scripts, "never renewed")
+		f.mu.Unlock()
+	})
+}
+
+// Removed leases are neither renewed nor reported; Close waits for a round
+// in flight and drops everything silently.
+func TestRemoveAndClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeRedis{held: map[string]bool{"a": true, "b": true}, hang: true}
+		w := watchdog.New(watchdog.Config{Timeout: timeout, Renew: f.renew})
+		losses := newLossLog()
+		a := w.Add("a", "o", 0, true, watchdog.Deadline(time.Now(), timeout), losses.onLost("a"))
+		w.Add("b", "o", 0, true, watchdog.Deadline(time.Now(), timeout), losses.onLost("b"))
+		assert.True(t, w.Remove(a))
+		assert.False(t, w.Remove(a))
+		assert.False(t, w.Update(a, true, time.Now().Add(time.Hour)))
+		time.Sleep(timeout/3 + time.Second) // a round is in flight, hanging
+		synctest.Wait()
+		w.Close()
+		w.Close()
+		assert.Empty(t, losses.at)
+		assert.Nil(t, w.Add("c", "o", 0, true, time.Now().Add(time.Hour), func(error) {}))
+	})
+}
+
+// A lease whose renewal stops while a round is in flight: the renewal may
+// land after the command that set the lease, so the deadline becomes the
+// earlier of the two.
+func TestRenewalInFlightWhenRenewalStops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		renew := func(ctx context.Context, ttl time.Duration, batches [][]*watchdog.Lease) ([][]bool, []error) {
+			<-release
+			return [][]bool{{true}}, []error{nil}
+		}
+		w := watchdog.New(watchdog.Config{Timeout: timeout, Renew: renew})
+		defer w.Close()
+		losses := newLossLog()
+		l := w.Add("k", "o", 0, true, watchdog.Deadline(time.Now(), timeout), losses.onLost("k"))
+		time.Sleep(timeout / 3) // the round is sent, and waits
+		synctest.Wait()
+		sent := time.Now()
+		w.Update(l, false, watchdog.Deadline(time.Now(), time.Hour)) // an hour-long lease takes over
+		close(release)
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		at, why, ok := losses.get("k")
+		require.True(t, ok)
+		assert.ErrorIs(t, why, watchdog.ErrLeaseEnded)
+		assert.Equal(t, watchdog.Deadline(sent, timeout), at, "the late renewal's 30s TTL bounds it")
+	})
+}

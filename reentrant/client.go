@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/redis/rueidis"
 
+	"github.com/relock-go/relock/pubsub"
 	"github.com/relock-go/relock/scripts"
 	"github.com/relock-go/relock/watchdog"
 )
@@ -27,6 +31,12 @@ type Client struct {
 	cluster   bool
 	nextOwner atomic.Int64
 	watchdog  *watchdog.Watchdog
+	sub       *pubsub.Subscriber
+	degraded  atomic.Bool // waiting by polling: subscribing failed
+
+	// hookBeforeSubscribe, set by tests, runs between a failed attempt and
+	// the subscription that follows it.
+	hookBeforeSubscribe func()
 
 	mu     sync.Mutex
 	closed bool
@@ -43,15 +53,25 @@ func New(rdb rueidis.Client, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	cluster := rdb.Mode() == rueidis.ClientModeCluster
+	if opts.PubSub == 0 {
+		if opts.PubSub, err = detectPubSub(rdb, cluster); err != nil {
+			return nil, err
+		}
+	}
 	c := &Client{
 		rdb:     rdb,
 		id:      uuid.NewString(),
 		opts:    opts,
 		publish: scripts.PublishClassic,
-		cluster: rdb.Mode() == rueidis.ClientModeCluster,
+		cluster: cluster,
 		done:    make(chan struct{}),
 		holds:   make(map[holdKey]*hold),
 	}
+	if opts.PubSub == pubsub.Sharded {
+		c.publish = scripts.PublishSharded
+	}
+	c.sub = pubsub.New(rdb, opts.PubSub, scripts.Slot, opts.Logger)
 	c.watchdog = watchdog.New(watchdog.Config{
 		Timeout:   opts.WatchdogTimeout,
 		BatchSize: opts.RenewBatchSize,
@@ -68,6 +88,34 @@ func (c *Client) slot(key string) uint16 {
 	}
 	return 0
 }
+
+// detectPubSub picks Redisson's pub/sub kind: sharded on a Redis 7+ cluster,
+// classic elsewhere.
+func detectPubSub(rdb rueidis.Client, cluster bool) (pubsub.Mode, error) {
+	if !cluster {
+		return pubsub.Classic, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := rdb.Do(ctx, rdb.B().Info().Section("server").Build()).ToString()
+	if err != nil {
+		return 0, fmt.Errorf("relock: detecting the Redis version for the pub/sub mode (set Options.PubSub to skip): %w", err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(line, "redis_version:"); ok {
+			major, _, _ := strings.Cut(v, ".")
+			if n, err := strconv.Atoi(major); err == nil && n >= 7 {
+				return pubsub.Sharded, nil
+			}
+			return pubsub.Classic, nil
+		}
+	}
+	return pubsub.Classic, nil
+}
+
+// PubSubMode returns the kind of pub/sub the client announces and awaits
+// releases on, detected or configured; it must match the Java side's.
+func (c *Client) PubSubMode() pubsub.Mode { return c.opts.PubSub }
 
 // ID returns the client's id, the UUID that prefixes its owners.
 func (c *Client) ID() string { return c.id }
@@ -88,6 +136,7 @@ func (c *Client) Close() error {
 	c.holds = nil
 	c.mu.Unlock()
 	c.watchdog.Close()
+	c.sub.Close()
 	for _, h := range holds {
 		h.cancelAll(ErrClosed)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/relock-go/relock/pubsub"
 	"github.com/relock-go/relock/scripts"
 )
 
@@ -22,10 +23,6 @@ type Lock struct {
 
 // Name returns the lock's key.
 func (l *Lock) Name() string { return l.name }
-
-// maxRepoll bounds every wait for a release, so that a release that sends
-// no message (a crashed holder, a Redisson spin lock) is noticed in time.
-const maxRepoll = time.Second
 
 // Lock takes the lock, waiting as long as it is held by another owner, and
 // returns the held context: ctx, carrying the owner (a new one if ctx had
@@ -62,7 +59,7 @@ func (l *Lock) TryLock(ctx context.Context, opts ...Option) (held context.Contex
 	return held, true, nil
 }
 
-func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (context.Context, error) {
+func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Context, err error) {
 	if err := l.check(cfg.err); err != nil {
 		return nil, err
 	}
@@ -78,6 +75,19 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (context.Context,
 		defer t.Stop()
 		giveUp = t.C
 	}
+	// A waiter subscribes to the lock's channel once, after its first failed
+	// attempt, unless it was asked to retry at fixed delays.
+	var w *pubsub.Waiter
+	subscribe := cfg.retryDelay == 0
+	woken := false // the last attempt followed a wake-up
+	defer func() {
+		if w != nil {
+			if err != nil && woken {
+				w.PassOn() // the wake-up was not used: the next waiter may
+			}
+			w.Leave()
+		}
+	}()
 	for attempt := 0; ; attempt++ {
 		ttl := l.c.acquireTTL(key, cfg.lease)
 		sent := time.Now()
@@ -94,23 +104,39 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (context.Context,
 		if acquired {
 			return l.c.addHold(ctx, key, cfg.lease, ttl, sent)
 		}
+		woken = false
 		if cfg.retries >= 0 && attempt >= cfg.retries {
 			return nil, l.notAcquired()
-		}
-		wait := maxRepoll
-		switch {
-		case cfg.retryDelay > 0:
-			wait = cfg.retryDelay
-		case pttl >= 0 && pttl < wait:
-			wait = pttl
 		}
 		select {
 		case <-giveUp:
 			return nil, l.notAcquired()
 		default:
 		}
+		if subscribe {
+			subscribe = false
+			if w, err = l.subscribe(ctx); err == nil {
+				continue // subscribed: try again before waiting
+			}
+			if ctx.Err() != nil {
+				return nil, waitError(ctx, l.name)
+			}
+		}
+		wait := l.c.opts.RepollInterval
+		switch {
+		case cfg.retryDelay > 0:
+			wait = cfg.retryDelay
+		case pttl >= 0 && pttl < wait:
+			wait = pttl
+		}
+		var wake <-chan struct{}
+		if w != nil {
+			wake = w.C
+		}
 		t := time.NewTimer(wait)
 		select {
+		case <-wake:
+			woken = true
 		case <-t.C:
 		case <-giveUp:
 			t.Stop()
@@ -122,7 +148,26 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (context.Context,
 			t.Stop()
 			return nil, fmt.Errorf("relock: waiting for %q: %w", l.name, ErrClosed)
 		}
+		t.Stop()
 	}
+}
+
+// subscribe joins the local queue of waiters on the lock's channel. When
+// subscribing fails, waiters poll (bounded as always by the holder's TTL and
+// RepollInterval) instead of failing; that is logged once per outage.
+func (l *Lock) subscribe(ctx context.Context) (*pubsub.Waiter, error) {
+	if hook := l.c.hookBeforeSubscribe; hook != nil {
+		hook()
+	}
+	w, err := l.c.sub.Subscribe(ctx, scripts.LockChannel(l.name))
+	if err != nil {
+		if ctx.Err() == nil && l.c.degraded.CompareAndSwap(false, true) {
+			l.c.opts.Logger.Warn("relock: cannot subscribe to lock channels; waiters poll until it works again", "lock", l.name, "error", err)
+		}
+		return nil, err
+	}
+	l.c.degraded.Store(false)
+	return w, nil
 }
 
 func (l *Lock) notAcquired() error {

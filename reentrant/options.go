@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/relock-go/relock/pubsub"
 )
 
 // Options configure a Client. The zero value is ready to use.
@@ -25,6 +27,19 @@ type Options struct {
 
 	// Logger receives a warning for each lost hold. Default slog.Default().
 	Logger *slog.Logger
+
+	// PubSub is the kind of pub/sub that lock releases are announced on.
+	// It must match the Java Redisson services sharing the locks. Zero
+	// means detect: sharded (SPUBLISH/SSUBSCRIBE) on a Redis 7+ cluster, as
+	// Redisson 3.22+ does, classic everywhere else.
+	PubSub pubsub.Mode
+
+	// RepollInterval is the longest a waiting Lock sleeps without a release
+	// message before trying again; a wait is also bounded by the holder's
+	// remaining TTL. It covers releases that announce nothing (a crashed
+	// holder, Redisson's spin lock) and messages lost with a connection.
+	// Default 1s.
+	RepollInterval time.Duration
 }
 
 const (
@@ -47,6 +62,17 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	switch {
+	case o.RepollInterval == 0:
+		o.RepollInterval = time.Second
+	case o.RepollInterval < time.Millisecond:
+		return o, fmt.Errorf("%w: RepollInterval %v is below 1ms", ErrInvalidArgument, o.RepollInterval)
+	}
+	switch o.PubSub {
+	case 0, pubsub.Classic, pubsub.Sharded:
+	default:
+		return o, fmt.Errorf("%w: unknown PubSub mode %d", ErrInvalidArgument, o.PubSub)
 	}
 	return o, nil
 }

@@ -1,0 +1,204 @@
+package pubsub
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// conn is one subscription connection and the channels it serves. One
+// goroutine owns it: it dials, sends SUBSCRIBE and UNSUBSCRIBE in the order
+// they were queued (so a channel's subscribe and unsubscribe never cross),
+// and reconnects when the connection is lost.
+type conn struct {
+	s        *Subscriber
+	key      uint16
+	channels map[string]*channel // guarded by s.mu
+	ops      []op                // guarded by s.mu
+	kick     chan struct{}
+	stop     chan struct{}
+}
+
+type op struct {
+	subscribe bool
+	name      string
+}
+
+// newConn starts a connection's goroutine. Called with s.mu held.
+func (s *Subscriber) newConn(key uint16) *conn {
+	cn := &conn{
+		s:        s,
+		key:      key,
+		channels: make(map[string]*channel),
+		kick:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+	}
+	s.wg.Add(1)
+	go cn.run()
+	return cn
+}
+
+// queue adds an op for the goroutine to send. Called with s.mu held.
+func (cn *conn) queue(o op) {
+	cn.ops = append(cn.ops, o)
+	select {
+	case cn.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (cn *conn) run() {
+	defer cn.s.wg.Done()
+	for attempt := 0; ; attempt++ {
+		d, release := cn.s.rdb.Dedicate()
+		closed := d.SetPubSubHooks(rueidis.PubSubHooks{
+			OnMessage:      cn.onMessage,
+			OnSubscription: cn.onSubscription,
+		})
+		if attempt > 0 {
+			cn.resubscribe()
+		}
+		cn.serve(d, closed)
+		release()
+		select {
+		case <-cn.stop:
+			return
+		case <-time.After(retryDelay):
+		}
+	}
+}
+
+// serve sends queued ops until the connection is lost or the subscriber
+// closes.
+func (cn *conn) serve(d rueidis.DedicatedClient, closed <-chan error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-cn.stop:
+		case <-closed:
+		}
+		cancel()
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			d.Close()
+			return
+		case <-cn.kick:
+		}
+		cn.s.mu.Lock()
+		ops := cn.ops
+		cn.ops = nil
+		cn.s.mu.Unlock()
+		for _, o := range ops {
+			if err := d.Do(ctx, cn.command(d, o)).Error(); err != nil && o.subscribe {
+				cn.failed(o.name, err)
+			}
+		}
+	}
+}
+
+func (cn *conn) command(d rueidis.DedicatedClient, o op) rueidis.Completed {
+	switch {
+	case cn.s.mode == Sharded && o.subscribe:
+		return d.B().Ssubscribe().Channel(o.name).Build()
+	case cn.s.mode == Sharded:
+		return d.B().Sunsubscribe().Channel(o.name).Build()
+	case o.subscribe:
+		return d.B().Subscribe().Channel(o.name).Build()
+	}
+	return d.B().Unsubscribe().Channel(o.name).Build()
+}
+
+// failed ends a subscription that the server refused or could not receive.
+// Its waiters get the error; a lost connection is retried by run.
+func (cn *conn) failed(name string, err error) {
+	cn.s.mu.Lock()
+	defer cn.s.mu.Unlock()
+	ch := cn.channels[name]
+	if ch == nil || ch.state != subscribing {
+		return
+	}
+	if _, isReply := rueidis.IsRedisErr(err); !isReply {
+		return // the connection broke; run resubscribes on the next one
+	}
+	delete(cn.channels, name)
+	ch.fail(err)
+}
+
+// resubscribe queues a subscription of every channel on a new connection.
+// Messages sent while disconnected are lost, so each channel's waiters are
+// all woken once it is confirmed again; waiters arriving meanwhile wait for
+// that confirmation.
+func (cn *conn) resubscribe() {
+	cn.s.mu.Lock()
+	defer cn.s.mu.Unlock()
+	cn.ops = cn.ops[:0]
+	for name, ch := range cn.channels {
+		if ch.waiters.Len() == 0 {
+			delete(cn.channels, name)
+			ch.fail(ErrClosed)
+			continue
+		}
+		if ch.state != subscribing {
+			ch.state = subscribing
+			ch.ready = make(chan struct{})
+		}
+		ch.rewake = true
+		cn.queue(op{subscribe: true, name: name})
+	}
+	cn.s.log.Info("relock: pub/sub reconnected; resubscribing", "channels", len(cn.channels))
+}
+
+func (cn *conn) onMessage(m rueidis.PubSubMessage) {
+	cn.s.mu.Lock()
+	defer cn.s.mu.Unlock()
+	ch := cn.channels[m.Channel]
+	if ch == nil {
+		return
+	}
+	switch m.Message {
+	case WakeOne:
+		ch.wakeOne()
+	case WakeAll:
+		ch.wakeAll()
+	default:
+		cn.s.log.Debug("relock: ignoring unknown pub/sub payload", "channel", m.Channel, "payload", m.Message)
+	}
+}
+
+func (cn *conn) onSubscription(ev rueidis.PubSubSubscription) {
+	cn.s.mu.Lock()
+	defer cn.s.mu.Unlock()
+	ch := cn.channels[ev.Channel]
+	if ch == nil {
+		return
+	}
+	switch ev.Kind {
+	case "subscribe", "ssubscribe":
+		if ch.state == subscribing {
+			ch.state = live
+			ch.settle()
+			if ch.rewake {
+				ch.rewake = false
+				ch.wakeAll()
+			}
+		}
+		// While unsubscribing, this confirms the subscribe sent before;
+		// the unsubscribe's own confirmation follows.
+	case "unsubscribe", "sunsubscribe":
+		if ch.state != unsubscribing {
+			return
+		}
+		if ch.waiters.Len() == 0 {
+			delete(cn.channels, ev.Channel)
+			ch.settle()
+			return
+		}
+		// Waiters came back while it was being dropped: subscribe again.
+		ch.state = subscribing
+		cn.queue(op{subscribe: true, name: ch.name})
+	}
+}

@@ -1,0 +1,19 @@
+// Package pubsub wakes goroutines waiting for a Redis channel message, with
+// one subscription per channel however many goroutines wait on it.
+//
+// A [Subscriber] owns the subscription connection of one client: one in
+// classic mode (SUBSCRIBE), one per cluster slot in use in sharded mode
+// (SSUBSCRIBE, where the slot's node must serve the channel). Each channel
+// is subscribed when its first [Waiter] arrives and unsubscribed when its
+// last one leaves. Subscriptions are confirmed by the server before
+// [Subscriber.Subscribe] returns, so a waiter that subscribes and then checks
+// its condition cannot miss a message sent after the check.
+//
+// Message "0" wakes the longest-waiting waiter of the channel that is not
+// already woken; "1" wakes all of them; any other payload is ignored. After
+// the connection is lost, the Subscriber reconnects, resubscribes every
+// channel and wakes every waiter, since messages may have been missed.
+//
+// The package knows nothing of locks. Messages can be lost in transit, so a
+// waiter must never rely on one alone: bound every wait.
+package pubsub

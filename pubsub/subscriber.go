@@ -1,0 +1,253 @@
+package pubsub
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// Mode says which kind of pub/sub the channels use. Publishers and
+// subscribers must agree: a sharded subscriber never hears a classic
+// message, nor the reverse.
+type Mode int
+
+// The modes.
+const (
+	// Classic is SUBSCRIBE/PUBLISH, served by any node.
+	Classic Mode = iota + 1
+	// Sharded is SSUBSCRIBE/SPUBLISH (Redis 7+), served by the node that
+	// owns the channel's slot.
+	Sharded
+)
+
+func (m Mode) String() string {
+	switch m {
+	case Classic:
+		return "classic"
+	case Sharded:
+		return "sharded"
+	}
+	return fmt.Sprintf("Mode(%d)", int(m))
+}
+
+// ErrClosed is returned by Subscribe after Close.
+var ErrClosed = errors.New("pubsub: subscriber closed")
+
+// Messages understood on a channel.
+const (
+	WakeOne = "0"
+	WakeAll = "1"
+)
+
+// Subscriber shares subscriptions among local waiters. Its methods are safe
+// for concurrent use.
+type Subscriber struct {
+	rdb  rueidis.Client
+	mode Mode
+	slot func(channel string) uint16
+	log  *slog.Logger
+
+	mu     sync.Mutex
+	conns  map[uint16]*conn
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// New returns a Subscriber for rdb in the given mode. In sharded mode, slot
+// maps a channel to its cluster slot; in classic mode it is not used.
+func New(rdb rueidis.Client, mode Mode, slot func(channel string) uint16, log *slog.Logger) *Subscriber {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Subscriber{rdb: rdb, mode: mode, slot: slot, log: log, conns: make(map[uint16]*conn)}
+}
+
+// Mode returns the subscriber's mode.
+func (s *Subscriber) Mode() Mode { return s.mode }
+
+// channel states
+const (
+	subscribing   = iota // SUBSCRIBE queued or sent, not yet confirmed
+	live                 // confirmed
+	unsubscribing        // UNSUBSCRIBE queued or sent, not yet confirmed
+)
+
+type channel struct {
+	name    string
+	state   int
+	ready   chan struct{} // closed when a subscription is confirmed or fails
+	err     error         // why it failed
+	rewake  bool          // wake every waiter when confirmed (after a reconnect)
+	waiters list.List     // of *Waiter, in arrival order
+}
+
+// Waiter is one goroutine's place in a channel's queue.
+type Waiter struct {
+	// C receives a value when the waiter is woken.
+	C    <-chan struct{}
+	wake chan struct{}
+	s    *Subscriber
+	cn   *conn
+	ch   *channel
+	elem *list.Element
+}
+
+// Subscribe joins the queue of channel name, subscribing it if this is its
+// first waiter, and returns once the server has confirmed the subscription.
+// The waiter must Leave. If the subscription cannot be made, or ctx ends
+// first, Subscribe returns an error and no waiter.
+func (s *Subscriber) Subscribe(ctx context.Context, name string) (*Waiter, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	key := uint16(0)
+	if s.mode == Sharded {
+		key = s.slot(name)
+	}
+	cn := s.conns[key]
+	if cn == nil {
+		cn = s.newConn(key)
+		s.conns[key] = cn
+	}
+	ch := cn.channels[name]
+	if ch == nil {
+		ch = &channel{name: name, state: subscribing, ready: make(chan struct{})}
+		cn.channels[name] = ch
+		cn.queue(op{subscribe: true, name: name})
+	}
+	wake := make(chan struct{}, 1)
+	w := &Waiter{C: wake, wake: wake, s: s, cn: cn, ch: ch}
+	w.elem = ch.waiters.PushBack(w)
+	ready := ch.ready
+	s.mu.Unlock()
+
+	select {
+	case <-ready:
+		s.mu.Lock()
+		err := ch.err
+		s.mu.Unlock()
+		if err != nil {
+			w.Leave()
+			return nil, err
+		}
+		return w, nil
+	case <-ctx.Done():
+		w.Leave()
+		return nil, ctx.Err()
+	}
+}
+
+// Leave takes the waiter out of its queue. A wake it received and did not act
+// on (still in C) passes to the next waiter. The last waiter to leave
+// unsubscribes the channel. Leave is idempotent.
+func (w *Waiter) Leave() {
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	if w.elem == nil {
+		return
+	}
+	w.ch.waiters.Remove(w.elem)
+	w.elem = nil
+	select {
+	case <-w.wake:
+		w.ch.wakeOne()
+	default:
+	}
+	if w.ch.waiters.Len() == 0 && w.ch.state != unsubscribing && w.ch.err == nil {
+		w.ch.state = unsubscribing
+		w.ch.ready = make(chan struct{})
+		w.cn.queue(op{subscribe: false, name: w.ch.name})
+	}
+}
+
+// PassOn hands a wake the waiter took from C, but will not act on, to the
+// next waiter.
+func (w *Waiter) PassOn() {
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	if w.elem != nil {
+		w.ch.wakeOne()
+	}
+}
+
+// wakeOne wakes the longest-waiting waiter not already woken. Called with
+// s.mu held.
+func (ch *channel) wakeOne() {
+	for e := ch.waiters.Front(); e != nil; e = e.Next() {
+		select {
+		case e.Value.(*Waiter).wake <- struct{}{}:
+			return
+		default: // already woken; try the next
+		}
+	}
+}
+
+// wakeAll wakes every waiter. Called with s.mu held.
+func (ch *channel) wakeAll() {
+	for e := ch.waiters.Front(); e != nil; e = e.Next() {
+		select {
+		case e.Value.(*Waiter).wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Channels returns how many channels are subscribed or being subscribed.
+func (s *Subscriber) Channels() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, cn := range s.conns {
+		n += len(cn.channels)
+	}
+	return n
+}
+
+// Close drops every subscription and connection and waits for the
+// Subscriber's goroutines to end. Waiters still queued are not woken.
+func (s *Subscriber) Close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.wg.Wait()
+		return
+	}
+	s.closed = true
+	for _, cn := range s.conns {
+		close(cn.stop)
+		for _, ch := range cn.channels {
+			if ch.state != live {
+				ch.fail(ErrClosed)
+			}
+		}
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// fail ends a subscription attempt with err. Called with s.mu held.
+func (ch *channel) fail(err error) {
+	ch.err = err
+	ch.settle()
+}
+
+// settle releases whoever waits for the channel's confirmation; it may run
+// more than once. Called with s.mu held.
+func (ch *channel) settle() {
+	select {
+	case <-ch.ready:
+	default:
+		close(ch.ready)
+	}
+}
+
+// retryDelay bounds how fast a lost connection is dialled again.
+const retryDelay = 100 * time.Millisecond

@@ -2,6 +2,7 @@ package reentrant_test
 
 import (
 	"context"
+	"os"
 	"regexp"
 	"testing"
 	"time"
@@ -14,7 +15,13 @@ import (
 	"github.com/relock-go/relock/reentrant"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(holderEnv); spec != "" {
+		runHolder(spec)
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // env is one Redis for a test: a real redis-server or a miniredis.
 type env struct {

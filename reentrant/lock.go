@@ -179,6 +179,8 @@ func (l *Lock) check(err error) error {
 	switch {
 	case l.name == "":
 		return fmt.Errorf("%w: empty lock name", ErrInvalidArgument)
+	case l.c.cluster && !scripts.SlotSafe(l.name):
+		return fmt.Errorf("%w: lock name %q has a \"{\" but no non-empty hash tag, so its channel would fall in another cluster slot", ErrInvalidArgument, l.name)
 	case err != nil:
 		return err
 	}

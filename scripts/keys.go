@@ -33,6 +33,20 @@ func UnlockLatch(name, requestID string) string {
 	return Prefixed("redisson_unlock_latch", name) + ":" + requestID
 }
 
+// SlotSafe reports whether every name derived from lock name shares its
+// cluster slot. That fails only for a name containing "{" without a
+// non-empty hash tag (such as "a{}b" or "a{b"): the derived name's tag rule
+// then hashes more text than the name's own. Such names work on one node but
+// not on a cluster, for Redisson as well.
+func SlotSafe(name string) bool {
+	open := strings.IndexByte(name, '{')
+	if open < 0 {
+		return true
+	}
+	end := strings.IndexByte(name[open+1:], '}')
+	return end > 0
+}
+
 // Slot returns the Redis Cluster slot of key: CRC16 (XMODEM) of its hash tag,
 // the text between the first "{" and the next "}" when that is not empty, or
 // of the whole key otherwise, modulo 16384.

@@ -1,0 +1,137 @@
+package reentrant_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/rueidis"
+
+	"github.com/relock-go/relock/reentrant"
+)
+
+// exampleRedis starts an embedded Redis for the examples; a real program
+// connects to its Redis instead.
+func exampleRedis() (rueidis.Client, func()) {
+	m, err := miniredis.Run()
+	if err != nil {
+		log.Fatal(err)
+	}
+	rdb, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress:       []string{m.Addr()},
+		DisableCache:      true,
+		AlwaysRESP2:       true,
+		ForceSingleClient: true,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	return rdb, func() { rdb.Close(); m.Close() }
+}
+
+func Example() {
+	rdb, stop := exampleRedis()
+	defer stop()
+
+	locks, err := reentrant.New(rdb, reentrant.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locks.Close()
+
+	mu := locks.Lock("order:42")
+	ctx, err := mu.Lock(context.Background())
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Work under the lock uses ctx: it is cancelled if the lock is lost.
+	fmt.Println("holding", mu.Name())
+	if err := mu.Unlock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	// Output: holding order:42
+}
+
+// The context Lock returns carries the owner: a nested call with it
+// re-enters the lock instead of waiting for itself.
+func ExampleLock_Lock_reentrant() {
+	rdb, stop := exampleRedis()
+	defer stop()
+	locks, _ := reentrant.New(rdb, reentrant.Options{})
+	defer locks.Close()
+
+	mu := locks.Lock("account:7")
+	outer, _ := mu.Lock(context.Background())
+	inner, _ := mu.Lock(outer)
+	n, _ := mu.HoldCount(inner)
+	fmt.Println("hold count:", n)
+	mu.Unlock(inner)
+	mu.Unlock(outer)
+	locked, _ := mu.IsLocked(context.Background())
+	fmt.Println("locked:", locked)
+	// Output:
+	// hold count: 2
+	// locked: false
+}
+
+func ExampleLock_TryLock() {
+	rdb, stop := exampleRedis()
+	defer stop()
+	locks, _ := reentrant.New(rdb, reentrant.Options{})
+	defer locks.Close()
+
+	mu := locks.Lock("report")
+	held, _ := mu.Lock(context.Background())
+
+	// Another owner waits at most 50ms, then gives up.
+	_, ok, err := mu.TryLock(context.Background(), reentrant.WaitAtMost(50*time.Millisecond))
+	fmt.Println("acquired:", ok, "error:", err)
+	mu.Unlock(held)
+
+	// With a lease, the lock is not renewed: it expires after 10s.
+	held, ok, _ = mu.TryLock(context.Background(), reentrant.LeaseFor(10*time.Second))
+	fmt.Println("acquired:", ok)
+	mu.Unlock(held)
+	// Output:
+	// acquired: false error: <nil>
+	// acquired: true
+}
+
+// An owner can be handed to another goroutine or process as a string.
+func ExampleWithOwner() {
+	rdb, stop := exampleRedis()
+	defer stop()
+	locks, _ := reentrant.New(rdb, reentrant.Options{})
+	defer locks.Close()
+
+	mu := locks.Lock("job:9")
+	held, _ := mu.Lock(context.Background())
+	owner, _ := reentrant.OwnerFrom(held)
+	wire := owner.String() // send it to whoever finishes the job
+
+	there, err := reentrant.ParseOwner(wire)
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = mu.Unlock(reentrant.WithOwner(context.Background(), there))
+	fmt.Println("released by the new owner:", err == nil)
+	// Output: released by the new owner: true
+}
+
+// Loss of the lock cancels the held context, with ErrLockLost as its cause.
+func ExampleErrLockLost() {
+	rdb, stop := exampleRedis()
+	defer stop()
+	locks, _ := reentrant.New(rdb, reentrant.Options{})
+	defer locks.Close()
+
+	mu := locks.Lock("fragile")
+	held, _ := mu.Lock(context.Background())
+	mu.ForceUnlock(context.Background()) // someone breaks the lock
+	<-held.Done()
+	fmt.Println(errors.Is(context.Cause(held), reentrant.ErrLockLost))
+	// Output: true
+}

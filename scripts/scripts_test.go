@@ -1,0 +1,149 @@
+package scripts_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/scripts"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestNames(t *testing.T) {
+	assert.Equal(t, "redisson_lock__channel:{order:42}", scripts.LockChannel("order:42"))
+	assert.Equal(t, "redisson_lock__channel:user:{7}:cart", scripts.LockChannel("user:{7}:cart"))
+	assert.Equal(t, "redisson_unlock_latch:{n}:req", scripts.UnlockLatch("n", "req"))
+	assert.Equal(t, "{n}:rwlock_timeout", scripts.Suffixed("n", "rwlock_timeout"))
+	assert.Equal(t, "a{b}:x", scripts.Suffixed("a{b}", "x"))
+}
+
+func TestSlot(t *testing.T) {
+	// Known values from the Redis Cluster specification and CLUSTER KEYSLOT.
+	assert.Equal(t, uint16(12739), scripts.Slot("123456789"))
+	assert.Equal(t, uint16(12182), scripts.Slot("foo"))
+	assert.Equal(t, scripts.Slot("user1000"), scripts.Slot("{user1000}.following"))
+	assert.Equal(t, scripts.Slot("{}x"), scripts.Slot("{}x"), "empty tag: whole key")
+	assert.NotEqual(t, scripts.Slot("x"), scripts.Slot("{}x"))
+	// Every derived name lands in its lock's slot, unless SlotSafe says not.
+	for _, n := range []string{"order:42", "user:{7}:cart", "{a}", "x{}y", "x{y", "x}{y}"} {
+		same := scripts.Slot(n) == scripts.Slot(scripts.LockChannel(n)) &&
+			scripts.Slot(n) == scripts.Slot(scripts.UnlockLatch(n, "r")) &&
+			scripts.Slot(n) == scripts.Slot(scripts.Suffixed(n, "s"))
+		assert.Equal(t, scripts.SlotSafe(n), same, n)
+	}
+	assert.False(t, scripts.SlotSafe("x{}y"))
+	assert.False(t, scripts.SlotSafe("x{y"))
+}
+
+// TestSlotMatchesRedis compares with a real server's CLUSTER KEYSLOT.
+func TestSlotMatchesRedis(t *testing.T) {
+	s := redistest.Start(t)
+	for _, k := range []string{"order:42", "user:{7}:cart", "{}x", "a{b", "ü{ñ}", ""} {
+		n, err := s.Do("CLUSTER", "KEYSLOT", k).AsInt64()
+		if err != nil {
+			t.Skipf("CLUSTER KEYSLOT needs cluster mode on this server: %v", err)
+		}
+		assert.Equal(t, uint16(n), scripts.Slot(k), k)
+	}
+}
+
+func each(t *testing.T, f func(t *testing.T, rdb rueidis.Client, do func(...string) rueidis.RedisResult)) {
+	t.Run("redis", func(t *testing.T) {
+		s := redistest.Start(t)
+		f(t, s.Client(), s.Do)
+	})
+	t.Run("miniredis", func(t *testing.T) {
+		_, c := redistest.Miniredis(t)
+		f(t, c, func(a ...string) rueidis.RedisResult {
+			return c.Do(context.Background(), c.B().Arbitrary(a...).Build())
+		})
+	})
+}
+
+// A retried release with the same request id returns its first reply and
+// releases nothing more.
+func TestReleaseLatch(t *testing.T) {
+	each(t, func(t *testing.T, rdb rueidis.Client, do func(...string) rueidis.RedisResult) {
+		ctx := context.Background()
+		for i := 0; i < 2; i++ {
+			ok, _, err := scripts.Acquire(ctx, rdb, "l", "o:1", time.Minute)
+			require.NoError(t, err)
+			require.True(t, ok)
+		}
+		rel := scripts.Release{Key: "l", Owner: "o:1", RequestID: "r1", Lease: time.Minute, LatchTTL: time.Minute, Publish: scripts.PublishClassic}
+		for retry := 0; retry < 3; retry++ {
+			got, err := rel.Run(ctx, rdb)
+			require.NoError(t, err)
+			assert.Equal(t, scripts.StillHeld, got)
+		}
+		n, err := do("HGET", "l", "o:1").AsInt64()
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), n, "three tries, one release")
+		rel.RequestID = "r2"
+		got, err := rel.Run(ctx, rdb)
+		require.NoError(t, err)
+		assert.Equal(t, scripts.Freed, got)
+		got, err = rel.Run(ctx, rdb)
+		require.NoError(t, err)
+		assert.Equal(t, scripts.Freed, got, "answered from the latch")
+		ttl, err := do("PTTL", scripts.UnlockLatch("l", "r2")).AsInt64()
+		require.NoError(t, err)
+		assert.Greater(t, ttl, int64(0), "the latch expires")
+		rel.RequestID = "r3"
+		got, err = rel.Run(ctx, rdb)
+		require.NoError(t, err)
+		assert.Equal(t, scripts.NotHeld, got)
+	})
+}
+
+// Renewal extends only the named owner's existing hold, and reports the
+// rest, without touching them.
+func TestRenewOnlyOwnHolds(t *testing.T) {
+	each(t, func(t *testing.T, rdb rueidis.Client, do func(...string) rueidis.RedisResult) {
+		ctx := context.Background()
+		for _, k := range []string{"mine", "theirs"} {
+			owner := map[string]string{"mine": "o:1", "theirs": "o:2"}[k]
+			_, _, err := scripts.Acquire(ctx, rdb, k, owner, time.Second)
+			require.NoError(t, err)
+		}
+		do("SET", "string", "v")
+		renewed, errs := scripts.Renew(ctx, rdb, time.Hour, [][]scripts.Held{
+			{{Key: "mine", Owner: "o:1"}, {Key: "theirs", Owner: "o:1"}},
+			{{Key: "gone", Owner: "o:1"}, {Key: "string", Owner: "o:1"}},
+		})
+		require.Equal(t, []error{nil, nil}, errs)
+		assert.Equal(t, [][]bool{{true, false}, {false, false}}, renewed)
+		mine, _ := do("PTTL", "mine").AsInt64()
+		theirs, _ := do("PTTL", "theirs").AsInt64()
+		assert.Greater(t, mine, int64(3000000))
+		assert.LessOrEqual(t, theirs, int64(1000))
+		gone, _ := do("EXISTS", "gone").AsInt64()
+		assert.Zero(t, gone, "never re-created")
+		ttl, _ := do("PTTL", "string").AsInt64()
+		assert.Equal(t, int64(-1), ttl)
+	})
+}
+
+// A failed acquire returns the holder's PTTL; a key without expiry gives -1.
+func TestAcquireReturnsPTTL(t *testing.T) {
+	each(t, func(t *testing.T, rdb rueidis.Client, do func(...string) rueidis.RedisResult) {
+		ctx := context.Background()
+		_, _, err := scripts.Acquire(ctx, rdb, "l", "o:1", 5*time.Second)
+		require.NoError(t, err)
+		ok, ttl, err := scripts.Acquire(ctx, rdb, "l", "o:2", time.Minute)
+		require.NoError(t, err)
+		assert.False(t, ok)
+		assert.InDelta(t, 5*time.Second, ttl, float64(time.Second))
+		do("PERSIST", "l")
+		_, ttl, err = scripts.Acquire(ctx, rdb, "l", "o:2", time.Minute)
+		require.NoError(t, err)
+		assert.Equal(t, -time.Millisecond, ttl)
+	})
+}

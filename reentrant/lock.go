@@ -17,8 +17,10 @@ import (
 // count. Get one from Client.Lock. A Lock has no state of its own; all its
 // methods are safe for concurrent use.
 type Lock struct {
-	c    *Client
-	name string
+	c      *Client
+	name   string
+	fenced bool     // each acquire draws a fencing token (FencedLock)
+	spin   *Backoff // waiters back off instead of subscribing; releases announce nothing (SpinLock)
 }
 
 // Name returns the lock's key.
@@ -42,14 +44,15 @@ func (l *Lock) Name() string { return l.name }
 // options (NoWait, WaitAtMost, RetryCount) make it give up with
 // ErrNotAcquired instead.
 func (l *Lock) Lock(ctx context.Context, opts ...Option) (context.Context, error) {
-	return l.acquire(ctx, newAcquireConfig(-1, opts))
+	held, _, err := l.acquire(ctx, newAcquireConfig(-1, opts))
+	return held, err
 }
 
 // TryLock is Lock with NoWait unless the options say otherwise. It returns
 // ok == false, with ctx and a nil error, when the lock was not acquired
 // within the limits.
 func (l *Lock) TryLock(ctx context.Context, opts ...Option) (held context.Context, ok bool, err error) {
-	held, err = l.acquire(ctx, newAcquireConfig(0, opts))
+	held, _, err = l.acquire(ctx, newAcquireConfig(0, opts))
 	if errors.Is(err, ErrNotAcquired) {
 		return ctx, false, nil
 	}
@@ -59,9 +62,10 @@ func (l *Lock) TryLock(ctx context.Context, opts ...Option) (held context.Contex
 	return held, true, nil
 }
 
-func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Context, err error) {
+// acquire takes the lock; for a fenced lock it also returns the token drawn.
+func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Context, token int64, err error) {
 	if err := l.check(cfg.err); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	owner, ok := OwnerFrom(ctx)
 	if !ok {
@@ -76,9 +80,10 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Con
 		giveUp = t.C
 	}
 	// A waiter subscribes to the lock's channel once, after its first failed
-	// attempt, unless it was asked to retry at fixed delays.
+	// attempt, unless it was asked to retry at fixed delays or spins.
 	var w *pubsub.Waiter
-	subscribe := cfg.retryDelay == 0
+	subscribe := cfg.retryDelay == 0 && l.spin == nil
+	spin := time.Duration(0)
 	woken := false // the last attempt followed a wake-up
 	defer func() {
 		if w != nil {
@@ -91,26 +96,30 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Con
 	for attempt := 0; ; attempt++ {
 		ttl := l.c.acquireTTL(key, cfg.lease)
 		sent := time.Now()
-		acquired, pttl, err := scripts.Acquire(ctx, l.c.rdb, l.name, owner.id, ttl)
+		acquired, pttl, token, err := l.attempt(ctx, owner, ttl, cfg.timeout)
 		if err != nil {
 			// The outcome is unknown unless Redis replied with an error. A
 			// hold that may exist is not recorded, so nothing renews it: it
 			// expires after its TTL.
 			if ctx.Err() != nil {
-				return nil, waitError(ctx, l.name)
+				return nil, 0, waitError(ctx, l.name)
 			}
-			return nil, redisError("lock", l.name, err)
+			return nil, 0, redisError("lock", l.name, err)
 		}
 		if acquired {
-			return l.c.addHold(ctx, key, cfg.lease, ttl, sent)
+			if l.fenced {
+				ctx = context.WithValue(ctx, tokenKey{}, token)
+			}
+			held, err := l.c.addHold(ctx, key, cfg.lease, ttl, sent)
+			return held, token, err
 		}
 		woken = false
 		if cfg.retries >= 0 && attempt >= cfg.retries {
-			return nil, l.notAcquired()
+			return nil, 0, l.notAcquired()
 		}
 		select {
 		case <-giveUp:
-			return nil, l.notAcquired()
+			return nil, 0, l.notAcquired()
 		default:
 		}
 		if subscribe {
@@ -119,14 +128,18 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Con
 				continue // subscribed: try again before waiting
 			}
 			if ctx.Err() != nil {
-				return nil, waitError(ctx, l.name)
+				return nil, 0, waitError(ctx, l.name)
 			}
 		}
 		wait := l.c.opts.RepollInterval
 		switch {
 		case cfg.retryDelay > 0:
 			wait = cfg.retryDelay
-		case pttl >= 0 && pttl < wait:
+		case l.spin != nil:
+			spin = l.spin.next(spin)
+			wait = spin
+		}
+		if cfg.retryDelay == 0 && pttl >= 0 && pttl < wait {
 			wait = pttl
 		}
 		var wake <-chan struct{}
@@ -140,16 +153,38 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Con
 		case <-t.C:
 		case <-giveUp:
 			t.Stop()
-			return nil, l.notAcquired()
+			return nil, 0, l.notAcquired()
 		case <-ctx.Done():
 			t.Stop()
-			return nil, waitError(ctx, l.name)
+			return nil, 0, waitError(ctx, l.name)
 		case <-l.c.done:
 			t.Stop()
-			return nil, fmt.Errorf("relock: waiting for %q: %w", l.name, ErrClosed)
+			return nil, 0, fmt.Errorf("relock: waiting for %q: %w", l.name, ErrClosed)
 		}
 		t.Stop()
 	}
+}
+
+// attempt runs the lock's acquire script once.
+func (l *Lock) attempt(ctx context.Context, owner Owner, ttl, timeout time.Duration) (acquired bool, pttl time.Duration, token int64, err error) {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	if l.fenced {
+		return scripts.FencedAcquire(ctx, l.c.rdb, l.name, owner.id, ttl)
+	}
+	acquired, pttl, err = scripts.Acquire(ctx, l.c.rdb, l.name, owner.id, ttl)
+	return acquired, pttl, 0, err
+}
+
+// publish is the command the lock's releases announce themselves with.
+func (l *Lock) publish() scripts.Publish {
+	if l.spin != nil {
+		return scripts.PublishNone
+	}
+	return l.c.publish
 }
 
 // subscribe joins the local queue of waiters on the lock's channel. When
@@ -205,6 +240,11 @@ const releaseWindow = 10 * time.Second
 // is lost it retries, for up to 10s, with the same request id, which Redis
 // answers from the unlock latch instead of releasing twice.
 func (l *Lock) Unlock(ctx context.Context) error {
+	return l.unlock(ctx, releaseWindow)
+}
+
+// unlock is Unlock, retrying for at most window.
+func (l *Lock) unlock(ctx context.Context, window time.Duration) error {
 	if err := l.check(nil); err != nil {
 		return err
 	}
@@ -223,9 +263,9 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		RequestID: uuid.NewString(),
 		Lease:     restore,
 		LatchTTL:  releaseWindow,
-		Publish:   l.c.publish,
+		Publish:   l.publish(),
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWindow)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), window)
 	defer cancel()
 	for backoff := 10 * time.Millisecond; ; backoff *= 2 {
 		res, err := rel.Run(ctx, l.c.rdb)

@@ -85,6 +85,7 @@ type acquireConfig struct {
 	lease      time.Duration // 0: the watchdog keeps the lock
 	retries    int           // tries after the first; < 0: no limit
 	retryDelay time.Duration // 0: retry when the lock may be free
+	timeout    time.Duration // bounds each attempt's script call; 0: only ctx does
 	err        error
 }
 
@@ -149,4 +150,10 @@ func RetryDelay(d time.Duration) Option {
 		}
 		cfg.retryDelay = d
 	}
+}
+
+// attemptTimeout bounds each acquire script call without bounding the held
+// context (Redlock's per-master timeout).
+func attemptTimeout(d time.Duration) Option {
+	return func(cfg *acquireConfig) { cfg.timeout = d }
 }

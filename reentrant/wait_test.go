@@ -127,8 +127,9 @@ func TestRedissonInterop(t *testing.T) {
 	go func() {
 		ctx, err := c.Lock("shared").Lock(bg())
 		if assert.NoError(t, err) {
-			got <- time.Now()
+			at := time.Now()
 			assert.NoError(t, c.Lock("shared").Unlock(ctx))
+			got <- at
 		}
 	}()
 	eventually(t, "relock's subscription", func() bool { return e.numsub(t, "redisson_lock__channel:{shared}") == 1 })
@@ -277,8 +278,9 @@ func TestHolderCrashed(t *testing.T) {
 	go func() {
 		ctx, err := c.Lock("crashed").Lock(bg())
 		if assert.NoError(t, err) {
-			acquired <- time.Now()
+			at := time.Now()
 			assert.NoError(t, c.Lock("crashed").Unlock(ctx))
+			acquired <- at
 		}
 	}()
 	eventually(t, "the waiter's subscription", func() bool { return e.numsub(t, "redisson_lock__channel:{crashed}") == 1 })

@@ -15,10 +15,12 @@ import (
 // PUBLISH, or sharded SPUBLISH as Redisson uses on a Redis 7+ cluster.
 type Publish string
 
-// The two publish commands.
+// The publish commands.
 const (
 	PublishClassic Publish = "publish"
 	PublishSharded Publish = "spublish"
+	// PublishNone announces nothing, as Redisson's spin lock releases.
+	PublishNone Publish = ""
 )
 
 // UnlockMessage is the payload published when a lock becomes free. Java
@@ -33,6 +35,10 @@ var (
 	//go:embed release.lua
 	releaseLua    string
 	releaseScript = newScript(releaseLua)
+
+	//go:embed fencedacquire.lua
+	fencedAcquireLua    string
+	fencedAcquireScript = newScript(fencedAcquireLua)
 
 	//go:embed renew.lua
 	renewLua    string
@@ -61,6 +67,28 @@ func Acquire(ctx context.Context, c rueidis.Client, key, owner string, lease tim
 		return false, 0, err
 	}
 	return false, time.Duration(ms) * time.Millisecond, nil
+}
+
+// TokenCounter returns the key of lock name's fencing-token counter:
+// redisson_lock_token:{name}.
+func TokenCounter(name string) string {
+	return Prefixed("redisson_lock_token", name)
+}
+
+// FencedAcquire runs fencedacquire.lua: Acquire, plus a fencing token drawn
+// from the lock's counter on every success.
+func FencedAcquire(ctx context.Context, c rueidis.Client, key, owner string, lease time.Duration) (acquired bool, ttl time.Duration, token int64, err error) {
+	r, err := fencedAcquireScript.exec(ctx, c, []string{key, TokenCounter(key)}, []string{millis(lease), owner}).AsIntSlice()
+	if err != nil {
+		return false, 0, 0, err
+	}
+	if len(r) != 2 {
+		return false, 0, 0, fmt.Errorf("fencedacquire.lua: unexpected reply %v", r)
+	}
+	if r[0] == 1 {
+		return true, 0, r[1], nil
+	}
+	return false, time.Duration(r[1]) * time.Millisecond, 0, nil
 }
 
 // Released is what a release did.

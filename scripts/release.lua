@@ -6,11 +6,12 @@
 -- ARGV[1]  the message published when the lock becomes free ("0")
 -- ARGV[2]  lease in milliseconds, restored on the hash while holds remain
 -- ARGV[3]  owner field
--- ARGV[4]  publish command: "publish" or "spublish"
+-- ARGV[4]  publish command: "publish", "spublish", or "" to announce
+--          nothing (Redisson's spin lock)
 -- ARGV[5]  latch TTL in milliseconds
 --
 -- Reply: 1 when that was the last hold (the hash is deleted and ARGV[1] is
--- published); 0 when holds remain (the TTL is reset to the lease); nil when
+-- published, unless ARGV[4] is empty); 0 when holds remain (the TTL is reset to the lease); nil when
 -- the owner holds nothing, and then nothing is changed.
 -- The latch remembers the reply of this request id, so a retried release
 -- returns its first reply instead of releasing a second time.
@@ -26,7 +27,9 @@ if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
 	redis.call('pexpire', KEYS[1], ARGV[2])
 else
 	redis.call('del', KEYS[1])
-	redis.call(ARGV[4], KEYS[2], ARGV[1])
+	if ARGV[4] ~= '' then
+		redis.call(ARGV[4], KEYS[2], ARGV[1])
+	end
 	reply = 1
 end
 redis.call('set', KEYS[3], reply, 'px', ARGV[5])

@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"net"
 	"strings"
 
 	"github.com/redis/rueidis"
@@ -84,8 +85,15 @@ func isNoScript(err error) bool {
 // connection, a timeout, a cancelled context) leaves unknown whether the
 // script ran.
 func IsReply(err error) bool {
-	re, ok := rueidis.IsRedisErr(err)
-	return ok && !re.IsNil()
+	var re *rueidis.RedisError
+	return errors.As(err, &re) && !re.IsNil()
+}
+
+// NotSent reports whether err says the command never left the client: the
+// connection could not be dialled. Such a script did not run.
+func NotSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // IsWrongType reports whether err says a key holds another type of value

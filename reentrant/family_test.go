@@ -1,0 +1,289 @@
+package reentrant_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/redissontest"
+	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/reentrant"
+)
+
+// Tokens grow strictly across owners and clients, in the order the lock was
+// held; a re-entry draws a new, larger token (as Redisson's RFencedLock).
+func TestFencedTokens(t *testing.T) {
+	onBoth(t, func(t *testing.T, e env) {
+		clients := []*reentrant.Client{e.client(t), e.client(t)}
+		var mu sync.Mutex
+		var seen []int64 // tokens in the order they were held
+		var wg sync.WaitGroup
+		for w := 0; w < 6; w++ {
+			wg.Add(1)
+			go func(f *reentrant.FencedLock) {
+				defer wg.Done()
+				for r := 0; r < 10; r++ {
+					held, token, err := f.Lock(bg())
+					if !assert.NoError(t, err) {
+						return
+					}
+					got, _ := reentrant.TokenFrom(held)
+					assert.Equal(t, token, got)
+					mu.Lock()
+					seen = append(seen, token)
+					mu.Unlock()
+					assert.NoError(t, f.Unlock(held))
+				}
+			}(clients[w%2].FencedLock("fenced"))
+		}
+		wg.Wait()
+		require.Len(t, seen, 60)
+		for i := 1; i < len(seen); i++ {
+			assert.Greater(t, seen[i], seen[i-1], "token %d", i)
+		}
+		f := clients[0].FencedLock("fenced")
+		outer, t1, err := f.Lock(bg())
+		require.NoError(t, err)
+		inner, t2, err := f.Lock(outer)
+		require.NoError(t, err)
+		assert.Greater(t, t2, t1, "re-entry draws a larger token")
+		counter, err := e.do(t, "GET", "redisson_lock_token:{fenced}").AsInt64()
+		require.NoError(t, err)
+		assert.Equal(t, t2, counter)
+		n, _ := f.HoldCount(inner)
+		assert.Equal(t, 2, n)
+		require.NoError(t, f.Unlock(inner))
+		require.NoError(t, f.Unlock(outer))
+	})
+}
+
+// A fenced lock is an RLock hash: a Redisson RLock holder excludes it and its
+// release wakes a fenced waiter.
+func TestFencedRedissonInterop(t *testing.T) {
+	e := onRedis(t)
+	java := redissontest.New(e.rdb(t))
+	f := e.patient(t).FencedLock("shared-fenced")
+	require.NoError(t, java.Lock(bg(), "shared-fenced", 1))
+	_, _, ok, err := f.TryLock(bg())
+	require.NoError(t, err)
+	assert.False(t, ok)
+	got := make(chan int64, 1)
+	go func() {
+		held, token, err := f.Lock(bg())
+		if assert.NoError(t, err) {
+			assert.NoError(t, f.Unlock(held))
+			got <- token
+		}
+	}()
+	eventually(t, "the fenced waiter's subscription", func() bool { return e.numsub(t, "redisson_lock__channel:{shared-fenced}") == 1 })
+	_, err = java.Unlock(bg(), "shared-fenced", 1)
+	require.NoError(t, err)
+	select {
+	case token := <-got:
+		assert.Equal(t, int64(1), token)
+	case <-time.After(30 * time.Second):
+		t.Fatal("fenced waiter not woken by the Redisson release")
+	}
+}
+
+// A spin lock's release publishes nothing: the first message the channel
+// carries after it is a marker sent later. Spinning waiters still exclude
+// one another.
+func TestSpinLock(t *testing.T) {
+	onBoth(t, func(t *testing.T, e env) {
+		c := e.client(t)
+		msgs := e.subscribe(t, "redisson_lock__channel:{spin}")
+		mu := c.SpinLock("spin", reentrant.Backoff{})
+		held, err := mu.Lock(bg())
+		require.NoError(t, err)
+		require.NoError(t, mu.Unlock(held))
+		require.NoError(t, e.do(t, "PUBLISH", "redisson_lock__channel:{spin}", "marker").Error())
+		assert.Equal(t, "marker", receive(t, msgs), "the release published nothing before the marker")
+
+		var inside atomic.Bool
+		var overlaps atomic.Int64
+		var wg sync.WaitGroup
+		for w := 0; w < 6; w++ {
+			wg.Add(1)
+			go func(mu *reentrant.Lock) {
+				defer wg.Done()
+				for r := 0; r < 10; r++ {
+					held, err := mu.Lock(bg())
+					if !assert.NoError(t, err) {
+						return
+					}
+					if !inside.CompareAndSwap(false, true) {
+						overlaps.Add(1)
+					}
+					time.Sleep(100 * time.Microsecond)
+					inside.Store(false)
+					assert.NoError(t, mu.Unlock(held))
+				}
+			}(e.client(t).SpinLock("spin", reentrant.Backoff{Min: time.Millisecond, Max: 8 * time.Millisecond}))
+		}
+		wg.Wait()
+		assert.Zero(t, overlaps.Load())
+	})
+}
+
+// Do releases after an error and after a panic.
+func TestDo(t *testing.T) {
+	e := onMiniredis(t)
+	c := e.client(t)
+	boom := errors.New("boom")
+	err := c.Do(bg(), "do", func(ctx context.Context) error {
+		held, _ := c.Lock("do").IsHeld(ctx)
+		assert.True(t, held, "fn runs with the held context")
+		return boom
+	})
+	assert.ErrorIs(t, err, boom)
+	assert.False(t, e.mini.Exists("do"))
+	assert.PanicsWithValue(t, "bad", func() {
+		c.Do(bg(), "do", func(context.Context) error { panic("bad") })
+	})
+	assert.False(t, e.mini.Exists("do"), "released before the panic went on")
+}
+
+// Two multi-locks over the same locks taken in opposite orders, from two
+// clients, never deadlock and never hold a lock twice at once.
+func TestMultiLockNoDeadlock(t *testing.T) {
+	onBoth(t, func(t *testing.T, e env) {
+		a, b := e.client(t), e.client(t)
+		m1 := reentrant.NewMultiLock(a.Lock("m:x"), a.Lock("m:y"), a.Lock("m:z"))
+		m2 := reentrant.NewMultiLock(b.Lock("m:z"), b.Lock("m:y"))
+		var insideY atomic.Bool
+		var overlaps atomic.Int64
+		done := make(chan struct{})
+		var wg sync.WaitGroup
+		for w := 0; w < 4; w++ {
+			wg.Add(1)
+			go func(m *reentrant.MultiLock) {
+				defer wg.Done()
+				for r := 0; r < 15; r++ {
+					held, err := m.Lock(bg())
+					if !assert.NoError(t, err) {
+						return
+					}
+					if !insideY.CompareAndSwap(false, true) {
+						overlaps.Add(1)
+					}
+					time.Sleep(200 * time.Microsecond)
+					insideY.Store(false)
+					assert.NoError(t, m.Unlock(held))
+				}
+			}([]*reentrant.MultiLock{m1, m2}[w%2])
+		}
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			t.Fatal("multi-locks deadlocked")
+		}
+		assert.Zero(t, overlaps.Load())
+		for _, k := range []string{"m:x", "m:y", "m:z"} {
+			assert.Equal(t, int64(0), e.int(t, "EXISTS", k), k)
+		}
+
+		// All or nothing: with m:z held elsewhere, m1 takes none of its locks.
+		held, err := b.Lock("m:z").Lock(bg())
+		require.NoError(t, err)
+		_, ok, err := m1.TryLock(bg(), reentrant.WaitAtMost(30*time.Millisecond))
+		require.NoError(t, err)
+		assert.False(t, ok)
+		assert.Equal(t, int64(0), e.int(t, "EXISTS", "m:x"))
+		assert.Equal(t, int64(0), e.int(t, "EXISTS", "m:y"))
+		require.NoError(t, b.Lock("m:z").Unlock(held))
+	})
+}
+
+// Redlock over 5 independent redis-servers.
+func TestRedlock(t *testing.T) {
+	var servers []*redistest.Server
+	var locks, others []*reentrant.Lock
+	for i := 0; i < 5; i++ {
+		s := redistest.Start(t)
+		servers = append(servers, s)
+		e := env{server: s, admin: s.Client()}
+		locks = append(locks, e.client(t).Lock("red"))
+		others = append(others, e.client(t).Lock("red"))
+	}
+	rl, rival := reentrant.NewRedlock(locks...), reentrant.NewRedlock(others...)
+	const lease = 5 * time.Second
+
+	held, validity, err := rl.Lock(bg(), reentrant.LeaseFor(lease))
+	require.NoError(t, err)
+	assert.Greater(t, validity, lease*9/10)
+	assert.Less(t, validity, lease)
+	// Reentrant on every master.
+	again, _, err := rl.Lock(held, reentrant.LeaseFor(lease))
+	require.NoError(t, err)
+	require.NoError(t, rl.Unlock(again))
+	n, err := locks[0].HoldCount(held)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+
+	// A master restarted without its data does not let a rival in while a
+	// quorum still holds.
+	servers[4].Restart()
+	_, _, err = rival.Lock(bg(), reentrant.LeaseFor(lease), reentrant.RetryCount(2))
+	assert.ErrorIs(t, err, reentrant.ErrNoQuorum)
+	assert.ErrorIs(t, err, reentrant.ErrNotAcquired)
+	assert.NoError(t, held.Err())
+	require.NoError(t, rl.Unlock(held))
+	for i, s := range servers {
+		assert.Equal(t, int64(0), mustInt(t, s, "EXISTS", "red"), "master %d released", i)
+	}
+
+	// With 2 of 5 masters down the lock works; with 3 down it fails cleanly
+	// and leaves nothing on the live ones.
+	servers[0].Kill()
+	servers[1].Kill()
+	held, _, err = rl.Lock(bg(), reentrant.LeaseFor(lease))
+	require.NoError(t, err)
+	require.NoError(t, rl.Unlock(held))
+	servers[2].Kill()
+	_, _, err = rl.Lock(bg(), reentrant.LeaseFor(lease), reentrant.RetryCount(1))
+	assert.ErrorIs(t, err, reentrant.ErrNoQuorum)
+	for _, s := range servers[3:] {
+		assert.Equal(t, int64(0), mustInt(t, s, "EXISTS", "red"))
+	}
+}
+
+// Validity shrinks with the time an attempt takes: a paused master costs
+// its per-master timeout (lease/10).
+func TestRedlockValidityShrinks(t *testing.T) {
+	var servers []*redistest.Server
+	var locks []*reentrant.Lock
+	for i := 0; i < 3; i++ {
+		s := redistest.Start(t)
+		servers = append(servers, s)
+		locks = append(locks, env{server: s, admin: s.Client()}.client(t).Lock("v"))
+	}
+	rl := reentrant.NewRedlock(locks...)
+	const lease = 2 * time.Second
+	held, fast, err := rl.Lock(bg(), reentrant.LeaseFor(lease))
+	require.NoError(t, err)
+	require.NoError(t, rl.Unlock(held))
+	servers[2].Pause()
+	defer servers[2].Resume()
+	held, slow, err := rl.Lock(bg(), reentrant.LeaseFor(lease))
+	require.NoError(t, err)
+	t.Logf("validity %v with every master answering, %v with one paused", fast, slow)
+	assert.Less(t, slow, fast-lease/20, "the paused master's timeout is taken off")
+	<-held.Done()
+	assert.ErrorIs(t, context.Cause(held), reentrant.ErrLockLost, "ends with its validity")
+}
+
+func mustInt(t *testing.T, s *redistest.Server, args ...string) int64 {
+	t.Helper()
+	n, err := s.Do(args...).AsInt64()
+	require.NoError(t, err, fmt.Sprint(args))
+	return n
+}

@@ -1,0 +1,158 @@
+package reentrant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// MultiLock takes several locks as one, all or nothing, like Redisson's
+// RedissonMultiLock. The locks may live on different clients and servers.
+// One owner (from the context) holds all of them.
+type MultiLock struct {
+	locks []*Lock
+}
+
+// NewMultiLock returns a MultiLock over locks.
+func NewMultiLock(locks ...*Lock) *MultiLock {
+	return &MultiLock{locks: locks}
+}
+
+// multiHeld is what a MultiLock's held context carries: the held contexts of
+// its parts, for Unlock.
+type multiHeld struct {
+	m      *MultiLock
+	parts  []context.Context
+	cancel context.CancelCauseFunc
+}
+
+type multiKey struct{}
+
+// Lock takes every lock or none. It never holds one lock while blocking on
+// another, so two MultiLocks over overlapping sets cannot deadlock: it waits
+// (bounded) for one lock with nothing held, then tries the others without
+// waiting; if one is taken, it releases what it holds, backs off briefly
+// with jitter and starts again from the lock that was taken. Options apply
+// to each part; a wait limit (NoWait, WaitAtMost) bounds the whole call.
+//
+// The held context is cancelled when any part's is: on loss of any lock
+// (cause ErrLockLost), or on Unlock.
+func (m *MultiLock) Lock(ctx context.Context, opts ...Option) (context.Context, error) {
+	cfg := newAcquireConfig(-1, opts)
+	if cfg.err != nil {
+		return nil, cfg.err
+	}
+	if len(m.locks) == 0 {
+		return nil, fmt.Errorf("%w: a multi-lock needs at least one lock", ErrInvalidArgument)
+	}
+	if _, ok := OwnerFrom(ctx); !ok {
+		ctx = WithOwner(ctx, m.locks[0].c.NewOwner())
+	}
+	var deadline time.Time
+	if cfg.wait >= 0 {
+		deadline = time.Now().Add(cfg.wait)
+	}
+	part := func(wait time.Duration) []Option {
+		o := []Option{WaitAtMost(wait)}
+		if cfg.lease > 0 {
+			o = append(o, LeaseFor(cfg.lease))
+		}
+		return o
+	}
+	first, backoff := 0, time.Millisecond
+	for {
+		wait := time.Hour // bounded so that the loop sees the deadline
+		if !deadline.IsZero() {
+			wait = max(0, time.Until(deadline))
+		}
+		held, err := m.locks[first].Lock(ctx, part(wait)...)
+		switch {
+		case errors.Is(err, ErrNotAcquired) && deadline.IsZero():
+			continue
+		case err != nil:
+			return nil, err
+		}
+		parts := make([]context.Context, len(m.locks))
+		parts[first] = held
+		taken := -1
+		for i, l := range m.locks {
+			if i == first {
+				continue
+			}
+			h, err := l.Lock(ctx, part(0)...)
+			if errors.Is(err, ErrNotAcquired) {
+				taken = i
+				break
+			}
+			if err != nil {
+				m.release(parts)
+				return nil, err
+			}
+			parts[i] = h
+		}
+		if taken < 0 {
+			return m.join(ctx, parts), nil
+		}
+		m.release(parts)
+		if !deadline.IsZero() && !time.Now().Before(deadline) {
+			return nil, fmt.Errorf("relock: multi-lock: %w", ErrNotAcquired)
+		}
+		first = taken
+		backoff = min(2*backoff, 64*time.Millisecond)
+		t := time.NewTimer(backoff/2 + rand.N(backoff/2))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, waitError(ctx, "multi-lock")
+		case <-t.C:
+		}
+	}
+}
+
+// join makes the held context of a whole MultiLock.
+func (m *MultiLock) join(ctx context.Context, parts []context.Context) context.Context {
+	h := &multiHeld{m: m, parts: parts}
+	held, cancel := context.WithCancelCause(context.WithValue(ctx, multiKey{}, h))
+	h.cancel = cancel
+	for _, p := range parts {
+		context.AfterFunc(p, func() { cancel(context.Cause(p)) })
+	}
+	return held
+}
+
+// release gives back the parts held, newest first.
+func (m *MultiLock) release(parts []context.Context) error {
+	var errs []error
+	for i := len(parts) - 1; i >= 0; i-- {
+		if parts[i] != nil {
+			errs = append(errs, m.locks[i].Unlock(parts[i]))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// TryLock is Lock with NoWait unless the options say otherwise; ok is false
+// when the locks could not all be taken within the limits.
+func (m *MultiLock) TryLock(ctx context.Context, opts ...Option) (held context.Context, ok bool, err error) {
+	held, err = m.Lock(ctx, append([]Option{NoWait()}, opts...)...)
+	if errors.Is(err, ErrNotAcquired) {
+		return ctx, false, nil
+	}
+	if err != nil {
+		return ctx, false, err
+	}
+	return held, true, nil
+}
+
+// Unlock releases every lock taken by the Lock that returned ctx, and
+// reports every failure.
+func (m *MultiLock) Unlock(ctx context.Context) error {
+	h, ok := ctx.Value(multiKey{}).(*multiHeld)
+	if !ok || h.m != m {
+		return fmt.Errorf("relock: multi-lock unlock: %w (not a context this multi-lock returned)", ErrNotHeld)
+	}
+	defer h.cancel(context.Canceled)
+	return m.release(h.parts)
+}

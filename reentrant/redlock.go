@@ -1,0 +1,185 @@
+package reentrant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/relock-go/relock/scripts"
+)
+
+// Redlock is the Redlock algorithm over N independent Redis masters, one
+// Lock per master (each from a Client on its own server). Each master holds
+// an ordinary reentrant hash, so the same owner can re-enter.
+//
+// An attempt asks every master at once, each bounded by a tenth of the
+// lease. It succeeds when a quorum (N/2+1) granted the lock and time is
+// left: validity = lease - elapsed - drift, drift being lease/100 + 2ms.
+// Otherwise it releases on every master that may hold it and retries after
+// a random delay. Redlock holds are leases, never renewed.
+type Redlock struct {
+	locks []*Lock
+}
+
+// NewRedlock returns a Redlock over locks, one per independent master.
+func NewRedlock(locks ...*Lock) *Redlock {
+	return &Redlock{locks: locks}
+}
+
+// ErrNoQuorum is wrapped in the error of a Redlock attempt that ran out of
+// tries or time without a quorum; errors.Is(err, ErrNotAcquired) holds too.
+var ErrNoQuorum = fmt.Errorf("redlock: no quorum: %w", ErrNotAcquired)
+
+type redlockKey struct{}
+
+type redlockHeld struct {
+	r      *Redlock
+	lease  time.Duration
+	parts  []context.Context // per master: held context, or nil
+	maybe  []bool            // per master: the outcome is unknown
+	cancel context.CancelCauseFunc
+}
+
+// Lock takes the Redlock and returns the held context and the validity: how
+// long from now the lock is safe to use. The held context ends when the
+// validity does (cause ErrLockLost), or when fewer than a quorum of the
+// masters still hold it, or on Unlock. LeaseFor sets the lease (default: the
+// first client's WatchdogTimeout); NoWait, WaitAtMost and RetryCount bound
+// the attempts; RetryDelay replaces the random delay between attempts.
+func (r *Redlock) Lock(ctx context.Context, opts ...Option) (context.Context, time.Duration, error) {
+	cfg := newAcquireConfig(-1, opts)
+	if cfg.err != nil {
+		return nil, 0, cfg.err
+	}
+	if len(r.locks) == 0 {
+		return nil, 0, fmt.Errorf("%w: a Redlock needs at least one master", ErrInvalidArgument)
+	}
+	lease := cfg.lease
+	if lease == 0 {
+		lease = r.locks[0].c.opts.WatchdogTimeout
+	}
+	if _, ok := OwnerFrom(ctx); !ok {
+		ctx = WithOwner(ctx, r.locks[0].c.NewOwner())
+	}
+	var deadline time.Time
+	if cfg.wait >= 0 {
+		deadline = time.Now().Add(cfg.wait)
+	}
+	var last error
+	for attempt := 0; ; attempt++ {
+		held, validity, err := r.attempt(ctx, lease)
+		if err == nil {
+			return held, validity, nil
+		}
+		if ctx.Err() != nil {
+			return nil, 0, waitError(ctx, "redlock")
+		}
+		last = err
+		if cfg.retries >= 0 && attempt >= cfg.retries || !deadline.IsZero() && !time.Now().Before(deadline) {
+			return nil, 0, last
+		}
+		delay := cfg.retryDelay
+		if delay == 0 {
+			delay = 50*time.Millisecond + rand.N(100*time.Millisecond)
+		}
+		if !deadline.IsZero() {
+			delay = min(delay, time.Until(deadline))
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, 0, waitError(ctx, "redlock")
+		case <-t.C:
+		}
+	}
+}
+
+// attempt is one round of the algorithm.
+func (r *Redlock) attempt(ctx context.Context, lease time.Duration) (context.Context, time.Duration, error) {
+	n := len(r.locks)
+	quorum := n/2 + 1
+	h := &redlockHeld{r: r, lease: lease, parts: make([]context.Context, n), maybe: make([]bool, n)}
+	errs := make([]error, n)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i, l := range r.locks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			held, ok, err := l.TryLock(ctx, LeaseFor(lease), attemptTimeout(lease/10))
+			switch {
+			case ok:
+				h.parts[i] = held
+			case err != nil:
+				errs[i] = err
+				h.maybe[i] = !scripts.IsReply(err) && !scripts.NotSent(err)
+			}
+		}()
+	}
+	wg.Wait()
+	granted := 0
+	for _, p := range h.parts {
+		if p != nil {
+			granted++
+		}
+	}
+	validity := lease - time.Since(start) - (lease/100 + 2*time.Millisecond)
+	if granted < quorum || validity <= 0 {
+		h.release(ctx, lease)
+		return nil, 0, fmt.Errorf("%w: %d of %d masters granted the lock (quorum %d), validity %v: %w",
+			ErrNoQuorum, granted, n, quorum, validity, errors.Join(errs...))
+	}
+	held, cancel := context.WithCancelCause(context.WithValue(ctx, redlockKey{}, h))
+	h.cancel = cancel
+	lost := fmt.Errorf("%w: redlock validity ended", ErrLockLost)
+	t := time.AfterFunc(validity, func() { cancel(lost) })
+	context.AfterFunc(held, func() { t.Stop() })
+	var alive atomic.Int64
+	alive.Store(int64(granted))
+	for _, p := range h.parts {
+		if p != nil {
+			context.AfterFunc(p, func() {
+				if alive.Add(-1) < int64(quorum) {
+					cancel(context.Cause(p))
+				}
+			})
+		}
+	}
+	return held, validity, nil
+}
+
+// release gives back the lock on every master that holds it, and tries
+// once, briefly, on every master that may hold it (its reply was lost): a
+// hold there is a lease that expires anyway. A master that no longer has the
+// hold (it restarted, or the lease ran out there) is not an error: the
+// quorum is what counts.
+func (h *redlockHeld) release(ctx context.Context, lease time.Duration) error {
+	var errs []error
+	for i, l := range h.r.locks {
+		switch {
+		case h.parts[i] != nil:
+			err := l.Unlock(h.parts[i])
+			if err != nil && !errors.Is(err, ErrNotHeld) && !errors.Is(err, ErrLockLost) {
+				errs = append(errs, err)
+			}
+		case h.maybe[i]:
+			l.unlock(ctx, lease/10)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Unlock releases the Redlock on every master, and reports every failure.
+func (r *Redlock) Unlock(ctx context.Context) error {
+	h, ok := ctx.Value(redlockKey{}).(*redlockHeld)
+	if !ok || h.r != r {
+		return fmt.Errorf("relock: redlock unlock: %w (not a context this Redlock returned)", ErrNotHeld)
+	}
+	defer h.cancel(context.Canceled)
+	return h.release(ctx, h.lease)
+}

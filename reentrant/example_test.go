@@ -135,3 +135,89 @@ func ExampleErrLockLost() {
 	fmt.Println(errors.Is(context.Cause(held), reentrant.ErrLockLost))
 	// Output: true
 }
+
+// A fenced lock hands out a token that only grows; a store that refuses
+// smaller tokens turns away a holder whose lock expired.
+func ExampleFencedLock() {
+	rdb, stop := exampleRedis()
+	defer stop()
+	locks, _ := reentrant.New(rdb, reentrant.Options{})
+	defer locks.Close()
+
+	f := locks.FencedLock("invoice:7")
+	held, token, _ := f.Lock(context.Background())
+	fmt.Println("token:", token)
+	again, token2, _ := f.Lock(held) // a re-entry draws a new token
+	fmt.Println("re-entry token:", token2)
+	f.Unlock(again)
+	f.Unlock(held)
+	// Output:
+	// token: 1
+	// re-entry token: 2
+}
+
+func ExampleClient_SpinLock() {
+	rdb, stop := exampleRedis()
+	defer stop()
+	locks, _ := reentrant.New(rdb, reentrant.Options{})
+	defer locks.Close()
+
+	// Waiters retry with backoff from 1ms to 20ms; releases publish nothing.
+	mu := locks.SpinLock("batch", reentrant.Backoff{Min: time.Millisecond, Max: 20 * time.Millisecond})
+	held, _ := mu.Lock(context.Background())
+	fmt.Println("held:", held.Err() == nil)
+	mu.Unlock(held)
+	// Output: held: true
+}
+
+func ExampleClient_Do() {
+	rdb, stop := exampleRedis()
+	defer stop()
+	locks, _ := reentrant.New(rdb, reentrant.Options{})
+	defer locks.Close()
+
+	err := locks.Do(context.Background(), "nightly-report", func(ctx context.Context) error {
+		fmt.Println("running under the lock")
+		return nil
+	})
+	fmt.Println("error:", err)
+	// Output:
+	// running under the lock
+	// error: <nil>
+}
+
+// A multi-lock takes all of its locks or none.
+func ExampleMultiLock() {
+	rdb, stop := exampleRedis()
+	defer stop()
+	locks, _ := reentrant.New(rdb, reentrant.Options{})
+	defer locks.Close()
+
+	transfer := reentrant.NewMultiLock(locks.Lock("account:1"), locks.Lock("account:2"))
+	held, _ := transfer.Lock(context.Background())
+	a, _ := locks.Lock("account:1").IsLocked(held)
+	b, _ := locks.Lock("account:2").IsLocked(held)
+	fmt.Println("both locked:", a && b)
+	transfer.Unlock(held)
+	// Output: both locked: true
+}
+
+// Redlock needs a majority of independent masters; here three embedded ones.
+func ExampleRedlock() {
+	var masters []*reentrant.Lock
+	for i := 0; i < 3; i++ {
+		rdb, stop := exampleRedis()
+		defer stop()
+		c, _ := reentrant.New(rdb, reentrant.Options{})
+		defer c.Close()
+		masters = append(masters, c.Lock("payout"))
+	}
+	rl := reentrant.NewRedlock(masters...)
+	held, validity, err := rl.Lock(context.Background(), reentrant.LeaseFor(10*time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("valid for most of the lease:", validity > 9*time.Second)
+	rl.Unlock(held)
+	// Output: valid for most of the lease: true
+}

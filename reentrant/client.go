@@ -80,13 +80,18 @@ func New(rdb rueidis.Client, opts Options) (*Client, error) {
 	return c, nil
 }
 
-// slot returns the cluster slot of key, the watchdog's batch group; on a
-// single node every key is in group 0, so batches fill up.
-func (c *Client) slot(key string) uint16 {
+// group returns the watchdog batch group of a hold on lock l: its cluster
+// slot (on a single node every key is in slot 0, so batches fill up), and
+// whether it is a read hold, which another script renews.
+func (c *Client) group(l *Lock) uint32 {
+	var g uint32
 	if c.cluster {
-		return scripts.Slot(key)
+		g = uint32(scripts.Slot(l.name))
 	}
-	return 0
+	if l.kind == readLock {
+		g |= readGroup
+	}
+	return g
 }
 
 // detectPubSub picks Redisson's pub/sub kind: sharded on a Redis 7+ cluster,

@@ -17,7 +17,7 @@ type FencedLock struct {
 
 // FencedLock returns a handle on the fenced lock name.
 func (c *Client) FencedLock(name string) *FencedLock {
-	return &FencedLock{l: &Lock{c: c, name: name, fenced: true}}
+	return &FencedLock{l: &Lock{c: c, name: name, kind: fencedLock}}
 }
 
 type tokenKey struct{}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/relock-go/relock/scripts"
 	"github.com/relock-go/relock/watchdog"
 )
@@ -73,7 +75,7 @@ func (c *Client) acquireTTL(key holdKey, lease time.Duration) time.Duration {
 // addHold records an acquisition whose script was sent at sent with TTL
 // ttl, hands it to the watchdog, and returns its held context: parent with a
 // cancel that fires on release or loss.
-func (c *Client) addHold(parent context.Context, key holdKey, lease, ttl time.Duration, sent time.Time) (context.Context, error) {
+func (c *Client) addHold(parent context.Context, key holdKey, group uint32, lease, ttl time.Duration, sent time.Time) (context.Context, error) {
 	ctx, cancel := context.WithCancelCause(parent)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -89,7 +91,7 @@ func (c *Client) addHold(parent context.Context, key holdKey, lease, ttl time.Du
 	h.acqs = append(h.acqs, acquisition{lease: lease, cancel: cancel})
 	deadline := watchdog.Deadline(sent, ttl)
 	if h.lease == nil {
-		h.lease = c.watchdog.Add(key.name, key.owner, c.slot(key.name), h.renewed(), deadline,
+		h.lease = c.watchdog.Add(key.name, key.owner, group, h.renewed(), deadline,
 			func(reason error) { c.lost(h, reason) })
 	} else {
 		c.watchdog.Update(h.lease, h.renewed(), deadline)
@@ -155,15 +157,43 @@ func (c *Client) loseHolds(match func(holdKey) bool, cause error) {
 	}
 }
 
-// renew is the watchdog's renew function: one renew.lua call per batch, all
-// in one pipeline.
+// readGroup marks the watchdog group of read holds, which readrenew.lua
+// renews; the low 16 bits are the cluster slot.
+const readGroup = 1 << 16
+
+// renew is the watchdog's renew function: one renewal script call per batch,
+// all in one pipeline (two when both kinds of holds are due).
 func (c *Client) renew(ctx context.Context, ttl time.Duration, batches [][]*watchdog.Lease) ([][]bool, []error) {
+	var plain, read []int // batch indexes by script
 	held := make([][]scripts.Held, len(batches))
 	for i, b := range batches {
 		held[i] = make([]scripts.Held, len(b))
 		for j, l := range b {
 			held[i][j] = scripts.Held{Key: l.Key, Owner: l.Owner}
 		}
+		if b[0].Group&readGroup != 0 {
+			read = append(read, i)
+		} else {
+			plain = append(plain, i)
+		}
 	}
-	return scripts.Renew(ctx, c.rdb, ttl, held)
+	renewed := make([][]bool, len(batches))
+	errs := make([]error, len(batches))
+	for _, part := range []struct {
+		idx []int
+		run func(context.Context, rueidis.Client, time.Duration, [][]scripts.Held) ([][]bool, []error)
+	}{{plain, scripts.Renew}, {read, scripts.ReadRenew}} {
+		if len(part.idx) == 0 {
+			continue
+		}
+		sub := make([][]scripts.Held, len(part.idx))
+		for k, i := range part.idx {
+			sub[k] = held[i]
+		}
+		r, e := part.run(ctx, c.rdb, ttl, sub)
+		for k, i := range part.idx {
+			renewed[i], errs[i] = r[k], e[k]
+		}
+	}
+	return renewed, errs
 }

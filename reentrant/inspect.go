@@ -41,7 +41,7 @@ func (l *Lock) HoldCount(ctx context.Context) (int, error) {
 	if !ok {
 		return 0, nil
 	}
-	n, err := l.c.rdb.Do(ctx, l.c.rdb.B().Hget().Key(l.name).Field(owner.id).Build()).AsInt64()
+	n, err := l.c.rdb.Do(ctx, l.c.rdb.B().Hget().Key(l.name).Field(l.field(owner)).Build()).AsInt64()
 	if rueidis.IsRedisNil(err) {
 		return 0, nil
 	}
@@ -79,7 +79,11 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	l.c.loseHolds(func(k holdKey) bool { return k.name == l.name }, ErrLockLost)
-	deleted, err := scripts.ForceUnlock(ctx, l.c.rdb, l.name, l.c.publish)
+	message := scripts.UnlockMessage
+	if l.kind == readLock || l.kind == writeLock {
+		message = scripts.WakeAllMessage
+	}
+	deleted, err := scripts.ForceUnlock(ctx, l.c.rdb, l.name, l.channel(), message, l.c.publish)
 	if err != nil {
 		return false, redisError("force unlock", l.name, err)
 	}

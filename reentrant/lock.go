@@ -17,10 +17,36 @@ import (
 // count. Get one from Client.Lock. A Lock has no state of its own; all its
 // methods are safe for concurrent use.
 type Lock struct {
-	c      *Client
-	name   string
-	fenced bool     // each acquire draws a fencing token (FencedLock)
-	spin   *Backoff // waiters back off instead of subscribing; releases announce nothing (SpinLock)
+	c    *Client
+	name string
+	kind lockKind
+	spin *Backoff // waiters back off instead of subscribing; releases announce nothing (SpinLock)
+}
+
+// lockKind says which scripts, hash field and channel a Lock uses.
+type lockKind uint8
+
+const (
+	plainLock  lockKind = iota // RLock
+	fencedLock                 // RFencedLock: each acquire draws a token
+	readLock                   // RReadWriteLock's read side
+	writeLock                  // RReadWriteLock's write side
+)
+
+// field returns the hash field that records owner's holds.
+func (l *Lock) field(owner Owner) string {
+	if l.kind == writeLock {
+		return scripts.WriteField(owner.id)
+	}
+	return owner.id
+}
+
+// channel returns the channel the lock's releases are announced on.
+func (l *Lock) channel() string {
+	if l.kind == readLock || l.kind == writeLock {
+		return scripts.RWChannel(l.name)
+	}
+	return scripts.LockChannel(l.name)
 }
 
 // Name returns the lock's key.
@@ -72,7 +98,7 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Con
 		owner = l.c.NewOwner()
 		ctx = WithOwner(ctx, owner)
 	}
-	key := holdKey{l.name, owner.id}
+	key := holdKey{l.name, l.field(owner)}
 	var giveUp <-chan time.Time
 	if cfg.wait >= 0 {
 		t := time.NewTimer(cfg.wait)
@@ -107,10 +133,10 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Con
 			return nil, 0, redisError("lock", l.name, err)
 		}
 		if acquired {
-			if l.fenced {
+			if l.kind == fencedLock {
 				ctx = context.WithValue(ctx, tokenKey{}, token)
 			}
-			held, err := l.c.addHold(ctx, key, cfg.lease, ttl, sent)
+			held, err := l.c.addHold(ctx, key, l.c.group(l), cfg.lease, ttl, sent)
 			return held, token, err
 		}
 		woken = false
@@ -172,10 +198,16 @@ func (l *Lock) attempt(ctx context.Context, owner Owner, ttl, timeout time.Durat
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	if l.fenced {
+	switch l.kind {
+	case fencedLock:
 		return scripts.FencedAcquire(ctx, l.c.rdb, l.name, owner.id, ttl)
+	case readLock:
+		acquired, pttl, err = scripts.ReadAcquire(ctx, l.c.rdb, l.name, owner.id, ttl)
+	case writeLock:
+		acquired, pttl, err = scripts.WriteAcquire(ctx, l.c.rdb, l.name, owner.id, ttl)
+	default:
+		acquired, pttl, err = scripts.Acquire(ctx, l.c.rdb, l.name, owner.id, ttl)
 	}
-	acquired, pttl, err = scripts.Acquire(ctx, l.c.rdb, l.name, owner.id, ttl)
 	return acquired, pttl, 0, err
 }
 
@@ -194,7 +226,7 @@ func (l *Lock) subscribe(ctx context.Context) (*pubsub.Waiter, error) {
 	if hook := l.c.hookBeforeSubscribe; hook != nil {
 		hook()
 	}
-	w, err := l.c.sub.Subscribe(ctx, scripts.LockChannel(l.name))
+	w, err := l.c.sub.Subscribe(ctx, l.channel())
 	if err != nil {
 		if ctx.Err() == nil && l.c.degraded.CompareAndSwap(false, true) {
 			l.c.opts.Logger.Warn("relock: cannot subscribe to lock channels; waiters poll until it works again", "lock", l.name, "error", err)
@@ -252,7 +284,7 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) error {
 	if !ok {
 		return fmt.Errorf("relock: unlock %q: %w (the context carries no owner)", l.name, ErrNotHeld)
 	}
-	key := holdKey{l.name, owner.id}
+	key := holdKey{l.name, l.field(owner)}
 	a, restore, found := l.c.dropHold(key)
 	if found {
 		defer a.cancel(context.Canceled)
@@ -268,7 +300,16 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), window)
 	defer cancel()
 	for backoff := 10 * time.Millisecond; ; backoff *= 2 {
-		res, err := rel.Run(ctx, l.c.rdb)
+		var res scripts.Released
+		var err error
+		switch l.kind {
+		case readLock:
+			res, err = scripts.ReadRelease(ctx, l.c.rdb, l.name, owner.id, l.c.publish)
+		case writeLock:
+			res, err = scripts.WriteRelease(ctx, l.c.rdb, l.name, owner.id, restore, l.c.publish)
+		default:
+			res, err = rel.Run(ctx, l.c.rdb)
+		}
 		switch {
 		case err == nil && res != scripts.NotHeld:
 			return nil
@@ -280,6 +321,10 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) error {
 		case err == nil:
 			return fmt.Errorf("relock: unlock %q: %w", l.name, ErrNotHeld)
 		case scripts.IsReply(err) || l.c.checkOpen() != nil:
+			return redisError("unlock", l.name, err)
+		case l.kind == readLock || l.kind == writeLock:
+			// Redisson's read-write releases have no unlock latch: a retry
+			// could release twice. The hold expires with its lease.
 			return redisError("unlock", l.name, err)
 		}
 		select {

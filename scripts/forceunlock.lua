@@ -1,8 +1,9 @@
 -- forceunlock.lua: release a lock whoever holds it.
 --
 -- KEYS[1]  the lock hash N
--- KEYS[2]  the lock channel, redisson_lock__channel:{N}
--- ARGV[1]  the message published when the lock becomes free ("0")
+-- KEYS[2]  the lock's channel (redisson_lock__channel:{N}, or
+--          redisson_rwlock:{N} for a read-write lock)
+-- ARGV[1]  the message published ("0"; "1" for a read-write lock)
 -- ARGV[2]  publish command: "publish" or "spublish"
 --
 -- Reply: 1 when a lock was deleted (and ARGV[1] published), 0 when there was

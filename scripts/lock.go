@@ -58,15 +58,7 @@ func millis(d time.Duration) string {
 // else it returns acquired false and the key's remaining TTL (-1ms when the
 // key has no expiry).
 func Acquire(ctx context.Context, c rueidis.Client, key, owner string, lease time.Duration) (acquired bool, ttl time.Duration, err error) {
-	r := acquireScript.exec(ctx, c, []string{key}, []string{millis(lease), owner})
-	ms, err := r.AsInt64()
-	if rueidis.IsRedisNil(err) {
-		return true, 0, nil
-	}
-	if err != nil {
-		return false, 0, err
-	}
-	return false, time.Duration(ms) * time.Millisecond, nil
+	return acquireReply(acquireScript.exec(ctx, c, []string{key}, []string{millis(lease), owner}))
 }
 
 // TokenCounter returns the key of lock name's fencing-token counter:
@@ -122,18 +114,7 @@ type Release struct {
 func (r Release) Run(ctx context.Context, c rueidis.Client) (Released, error) {
 	keys := []string{r.Key, LockChannel(r.Key), UnlockLatch(r.Key, r.RequestID)}
 	args := []string{UnlockMessage, millis(r.Lease), r.Owner, string(r.Publish), millis(r.LatchTTL)}
-	n, err := releaseScript.exec(ctx, c, keys, args).AsInt64()
-	switch {
-	case rueidis.IsRedisNil(err):
-		return NotHeld, nil
-	case err != nil:
-		return NotHeld, err
-	case n == 1:
-		return Freed, nil
-	case n == 0:
-		return StillHeld, nil
-	}
-	return NotHeld, fmt.Errorf("release.lua: unexpected reply %d", n)
+	return releaseReply(releaseScript.exec(ctx, c, keys, args))
 }
 
 // Held names one owner's hold on one lock, for renewal.
@@ -147,6 +128,10 @@ type Held struct {
 // batch must be in the same cluster slot (see [Slot]). For each batch it
 // returns whether each lock was renewed, or the batch's error.
 func Renew(ctx context.Context, c rueidis.Client, ttl time.Duration, batches [][]Held) (renewed [][]bool, errs []error) {
+	return renewWith(renewScript, ctx, c, ttl, batches)
+}
+
+func renewWith(s *script, ctx context.Context, c rueidis.Client, ttl time.Duration, batches [][]Held) (renewed [][]bool, errs []error) {
 	calls := make([]call, len(batches))
 	ms := millis(ttl)
 	for i, b := range batches {
@@ -160,7 +145,7 @@ func Renew(ctx context.Context, c rueidis.Client, ttl time.Duration, batches [][
 	}
 	renewed = make([][]bool, len(batches))
 	errs = make([]error, len(batches))
-	for i, r := range renewScript.execMulti(ctx, c, calls) {
+	for i, r := range s.execMulti(ctx, c, calls) {
 		flags, err := r.AsIntSlice()
 		if err == nil && len(flags) != len(batches[i]) {
 			err = fmt.Errorf("renew.lua: %d replies for %d locks", len(flags), len(batches[i]))
@@ -178,9 +163,9 @@ func Renew(ctx context.Context, c rueidis.Client, ttl time.Duration, batches [][
 }
 
 // ForceUnlock runs forceunlock.lua: it deletes lock key whoever holds it and
-// publishes the unlock message. It reports whether there was a lock.
-func ForceUnlock(ctx context.Context, c rueidis.Client, key string, pub Publish) (bool, error) {
-	n, err := forceUnlockScript.exec(ctx, c, []string{key, LockChannel(key)}, []string{UnlockMessage, string(pub)}).AsInt64()
+// publishes message on channel. It reports whether there was a lock.
+func ForceUnlock(ctx context.Context, c rueidis.Client, key, channel, message string, pub Publish) (bool, error) {
+	n, err := forceUnlockScript.exec(ctx, c, []string{key, channel}, []string{message, string(pub)}).AsInt64()
 	if err != nil {
 		return false, err
 	}

@@ -47,8 +47,9 @@ type Config struct {
 type Lease struct {
 	// Key and Owner say which hold this is, for the renew function.
 	Key, Owner string
-	// Group keeps batches apart: leases of one batch share a group.
-	Group uint16
+	// Group keeps batches apart: leases of one batch share a group (a
+	// cluster slot, and whatever else the renew function must not mix).
+	Group uint32
 
 	onLost func(reason error)
 
@@ -95,7 +96,7 @@ func New(cfg Config) *Watchdog {
 // renew it is renewed every round and each confirmed renewal moves the
 // deadline. onLost is called once, from the loop, if the lease is lost; it
 // must not block. After Close, Add returns nil.
-func (w *Watchdog) Add(key, owner string, group uint16, renew bool, deadline time.Time, onLost func(reason error)) *Lease {
+func (w *Watchdog) Add(key, owner string, group uint32, renew bool, deadline time.Time, onLost func(reason error)) *Lease {
 	l := &Lease{Key: key, Owner: owner, Group: group, onLost: onLost}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -273,7 +274,7 @@ func (w *Watchdog) expire(now time.Time) {
 // round's result arrives on the returned channel.
 func (w *Watchdog) startRound(ctx context.Context) chan round {
 	w.mu.Lock()
-	groups := make(map[uint16][]*Lease)
+	groups := make(map[uint32][]*Lease)
 	for l := range w.leases {
 		if l.renew {
 			groups[l.Group] = append(groups[l.Group], l)

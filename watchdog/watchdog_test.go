@@ -128,7 +128,7 @@ func TestBatchesByGroup(t *testing.T) {
 		for i := 0; i < 5; i++ {
 			key := time.Duration(i).String()
 			f.held[key] = true
-			w.Add(key, "o", uint16(i%2), true, watchdog.Deadline(time.Now(), timeout), func(error) {})
+			w.Add(key, "o", uint32(i%2), true, watchdog.Deadline(time.Now(), timeout), func(error) {})
 		}
 		time.Sleep(timeout / 3)
 		synctest.Wait()

@@ -1,0 +1,173 @@
+package reentrant_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/reentrant"
+)
+
+// Readers overlap; a writer excludes readers and writers; both sides are
+// reentrant; the layout is Redisson's.
+func TestReadWriteExclusion(t *testing.T) {
+	onBoth(t, func(t *testing.T, e env) {
+		a, b := e.client(t), e.client(t)
+		ra, rb := a.ReadWriteLock("rw"), b.ReadWriteLock("rw")
+
+		r1, err := ra.ReadLock().Lock(bg())
+		require.NoError(t, err)
+		r2, ok, err := rb.ReadLock().TryLock(bg())
+		require.NoError(t, err)
+		require.True(t, ok, "readers overlap")
+		r1b, err := ra.ReadLock().Lock(r1)
+		require.NoError(t, err, "read re-entry")
+		fields, err := e.do(t, "HGETALL", "rw").AsStrMap()
+		require.NoError(t, err)
+		o1, _ := reentrant.OwnerFrom(r1)
+		assert.Equal(t, "read", fields["mode"])
+		assert.Equal(t, "2", fields[o1.String()])
+		for k := 1; k <= 2; k++ {
+			assert.Equal(t, int64(1), e.int(t, "EXISTS", "{rw}:"+o1.String()+":rwlock_timeout:"+string(rune('0'+k))))
+		}
+		_, ok, err = rb.WriteLock().TryLock(bg())
+		require.NoError(t, err)
+		assert.False(t, ok, "readers exclude a writer")
+
+		require.NoError(t, ra.ReadLock().Unlock(r1b))
+		require.NoError(t, ra.ReadLock().Unlock(r1))
+		require.NoError(t, rb.ReadLock().Unlock(r2))
+		assert.Empty(t, keys(t, e), "nothing left after the last reader")
+
+		w, err := ra.WriteLock().Lock(bg())
+		require.NoError(t, err)
+		w2, err := ra.WriteLock().Lock(w)
+		require.NoError(t, err, "write re-entry")
+		fields, err = e.do(t, "HGETALL", "rw").AsStrMap()
+		require.NoError(t, err)
+		ow, _ := reentrant.OwnerFrom(w)
+		assert.Equal(t, map[string]string{"mode": "write", ow.String() + ":write": "2"}, fields)
+		_, ok, err = rb.ReadLock().TryLock(bg())
+		require.NoError(t, err)
+		assert.False(t, ok, "a writer excludes readers")
+		_, ok, err = rb.WriteLock().TryLock(bg())
+		require.NoError(t, err)
+		assert.False(t, ok, "a writer excludes writers")
+		require.NoError(t, ra.WriteLock().Unlock(w2))
+		require.NoError(t, ra.WriteLock().Unlock(w))
+		assert.Empty(t, keys(t, e))
+		assert.ErrorIs(t, ra.WriteLock().Unlock(w), reentrant.ErrNotHeld)
+	})
+}
+
+// keys lists the keys of lock "rw" and its read holds.
+func keys(t *testing.T, e env) []string {
+	t.Helper()
+	all, err := e.do(t, "KEYS", "*rw*").AsStrSlice()
+	require.NoError(t, err)
+	return all
+}
+
+// A writer may take the read side and then let go of the write side: the
+// lock stays held for reading, other readers may join, writers may not.
+func TestReadWriteDowngrade(t *testing.T) {
+	onBoth(t, func(t *testing.T, e env) {
+		a, b := e.client(t), e.client(t)
+		rw := a.ReadWriteLock("down")
+		w, err := rw.WriteLock().Lock(bg())
+		require.NoError(t, err)
+		r, err := rw.ReadLock().Lock(w)
+		require.NoError(t, err, "a writer may read")
+		require.NoError(t, rw.WriteLock().Unlock(w))
+		mode, err := e.do(t, "HGET", "down", "mode").ToString()
+		require.NoError(t, err)
+		assert.Equal(t, "read", mode)
+		other, ok, err := b.ReadWriteLock("down").ReadLock().TryLock(bg())
+		require.NoError(t, err)
+		assert.True(t, ok, "readers join after the downgrade")
+		_, ok, err = b.ReadWriteLock("down").WriteLock().TryLock(bg())
+		require.NoError(t, err)
+		assert.False(t, ok)
+		require.NoError(t, rw.ReadLock().Unlock(r))
+		require.NoError(t, b.ReadWriteLock("down").ReadLock().Unlock(other))
+		assert.Equal(t, int64(0), e.int(t, "EXISTS", "down"))
+	})
+}
+
+// A write unlock publishes "1", which wakes every waiting reader at once,
+// not one per client: with a one-minute re-poll, only that explains them all
+// holding the lock together within seconds.
+func TestWriteUnlockWakesAllReaders(t *testing.T) {
+	e := onRedis(t)
+	writer, readers := e.client(t), e.patient(t)
+	w, err := writer.ReadWriteLock("wake").WriteLock().Lock(bg())
+	require.NoError(t, err)
+	const n = 5
+	var wg, holding sync.WaitGroup
+	holding.Add(n)
+	release := make(chan struct{})
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := readers.ReadWriteLock("wake").ReadLock().Lock(bg())
+			if !assert.NoError(t, err) {
+				holding.Done()
+				return
+			}
+			holding.Done()
+			<-release // every reader holds the lock together
+			assert.NoError(t, readers.ReadWriteLock("wake").ReadLock().Unlock(r))
+		}()
+	}
+	eventually(t, "the readers' subscription", func() bool { return e.numsub(t, "redisson_rwlock:{wake}") == 1 })
+	start := time.Now()
+	require.NoError(t, writer.ReadWriteLock("wake").WriteLock().Unlock(w))
+	done := make(chan struct{})
+	go func() { holding.Wait(); close(done) }()
+	select {
+	case <-done:
+		t.Logf("%d readers in %v after the write unlock", n, time.Since(start))
+	case <-time.After(30 * time.Second):
+		t.Fatal("readers not all woken by the write unlock")
+	}
+	close(release)
+	wg.Wait()
+}
+
+// The watchdog keeps both sides: ten minutes of fake time, and the read
+// holds' timeout keys live on with the hash.
+func TestReadWriteWatchdog(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, c, _ := fakeTimeClient(t, reentrant.Options{})
+		rw := c.ReadWriteLock("kept")
+		r, err := rw.ReadLock().Lock(bg())
+		require.NoError(t, err)
+		owner, _ := reentrant.OwnerFrom(r)
+		w, err := c.ReadWriteLock("kept-w").WriteLock().Lock(bg())
+		require.NoError(t, err)
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		require.NoError(t, r.Err())
+		require.NoError(t, w.Err())
+		assert.Greater(t, m.TTL("{kept}:"+owner.String()+":rwlock_timeout:1"), 19*time.Second)
+		assert.Greater(t, m.TTL("kept"), 19*time.Second)
+		assert.Greater(t, m.TTL("kept-w"), 19*time.Second)
+		require.NoError(t, rw.ReadLock().Unlock(r))
+		require.NoError(t, c.ReadWriteLock("kept-w").WriteLock().Unlock(w))
+		assert.False(t, m.Exists("kept"))
+		assert.False(t, m.Exists("{kept}:"+owner.String()+":rwlock_timeout:1"))
+
+		// And a read hold whose key is deleted is reported lost.
+		r, err = rw.ReadLock().Lock(bg())
+		require.NoError(t, err)
+		m.Del("kept")
+		<-r.Done()
+		assert.ErrorIs(t, context.Cause(r), reentrant.ErrLockLost)
+	})
+}

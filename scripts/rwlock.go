@@ -1,0 +1,110 @@
+package scripts
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+var (
+	//go:embed readacquire.lua
+	readAcquireLua    string
+	readAcquireScript = newScript(readAcquireLua)
+
+	//go:embed writeacquire.lua
+	writeAcquireLua    string
+	writeAcquireScript = newScript(writeAcquireLua)
+
+	//go:embed readrelease.lua
+	readReleaseLua    string
+	readReleaseScript = newScript(readReleaseLua)
+
+	//go:embed writerelease.lua
+	writeReleaseLua    string
+	writeReleaseScript = newScript(writeReleaseLua)
+
+	//go:embed readrenew.lua
+	readRenewLua    string
+	readRenewScript = newScript(readRenewLua)
+)
+
+// RWChannel returns the channel of read-write lock name:
+// redisson_rwlock:{name}.
+func RWChannel(name string) string { return Prefixed("redisson_rwlock", name) }
+
+// WriteField returns the hash field of owner's write hold: owner + ":write".
+func WriteField(owner string) string { return owner + ":write" }
+
+// readTimeoutPrefix returns {name}:<owner>:rwlock_timeout, the prefix of
+// owner's per-hold timeout keys.
+func readTimeoutPrefix(name, owner string) string {
+	return Suffixed(name, owner+":rwlock_timeout")
+}
+
+// keyPrefix returns the prefix that, with ":<field>:rwlock_timeout:<k>",
+// makes any owner's timeout key: "{name}", or name itself when it has "{".
+func keyPrefix(name string) string {
+	return strings.TrimSuffix(Suffixed(name, ""), ":")
+}
+
+// ReadAcquire runs readacquire.lua, as Acquire does for a reentrant lock.
+func ReadAcquire(ctx context.Context, c rueidis.Client, key, owner string, lease time.Duration) (bool, time.Duration, error) {
+	return acquireReply(readAcquireScript.exec(ctx, c, []string{key, readTimeoutPrefix(key, owner)}, []string{millis(lease), owner, WriteField(owner)}))
+}
+
+// WriteAcquire runs writeacquire.lua, as Acquire does for a reentrant lock.
+func WriteAcquire(ctx context.Context, c rueidis.Client, key, owner string, lease time.Duration) (bool, time.Duration, error) {
+	return acquireReply(writeAcquireScript.exec(ctx, c, []string{key}, []string{millis(lease), WriteField(owner)}))
+}
+
+func acquireReply(r rueidis.RedisResult) (bool, time.Duration, error) {
+	ms, err := r.AsInt64()
+	if rueidis.IsRedisNil(err) {
+		return true, 0, nil
+	}
+	if err != nil {
+		return false, 0, err
+	}
+	return false, time.Duration(ms) * time.Millisecond, nil
+}
+
+// ReadRelease runs readrelease.lua for owner's newest read hold.
+func ReadRelease(ctx context.Context, c rueidis.Client, key, owner string, pub Publish) (Released, error) {
+	keys := []string{key, RWChannel(key), readTimeoutPrefix(key, owner), keyPrefix(key)}
+	return releaseReply(readReleaseScript.exec(ctx, c, keys, []string{UnlockMessage, owner, string(pub)}))
+}
+
+// WakeAllMessage is published when a writer leaves: every waiter, reader or
+// writer, tries again.
+const WakeAllMessage = "1"
+
+// WriteRelease runs writerelease.lua for owner's newest write hold.
+func WriteRelease(ctx context.Context, c rueidis.Client, key, owner string, lease time.Duration, pub Publish) (Released, error) {
+	keys := []string{key, RWChannel(key)}
+	return releaseReply(writeReleaseScript.exec(ctx, c, keys, []string{WakeAllMessage, millis(lease), WriteField(owner), string(pub)}))
+}
+
+func releaseReply(r rueidis.RedisResult) (Released, error) {
+	n, err := r.AsInt64()
+	switch {
+	case rueidis.IsRedisNil(err):
+		return NotHeld, nil
+	case err != nil:
+		return NotHeld, err
+	case n == 1:
+		return Freed, nil
+	case n == 0:
+		return StillHeld, nil
+	}
+	return NotHeld, fmt.Errorf("release: unexpected reply %d", n)
+}
+
+// ReadRenew is Renew for read holds: it also extends every read hold's
+// timeout key.
+func ReadRenew(ctx context.Context, c rueidis.Client, ttl time.Duration, batches [][]Held) ([][]bool, []error) {
+	return renewWith(readRenewScript, ctx, c, ttl, batches)
+}

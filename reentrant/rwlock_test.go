@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/internal/redissontest"
 	"github.com/relock-go/relock/reentrant"
 )
 
@@ -170,4 +171,60 @@ func TestReadWriteWatchdog(t *testing.T) {
 		<-r.Done()
 		assert.ErrorIs(t, context.Cause(r), reentrant.ErrLockLost)
 	})
+}
+
+// A Redisson-protocol reader blocks a relock writer and its release wakes
+// it; a relock reader blocks a Redisson writer and its release wakes that.
+// Both sides read together.
+func TestReadWriteRedissonInterop(t *testing.T) {
+	e := onRedis(t)
+	c := e.patient(t)
+	java := redissontest.New(e.rdb(t))
+	rw := c.ReadWriteLock("mixed-rw")
+
+	require.NoError(t, java.Read(bg(), "mixed-rw", 1))
+	r, ok, err := rw.ReadLock().TryLock(bg())
+	require.NoError(t, err)
+	require.True(t, ok, "Go and Java read together")
+	require.NoError(t, rw.ReadLock().Unlock(r))
+	_, ok, err = rw.WriteLock().TryLock(bg())
+	require.NoError(t, err)
+	assert.False(t, ok, "a Java reader blocks a Go writer")
+	got := make(chan error, 1)
+	go func() {
+		w, err := rw.WriteLock().Lock(bg())
+		if err == nil {
+			err = rw.WriteLock().Unlock(w)
+		}
+		got <- err
+	}()
+	eventually(t, "the Go writer's subscription", func() bool { return e.numsub(t, "redisson_rwlock:{mixed-rw}") == 1 })
+	require.NoError(t, java.ReadUnlock(bg(), "mixed-rw", 1))
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("Go writer not woken by the Java reader's release")
+	}
+
+	r, err = rw.ReadLock().Lock(bg())
+	require.NoError(t, err)
+	pttl, err := java.TryWrite(bg(), "mixed-rw", 2)
+	require.NoError(t, err)
+	assert.Greater(t, pttl, time.Duration(0), "a Go reader blocks a Java writer")
+	javaGot := make(chan error, 1)
+	go func() { javaGot <- java.Write(bg(), "mixed-rw", 2) }()
+	eventually(t, "the Java writer's subscription", func() bool { return e.numsub(t, "redisson_rwlock:{mixed-rw}") >= 1 })
+	require.NoError(t, rw.ReadLock().Unlock(r))
+	select {
+	case err := <-javaGot:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("Java writer not woken by the Go reader's release")
+	}
+	_, ok, err = rw.ReadLock().TryLock(bg())
+	require.NoError(t, err)
+	assert.False(t, ok, "a Java writer blocks a Go reader")
+	require.NoError(t, java.WriteUnlock(bg(), "mixed-rw", 2))
+	assert.Equal(t, int64(0), e.int(t, "EXISTS", "mixed-rw"))
 }

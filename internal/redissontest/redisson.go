@@ -84,7 +84,12 @@ func (c *Client) TryAcquire(ctx context.Context, name string, tid int64) (time.D
 // Lock waits as Redisson does: subscribe to the lock channel, try, and wait
 // for a message or the PTTL, then try again.
 func (c *Client) Lock(ctx context.Context, name string, tid int64) error {
-	pttl, err := c.TryAcquire(ctx, name, tid)
+	return c.wait(ctx, channel(name), func() (time.Duration, error) { return c.TryAcquire(ctx, name, tid) })
+}
+
+// wait runs try until it returns 0, waking on messages on ch.
+func (c *Client) wait(ctx context.Context, ch string, try func() (time.Duration, error)) error {
+	pttl, err := try()
 	if err != nil || pttl == 0 {
 		return err
 	}
@@ -105,7 +110,7 @@ func (c *Client) Lock(ctx context.Context, name string, tid int64) error {
 			}
 		},
 	})
-	if err := d.Do(ctx, d.B().Subscribe().Channel(channel(name)).Build()).Error(); err != nil {
+	if err := d.Do(ctx, d.B().Subscribe().Channel(ch).Build()).Error(); err != nil {
 		return err
 	}
 	select {
@@ -116,7 +121,7 @@ func (c *Client) Lock(ctx context.Context, name string, tid int64) error {
 		return ctx.Err()
 	}
 	for {
-		pttl, err = c.TryAcquire(ctx, name, tid)
+		pttl, err = try()
 		if err != nil || pttl == 0 {
 			return err
 		}

@@ -83,7 +83,11 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	if l.kind == readLock || l.kind == writeLock {
 		message = scripts.WakeAllMessage
 	}
-	deleted, err := scripts.ForceUnlock(ctx, l.c.rdb, l.name, l.channel(), message, l.c.publish)
+	channel := scripts.LockChannel(l.name) // a fair lock's waiters notice by re-polling
+	if l.kind == readLock || l.kind == writeLock {
+		channel = scripts.RWChannel(l.name)
+	}
+	deleted, err := scripts.ForceUnlock(ctx, l.c.rdb, l.name, channel, message, l.c.publish)
 	if err != nil {
 		return false, redisError("force unlock", l.name, err)
 	}

@@ -31,6 +31,7 @@ const (
 	fencedLock                 // RFencedLock: each acquire draws a token
 	readLock                   // RReadWriteLock's read side
 	writeLock                  // RReadWriteLock's write side
+	fairLock                   // RFairLock: waiters queue in Redis, in order
 )
 
 // field returns the hash field that records owner's holds.
@@ -41,10 +42,13 @@ func (l *Lock) field(owner Owner) string {
 	return owner.id
 }
 
-// channel returns the channel the lock's releases are announced on.
-func (l *Lock) channel() string {
-	if l.kind == readLock || l.kind == writeLock {
+// channel returns the channel on which owner, waiting, hears releases.
+func (l *Lock) channel(owner Owner) string {
+	switch l.kind {
+	case readLock, writeLock:
 		return scripts.RWChannel(l.name)
+	case fairLock:
+		return scripts.FairChannel(l.name, owner.id)
 	}
 	return scripts.LockChannel(l.name)
 }
@@ -118,6 +122,9 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Con
 			}
 			w.Leave()
 		}
+		if err != nil && l.kind == fairLock {
+			l.leaveQueue(ctx, owner)
+		}
 	}()
 	for attempt := 0; ; attempt++ {
 		ttl := l.c.acquireTTL(key, cfg.lease)
@@ -150,7 +157,7 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Con
 		}
 		if subscribe {
 			subscribe = false
-			if w, err = l.subscribe(ctx); err == nil {
+			if w, err = l.subscribe(ctx, owner); err == nil {
 				continue // subscribed: try again before waiting
 			}
 			if ctx.Err() != nil {
@@ -191,6 +198,18 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Con
 	}
 }
 
+// leaveQueue takes owner out of a fair lock's queue after a wait that ended
+// without the lock, so that those behind it need not wait for its deadline.
+// It runs even when ctx is cancelled; if it fails, the deadline still drops
+// the owner from the queue.
+func (l *Lock) leaveQueue(ctx context.Context, owner Owner) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWindow)
+	defer cancel()
+	if err := scripts.FairLeave(ctx, l.c.rdb, l.name, owner.id, l.c.publish); err != nil {
+		l.c.opts.Logger.Debug("relock: leaving a fair lock's queue", "lock", l.name, "error", err)
+	}
+}
+
 // attempt runs the lock's acquire script once.
 func (l *Lock) attempt(ctx context.Context, owner Owner, ttl, timeout time.Duration) (acquired bool, pttl time.Duration, token int64, err error) {
 	if timeout > 0 {
@@ -205,6 +224,8 @@ func (l *Lock) attempt(ctx context.Context, owner Owner, ttl, timeout time.Durat
 		acquired, pttl, err = scripts.ReadAcquire(ctx, l.c.rdb, l.name, owner.id, ttl)
 	case writeLock:
 		acquired, pttl, err = scripts.WriteAcquire(ctx, l.c.rdb, l.name, owner.id, ttl)
+	case fairLock:
+		acquired, pttl, err = scripts.FairAcquire(ctx, l.c.rdb, l.name, owner.id, ttl, l.c.opts.FairWaitTimeout)
 	default:
 		acquired, pttl, err = scripts.Acquire(ctx, l.c.rdb, l.name, owner.id, ttl)
 	}
@@ -222,11 +243,11 @@ func (l *Lock) publish() scripts.Publish {
 // subscribe joins the local queue of waiters on the lock's channel. When
 // subscribing fails, waiters poll (bounded as always by the holder's TTL and
 // RepollInterval) instead of failing; that is logged once per outage.
-func (l *Lock) subscribe(ctx context.Context) (*pubsub.Waiter, error) {
+func (l *Lock) subscribe(ctx context.Context, owner Owner) (*pubsub.Waiter, error) {
 	if hook := l.c.hookBeforeSubscribe; hook != nil {
 		hook()
 	}
-	w, err := l.c.sub.Subscribe(ctx, l.channel())
+	w, err := l.c.sub.Subscribe(ctx, l.channel(owner))
 	if err != nil {
 		if ctx.Err() == nil && l.c.degraded.CompareAndSwap(false, true) {
 			l.c.opts.Logger.Warn("relock: cannot subscribe to lock channels; waiters poll until it works again", "lock", l.name, "error", err)
@@ -307,6 +328,8 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) error {
 			res, err = scripts.ReadRelease(ctx, l.c.rdb, l.name, owner.id, l.c.publish)
 		case writeLock:
 			res, err = scripts.WriteRelease(ctx, l.c.rdb, l.name, owner.id, restore, l.c.publish)
+		case fairLock:
+			res, err = scripts.FairRelease(ctx, l.c.rdb, l.name, owner.id, restore, l.c.publish)
 		default:
 			res, err = rel.Run(ctx, l.c.rdb)
 		}
@@ -322,9 +345,9 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) error {
 			return fmt.Errorf("relock: unlock %q: %w", l.name, ErrNotHeld)
 		case scripts.IsReply(err) || l.c.checkOpen() != nil:
 			return redisError("unlock", l.name, err)
-		case l.kind == readLock || l.kind == writeLock:
-			// Redisson's read-write releases have no unlock latch: a retry
-			// could release twice. The hold expires with its lease.
+		case l.kind == readLock || l.kind == writeLock || l.kind == fairLock:
+			// Redisson's read-write and fair releases have no unlock latch:
+			// a retry could release twice. The hold expires with its lease.
 			return redisError("unlock", l.name, err)
 		}
 		select {

@@ -40,6 +40,12 @@ type Options struct {
 	// holder, Redisson's spin lock) and messages lost with a connection.
 	// Default 1s.
 	RepollInterval time.Duration
+
+	// FairWaitTimeout is how long a fair lock's waiter keeps its place in
+	// the queue without trying again; past it, it is taken for dead and
+	// skipped. Live waiters try at least every RepollInterval. Default 300s
+	// (Redisson's threadWaitTime).
+	FairWaitTimeout time.Duration
 }
 
 const (
@@ -68,6 +74,12 @@ func (o Options) withDefaults() (Options, error) {
 		o.RepollInterval = time.Second
 	case o.RepollInterval < time.Millisecond:
 		return o, fmt.Errorf("%w: RepollInterval %v is below 1ms", ErrInvalidArgument, o.RepollInterval)
+	}
+	switch {
+	case o.FairWaitTimeout == 0:
+		o.FairWaitTimeout = 300 * time.Second
+	case o.FairWaitTimeout < o.RepollInterval:
+		return o, fmt.Errorf("%w: FairWaitTimeout %v is below RepollInterval %v: live waiters would be skipped", ErrInvalidArgument, o.FairWaitTimeout, o.RepollInterval)
 	}
 	switch o.PubSub {
 	case 0, pubsub.Classic, pubsub.Sharded:

@@ -221,3 +221,36 @@ func ExampleRedlock() {
 	rl.Unlock(held)
 	// Output: valid for most of the lease: true
 }
+
+// A fair lock is granted in arrival order, across processes.
+func ExampleClient_FairLock() {
+	rdb, stop := exampleRedis()
+	defer stop()
+	locks, _ := reentrant.New(rdb, reentrant.Options{})
+	defer locks.Close()
+
+	mu := locks.FairLock("ticket-desk")
+	held, _ := mu.Lock(context.Background())
+	fmt.Println("first in line is served")
+	mu.Unlock(held)
+	// Output: first in line is served
+}
+
+// Many readers or one writer; a writer may downgrade to a reader.
+func ExampleReadWriteLock() {
+	rdb, stop := exampleRedis()
+	defer stop()
+	locks, _ := reentrant.New(rdb, reentrant.Options{})
+	defer locks.Close()
+
+	rw := locks.ReadWriteLock("catalog")
+	w, _ := rw.WriteLock().Lock(context.Background())
+	r, _ := rw.ReadLock().Lock(w) // downgrade: read while writing...
+	rw.WriteLock().Unlock(w)      // ...then stop writing
+
+	other, ok, _ := locks.ReadWriteLock("catalog").ReadLock().TryLock(context.Background())
+	fmt.Println("another reader joins:", ok)
+	rw.ReadLock().Unlock(other)
+	rw.ReadLock().Unlock(r)
+	// Output: another reader joins: true
+}

@@ -91,6 +91,52 @@ func TestFencedRedissonInterop(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("fenced waiter not woken by the Redisson release")
 	}
+	// A Java RFencedLock draws from the same counter (INCR): relock's next
+	// token is larger than Java's.
+	javaToken, err := e.do(t, "INCR", "redisson_lock_token:{shared-fenced}").AsInt64()
+	require.NoError(t, err)
+	held, token, err := f.Lock(bg())
+	require.NoError(t, err)
+	assert.Greater(t, token, javaToken)
+	require.NoError(t, f.Unlock(held))
+}
+
+// A Java holder's lock excludes a relock spin waiter, which gets it by
+// backing off, not by the message; a relock spin release lets a Java
+// waiter in by its own polling bound.
+func TestSpinRedissonInterop(t *testing.T) {
+	e := onRedis(t)
+	java := redissontest.New(e.rdb(t))
+	spin := e.client(t).SpinLock("shared-spin", reentrant.Backoff{Max: 10 * time.Millisecond})
+	require.NoError(t, java.Lock(bg(), "shared-spin", 1))
+	_, ok, err := spin.TryLock(bg())
+	require.NoError(t, err)
+	assert.False(t, ok)
+	got := make(chan error, 1)
+	go func() {
+		h, err := spin.Lock(bg())
+		if err == nil {
+			err = spin.Unlock(h)
+		}
+		got <- err
+	}()
+	_, err = java.Unlock(bg(), "shared-spin", 1)
+	require.NoError(t, err)
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("spin waiter never got the lock")
+	}
+	h, err := spin.Lock(bg())
+	require.NoError(t, err)
+	pttl, err := java.TryAcquire(bg(), "shared-spin", 2)
+	require.NoError(t, err)
+	assert.Greater(t, pttl, time.Duration(0), "a spin hold excludes Java")
+	require.NoError(t, spin.Unlock(h))
+	require.NoError(t, java.Lock(bg(), "shared-spin", 2))
+	_, err = java.Unlock(bg(), "shared-spin", 2)
+	require.NoError(t, err)
 }
 
 // A spin lock's release publishes nothing: the first message the channel

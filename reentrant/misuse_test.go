@@ -1,0 +1,152 @@
+package reentrant_test
+
+import (
+	"context"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/reentrant"
+	"github.com/relock-go/relock/watchdog"
+)
+
+// Misuse gets a clear error or a documented behaviour: never a panic, and
+// never a change to another owner's lock, checked after every case.
+func TestMisuse(t *testing.T) {
+	e := onRedis(t)
+	foreignClient := e.client(t)
+	foreign, err := foreignClient.Lock("foreign").Lock(bg())
+	require.NoError(t, err)
+	e.do(t, "PEXPIRE", "foreign", "600000")
+	before, err := e.do(t, "HGETALL", "foreign").AsStrMap()
+	require.NoError(t, err)
+
+	cases := []struct {
+		name string
+		run  func(t *testing.T, c *reentrant.Client)
+	}{
+		{"empty name", func(t *testing.T, c *reentrant.Client) {
+			_, err := c.Lock("").Lock(bg())
+			assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+		}},
+		{"1 MiB name works", func(t *testing.T, c *reentrant.Client) {
+			mu := c.Lock(strings.Repeat("n", 1<<20))
+			held, err := mu.Lock(bg())
+			require.NoError(t, err)
+			require.NoError(t, mu.Unlock(held))
+		}},
+		{"binary name works", func(t *testing.T, c *reentrant.Client) {
+			mu := c.Lock("\x00\xff{\x01}\n")
+			held, err := mu.Lock(bg())
+			require.NoError(t, err)
+			n, err := mu.HoldCount(held)
+			require.NoError(t, err)
+			assert.Equal(t, 1, n)
+			require.NoError(t, mu.Unlock(held))
+		}},
+		{"key of another type", func(t *testing.T, c *reentrant.Client) {
+			e.do(t, "LPUSH", "a-list", "x")
+			_, err := c.Lock("a-list").Lock(bg())
+			assert.ErrorIs(t, err, reentrant.ErrWrongType)
+			_, err = c.FairLock("a-list").Lock(bg())
+			assert.ErrorIs(t, err, reentrant.ErrWrongType)
+			_, err = c.ReadWriteLock("a-list").ReadLock().Lock(bg())
+			assert.ErrorIs(t, err, reentrant.ErrWrongType)
+			assert.Equal(t, int64(1), e.int(t, "LLEN", "a-list"))
+		}},
+		{"zero and negative durations", func(t *testing.T, c *reentrant.Client) {
+			for _, o := range []reentrant.Option{reentrant.LeaseFor(0), reentrant.LeaseFor(-time.Second),
+				reentrant.WaitAtMost(-1), reentrant.RetryDelay(0), reentrant.RetryDelay(-1), reentrant.RetryCount(-1)} {
+				_, err := c.Lock("d").Lock(bg(), o)
+				assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+			}
+			for _, o := range []reentrant.Options{{WatchdogTimeout: -1}, {RepollInterval: -1}, {RenewBatchSize: -1},
+				{FairWaitTimeout: time.Millisecond}} {
+				_, err := reentrant.New(e.admin, o)
+				assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+			}
+		}},
+		{"overflowing durations work", func(t *testing.T, c *reentrant.Client) {
+			mu := c.Lock("long")
+			held, ok, err := mu.TryLock(bg(), reentrant.LeaseFor(math.MaxInt64), reentrant.WaitAtMost(math.MaxInt64))
+			require.NoError(t, err)
+			require.True(t, ok)
+			ttl, err := mu.RemainTTL(held)
+			require.NoError(t, err)
+			assert.Greater(t, ttl, 100*365*24*time.Hour, "a 292-year lease")
+			require.NoError(t, mu.Unlock(held))
+			huge, err := reentrant.New(e.admin, reentrant.Options{WatchdogTimeout: math.MaxInt64})
+			require.NoError(t, err)
+			require.NoError(t, huge.Close())
+		}},
+		{"lease shorter than the renewal interval just ends", func(t *testing.T, c *reentrant.Client) {
+			held, err := c.Lock("short").Lock(bg(), reentrant.LeaseFor(5*time.Millisecond))
+			require.NoError(t, err)
+			<-held.Done()
+			assert.ErrorIs(t, context.Cause(held), watchdog.ErrLeaseEnded)
+			eventually(t, "the key to expire", func() bool { return e.int(t, "EXISTS", "short") == 0 })
+		}},
+		{"unlock without lock", func(t *testing.T, c *reentrant.Client) {
+			assert.ErrorIs(t, c.Lock("foreign").Unlock(bg()), reentrant.ErrNotHeld)
+			assert.ErrorIs(t, c.Lock("foreign").Unlock(reentrant.WithOwner(bg(), c.NewOwner())), reentrant.ErrNotHeld)
+			assert.ErrorIs(t, c.ReadWriteLock("foreign").WriteLock().Unlock(reentrant.WithOwner(bg(), c.NewOwner())), reentrant.ErrNotHeld)
+			assert.ErrorIs(t, c.FairLock("foreign").Unlock(reentrant.WithOwner(bg(), c.NewOwner())), reentrant.ErrNotHeld)
+			assert.ErrorIs(t, reentrant.NewMultiLock(c.Lock("foreign")).Unlock(bg()), reentrant.ErrNotHeld)
+			assert.ErrorIs(t, reentrant.NewRedlock(c.Lock("foreign")).Unlock(bg()), reentrant.ErrNotHeld)
+		}},
+		{"empty multi-lock and Redlock", func(t *testing.T, c *reentrant.Client) {
+			_, err := reentrant.NewMultiLock().Lock(bg())
+			assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+			_, _, err = reentrant.NewRedlock().Lock(bg())
+			assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+		}},
+		{"use after Close", func(t *testing.T, c *reentrant.Client) {
+			closed := e.client(t)
+			require.NoError(t, closed.Close())
+			_, err := closed.Lock("foreign").Lock(bg())
+			assert.ErrorIs(t, err, reentrant.ErrClosed)
+			_, err = closed.Lock("foreign").ForceUnlock(bg())
+			assert.ErrorIs(t, err, reentrant.ErrClosed)
+		}},
+		{"one owner from many goroutines at once", func(t *testing.T, c *reentrant.Client) {
+			// One owner is one holder: its goroutines re-enter each other's
+			// hold; the count in Redis stays exact.
+			ctx := reentrant.WithOwner(bg(), c.NewOwner())
+			mu := c.Lock("shared-owner")
+			var wg sync.WaitGroup
+			for g := 0; g < 20; g++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for r := 0; r < 10; r++ {
+						held, err := mu.Lock(ctx, reentrant.NoWait())
+						if assert.NoError(t, err) {
+							assert.NoError(t, mu.Unlock(held))
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			n, err := mu.HoldCount(ctx)
+			require.NoError(t, err)
+			assert.Zero(t, n)
+			assert.Equal(t, int64(0), e.int(t, "EXISTS", "shared-owner"))
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := e.client(t)
+			assert.NotPanics(t, func() { tc.run(t, c) })
+			after, err := e.do(t, "HGETALL", "foreign").AsStrMap()
+			require.NoError(t, err)
+			assert.Equal(t, before, after, "the foreign lock is untouched")
+			assert.Greater(t, e.int(t, "PTTL", "foreign"), int64(500000), "its TTL untouched")
+			assert.NoError(t, foreign.Err())
+		})
+	}
+}

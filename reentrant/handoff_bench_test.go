@@ -47,16 +47,16 @@ func forcedHandoff(b *testing.B, clients int) {
 	}
 
 	var (
-		mu          sync.Mutex
-		cond        = sync.NewCond(&mu)
-		count       int // acquisitions so far
-		acquiredAt  = make([]time.Time, b.N+contenders)
-		releasedAt  = make([]time.Time, b.N+contenders)
-		longest     time.Duration
-		stop        bool
-		inside      atomic.Bool
-		overlaps    atomic.Int64
-		errs        atomic.Int64
+		mu         sync.Mutex
+		cond       = sync.NewCond(&mu)
+		count      int // acquisitions so far
+		acquiredAt = make([]time.Time, b.N+contenders)
+		releasedAt = make([]time.Time, b.N+contenders)
+		longest    time.Duration
+		stop       bool
+		inside     atomic.Bool
+		overlaps   atomic.Int64
+		errs       atomic.Int64
 	)
 	s.Do("CONFIG", "RESETSTAT")
 	b.ResetTimer()

@@ -21,8 +21,26 @@ type holdKey struct {
 // another process) are not here; Redis counts them all.
 type hold struct {
 	key   holdKey
+	c     *Client
 	acqs  []acquisition
 	lease *watchdog.Lease
+}
+
+type holdCtxKey struct{}
+
+// LeaseDeadline returns the local deadline of the hold behind a held
+// context: the time until which this client believes the lock is held, from
+// the send time of the last confirmed acquire or renewal, plus the TTL,
+// minus the safety margin (see docs/lease-model.md). Renewals move it
+// forward. A holder about to do something that must finish under the lock
+// can check that enough time is left. ok is false for a context that no
+// Lock returned.
+func LeaseDeadline(ctx context.Context) (deadline time.Time, ok bool) {
+	h, ok := ctx.Value(holdCtxKey{}).(*hold)
+	if !ok {
+		return time.Time{}, false
+	}
+	return h.c.watchdog.Deadline(h.lease), true
 }
 
 type acquisition struct {
@@ -76,18 +94,17 @@ func (c *Client) acquireTTL(key holdKey, lease time.Duration) time.Duration {
 // ttl, hands it to the watchdog, and returns its held context: parent with a
 // cancel that fires on release or loss.
 func (c *Client) addHold(parent context.Context, key holdKey, group uint32, lease, ttl time.Duration, sent time.Time) (context.Context, error) {
-	ctx, cancel := context.WithCancelCause(parent)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		cancel(ErrClosed)
 		return nil, fmt.Errorf("relock: lock %q: %w", key.name, ErrClosed)
 	}
 	h := c.holds[key]
 	if h == nil {
-		h = &hold{key: key}
+		h = &hold{key: key, c: c}
 		c.holds[key] = h
 	}
+	ctx, cancel := context.WithCancelCause(context.WithValue(parent, holdCtxKey{}, h))
 	h.acqs = append(h.acqs, acquisition{lease: lease, cancel: cancel})
 	deadline := watchdog.Deadline(sent, ttl)
 	if h.lease == nil {

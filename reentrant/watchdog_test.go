@@ -275,3 +275,29 @@ func TestNoZombies(t *testing.T) {
 	time.Sleep(2 * timeout)
 	assert.Equal(t, before, calls(), "no renewal runs once every lock is released")
 }
+
+// LeaseDeadline is the acquire's send time plus the TTL minus 10%; each
+// renewal moves it forward; after a loss it stays where the hold ended.
+func TestLeaseDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, c, _ := fakeTimeClient(t, reentrant.Options{})
+		start := time.Now()
+		held, err := c.Lock("dl").Lock(bg())
+		require.NoError(t, err)
+		d, ok := reentrant.LeaseDeadline(held)
+		require.True(t, ok)
+		assert.Equal(t, 27*time.Second, d.Sub(start))
+		time.Sleep(10*time.Second + time.Millisecond)
+		synctest.Wait()
+		d, _ = reentrant.LeaseDeadline(held)
+		assert.Equal(t, 37*time.Second, d.Sub(start), "moved by the renewal at 10s")
+		m.Del("dl")
+		<-held.Done()
+		lostAt, _ := reentrant.LeaseDeadline(held)
+		time.Sleep(time.Minute)
+		after, _ := reentrant.LeaseDeadline(held)
+		assert.Equal(t, lostAt, after)
+		_, ok = reentrant.LeaseDeadline(bg())
+		assert.False(t, ok)
+	})
+}

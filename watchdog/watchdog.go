@@ -149,6 +149,15 @@ func (w *Watchdog) Remove(l *Lease) bool {
 	return true
 }
 
+// Deadline returns l's local deadline: while it is in the future and l is
+// looked after, the hold is believed. Once l is lost it keeps the deadline
+// it was lost at.
+func (w *Watchdog) Deadline(l *Lease) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return l.deadline
+}
+
 // Len returns how many leases are looked after.
 func (w *Watchdog) Len() int {
 	w.mu.Lock()

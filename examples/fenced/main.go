@@ -27,7 +27,8 @@ import (
 // Store is the storage layer: it remembers the largest token it has
 // accepted and refuses any write carrying a smaller one. The check and the
 // write happen atomically (here a mutex; in a database, a conditional
-// UPDATE ... WHERE token <= $1, or a compare-and-set).
+// UPDATE ... WHERE token <= $1, or a compare-and-set). A read that feeds a
+// read-modify-write must carry the token as well (see docs/fencing.md).
 type Store struct {
 	mu        sync.Mutex
 	highToken int64

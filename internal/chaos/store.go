@@ -11,16 +11,18 @@ import (
 )
 
 // store is oracle A: one counter that workers increment by read-modify-write
-// under the lock. Every write carries the writer's fencing token; a token
-// below the highest accepted is refused. An accepted write whose read value
-// is not the current one is a lost update: two writers' critical sections
-// interleaved and fencing did not stop it.
+// under the lock. Every operation, the read as well as the write, carries
+// the fencing token, and a token below the highest seen is refused: a read
+// that feeds a write must register its token, or an older holder's write
+// could land between a newer holder's read and write. An accepted write
+// whose read value is not the current one is a lost update: fencing did not
+// stop an interleaving.
 type store struct {
 	mu       sync.Mutex
 	value    int64
 	high     int64
 	accepted int64
-	stale    int64 // refused: token below the highest seen
+	stale    int64 // refused reads and writes: token below the highest seen
 	lost     int64 // accepted, but read an old value
 }
 
@@ -29,6 +31,13 @@ func (s *store) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	switch r.URL.Path {
 	case "/read":
+		token, _ := strconv.ParseInt(r.FormValue("token"), 10, 64)
+		if token < s.high {
+			s.stale++
+			http.Error(w, "stale token", http.StatusConflict)
+			return
+		}
+		s.high = token
 		fmt.Fprint(w, s.value)
 	case "/write":
 		token, _ := strconv.ParseInt(r.FormValue("token"), 10, 64)
@@ -59,15 +68,18 @@ func newStoreClient(socket string) storeClient {
 	}}
 }
 
-func (s storeClient) read() (int64, error) {
-	resp, err := s.c.Get("http://store/read")
+// read returns the value; ok is false when the store refused the token.
+func (s storeClient) read(token int64) (v int64, ok bool, err error) {
+	resp, err := s.c.Get("http://store/read?token=" + strconv.FormatInt(token, 10))
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	defer resp.Body.Close()
-	var v int64
+	if resp.StatusCode != http.StatusOK {
+		return 0, false, nil
+	}
 	_, err = fmt.Fscan(resp.Body, &v)
-	return v, err
+	return v, err == nil, err
 }
 
 // write reports whether the store accepted it.

@@ -80,14 +80,23 @@ func runWorker(spec string) {
 		start := mono()
 		var cancelledAt atomic.Int64
 		context.AfterFunc(held, func() { cancelledAt.Store(mono()) })
-		if v, err := st.read(); err == nil {
+		if v, ok, err := st.read(token); err != nil {
+			sum.Errors["store"]++
+		} else if ok {
 			if _, err := st.write(token, v); err != nil {
 				sum.Errors["store"]++
 			}
 		}
+		// The interval ends at the earliest of now (Unlock is next), the
+		// held context's cancellation, and the local lease deadline: a
+		// process that was starved or paused may see the deadline pass
+		// before its watchdog could cancel anything.
 		end := mono()
 		if at := cancelledAt.Load(); at != 0 && at < end {
 			end = at
+		}
+		if d, ok := reentrant.LeaseDeadline(held); ok {
+			end = min(end, mono()+int64(time.Until(d)))
 		}
 		if err := f.Unlock(held); err != nil {
 			sum.Errors[kind(err)]++

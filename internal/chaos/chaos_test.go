@@ -278,13 +278,14 @@ func (r *run) near(t int64) string {
 }
 
 // blame returns the inherent fault that interval x lived through: a pause
-// of x's own worker, or the deletion of the lock key while x held it.
+// of x's own worker, or the deletion of the lock key while x held it. The
+// hold may exist from the moment its acquire was sent, before Lock returned.
 func (r *run) blame(x interval) (event, bool) {
 	for _, ev := range r.log {
 		switch {
-		case ev.name == "pause-holder" && ev.worker == x.Worker && x.Start <= ev.end && x.End >= ev.start:
+		case ev.name == "pause-holder" && ev.worker == x.Worker && x.Sent <= ev.end && x.End >= ev.start:
 			return ev, true
-		case ev.name == "delete-key" && x.Start <= ev.end && x.End >= ev.start:
+		case ev.name == "delete-key" && x.Sent <= ev.end && x.End >= ev.start:
 			return ev, true
 		}
 	}

@@ -22,6 +22,7 @@ import (
 // CLOCK_MONOTONIC in nanoseconds.
 type interval struct {
 	Worker int   `json:"w"`
+	Sent   int64 `json:"a"` // when the acquire that won was sent: the hold may exist from then
 	Start  int64 `json:"s"`
 	End    int64 `json:"e"`
 	Token  int64 `json:"t"`
@@ -78,6 +79,11 @@ func runWorker(spec string) {
 			continue
 		}
 		start := mono()
+		// A fresh hold's deadline is its acquire's send time + 0.9 TTL.
+		sent := start
+		if d, ok := reentrant.LeaseDeadline(held); ok {
+			sent = start + int64(time.Until(d)) - int64(timeout-timeout/10)
+		}
 		var cancelledAt atomic.Int64
 		context.AfterFunc(held, func() { cancelledAt.Store(mono()) })
 		if v, ok, err := st.read(token); err != nil {
@@ -101,7 +107,7 @@ func runWorker(spec string) {
 		if err := f.Unlock(held); err != nil {
 			sum.Errors[kind(err)]++
 		}
-		out.Encode(interval{Worker: id, Start: start, End: end, Token: token})
+		out.Encode(interval{Worker: id, Sent: sent, Start: start, End: end, Token: token})
 		sum.Acquired++
 		cancel()
 	}

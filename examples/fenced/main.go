@@ -14,13 +14,10 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"os"
 	"sync"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/rueidis"
-
+	"github.com/relock-go/relock/examples/internal/demo"
 	"github.com/relock-go/relock/reentrant"
 )
 
@@ -48,7 +45,7 @@ func (s *Store) Write(token int64, value string) error {
 }
 
 func main() {
-	rdb, stop := connect()
+	rdb, stop := demo.Connect()
 	defer stop()
 	locks, err := reentrant.New(rdb, reentrant.Options{})
 	if err != nil {
@@ -79,28 +76,4 @@ func main() {
 	fmt.Printf("A writes anyway: %v\n", store.Write(tokenA, "A's data"))
 	fmt.Printf("the record holds %q\n", store.value)
 	mu.Unlock(heldB)
-}
-
-// connect uses REDIS_ADDR when it is set, else an embedded miniredis.
-func connect() (rueidis.Client, func()) {
-	if addr := os.Getenv("REDIS_ADDR"); addr != "" {
-		rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
-		if err != nil {
-			log.Fatal(err)
-		}
-		return rdb, rdb.Close
-	}
-	m, err := miniredis.Run()
-	if err != nil {
-		log.Fatal(err)
-	}
-	rdb, err := rueidis.NewClient(rueidis.ClientOption{
-		InitAddress: []string{m.Addr()}, DisableCache: true, AlwaysRESP2: true, ForceSingleClient: true,
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
-	// miniredis's clock stands still unless told; let key TTLs follow time.
-	m.ClockTTL(true)
-	return rdb, func() { rdb.Close(); m.Close() }
 }

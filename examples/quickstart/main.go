@@ -9,18 +9,15 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"os"
 	"sync"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/rueidis"
-
+	"github.com/relock-go/relock/examples/internal/demo"
 	"github.com/relock-go/relock/reentrant"
 )
 
 func main() {
-	rdb, stop := connect()
+	rdb, stop := demo.Connect()
 	defer stop()
 
 	locks, err := reentrant.New(rdb, reentrant.Options{})
@@ -70,31 +67,4 @@ func main() {
 		}()
 	}
 	wg.Wait()
-}
-
-// connect uses REDIS_ADDR when it is set, else an embedded miniredis.
-func connect() (rueidis.Client, func()) {
-	if addr := os.Getenv("REDIS_ADDR"); addr != "" {
-		fmt.Printf("using Redis at %s\n", addr)
-		rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
-		if err != nil {
-			log.Fatal(err)
-		}
-		return rdb, rdb.Close
-	}
-	fmt.Println("using an embedded miniredis (set REDIS_ADDR=host:port to use a real Redis)")
-	m, err := miniredis.Run()
-	if err != nil {
-		log.Fatal(err)
-	}
-	rdb, err := rueidis.NewClient(rueidis.ClientOption{
-		InitAddress:       []string{m.Addr()},
-		DisableCache:      true, // miniredis has no client-side caching
-		AlwaysRESP2:       true, // miniredis refuses commands on a subscribed RESP3 connection
-		ForceSingleClient: true, // else rueidis takes miniredis for a one-node cluster
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
-	return rdb, func() { rdb.Close(); m.Close() }
 }

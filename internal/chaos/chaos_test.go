@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anishathalye/porcupine"
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -88,12 +89,33 @@ var faults = []fault{
 	}},
 }
 
-// TestChaos runs workers under a seeded fault schedule and judges the
-// history. RELOCK_CHAOS_SEED replays a run; RELOCK_CHAOS_ACQUISITIONS sets
-// the acquisitions per worker (default 5000, 4 workers).
-func TestChaos(t *testing.T) {
+// benign are the faults under which Redis keeps its writes, no holder
+// pauses and no call fails: there the lock history must be linearizable.
+var benign = []string{"pause-redis", "script-flush", "client-kill-pubsub", "client-pause"}
+
+// TestChaosAllFaults injects every fault and checks oracles A, B and D.
+func TestChaosAllFaults(t *testing.T) { chaos(t, nil) }
+
+// TestChaosLinearizable injects the benign faults and checks oracle C, the
+// linearizability of the lock history, besides A, B and D.
+func TestChaosLinearizable(t *testing.T) { chaos(t, benign) }
+
+// chaos runs workers under a seeded schedule of the named faults (all when
+// nil) and judges the history. RELOCK_CHAOS_SEED replays a run;
+// RELOCK_CHAOS_ACQUISITIONS sets the acquisitions per worker (default 5000,
+// 4 workers).
+func chaos(t *testing.T, only []string) {
 	if os.Getenv("RELOCK_CHAOS") != "1" {
 		t.Skip("set RELOCK_CHAOS=1 to run the fault-injection suite")
+	}
+	enabled := faults
+	if only != nil {
+		enabled = nil
+		for _, f := range faults {
+			if slices.Contains(only, f.name) {
+				enabled = append(enabled, f)
+			}
+		}
 	}
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("RELOCK_CHAOS_SEED"); s != "" {
@@ -124,6 +146,7 @@ func TestChaos(t *testing.T) {
 
 	var mu sync.Mutex
 	var intervals []interval
+	var ops []op
 	var sums []summary
 	var wg sync.WaitGroup
 	for id := 0; id < workers; id++ {
@@ -140,19 +163,20 @@ func TestChaos(t *testing.T) {
 			defer wg.Done()
 			sc := bufio.NewScanner(out)
 			for sc.Scan() {
-				var iv interval
-				if json.Unmarshal(sc.Bytes(), &iv) == nil && iv.Start != 0 {
-					mu.Lock()
-					intervals = append(intervals, iv)
-					mu.Unlock()
+				var rec record
+				if json.Unmarshal(sc.Bytes(), &rec) != nil {
 					continue
 				}
-				var s summary
-				if json.Unmarshal(sc.Bytes(), &s) == nil {
-					mu.Lock()
-					sums = append(sums, s)
-					mu.Unlock()
+				mu.Lock()
+				switch {
+				case rec.Interval != nil:
+					intervals = append(intervals, *rec.Interval)
+				case rec.Op != nil:
+					ops = append(ops, *rec.Op)
+				case rec.Summary != nil:
+					sums = append(sums, *rec.Summary)
 				}
+				mu.Unlock()
 			}
 			cmd.Wait()
 		}()
@@ -170,7 +194,7 @@ schedule:
 			t.Fatalf("the run did not finish within 8 minutes")
 		case <-time.After(time.Duration(20+r.rng.IntN(60)) * time.Millisecond):
 		}
-		f := faults[r.rng.IntN(len(faults))]
+		f := enabled[r.rng.IntN(len(enabled))]
 		ev := event{name: f.name, start: mono(), inherent: f.inherent, worker: -1}
 		f.apply(r)
 		ev.end = mono()
@@ -231,6 +255,15 @@ schedule:
 	}
 	t.Logf("oracle B: %d overlapping pairs, each with a holder paused through its lease or whose key was deleted, told within one renewal period; %d unexplained; %d told late",
 		inherent, unexplained, late)
+
+	// Oracle C: with benign faults only, the history of lock calls is
+	// linearizable against a mutex that allows unknown outcomes.
+	if only != nil {
+		start := time.Now()
+		res := porcupine.CheckOperationsTimeout(mutexModel.ToModel(), history(ops), 3*time.Minute)
+		t.Logf("oracle C: %d operations, porcupine %v in %v", len(ops), res, time.Since(start).Round(time.Millisecond))
+		assert.Equal(t, porcupine.Ok, res, "oracle C: the lock history is not linearizable")
+	}
 
 	// Oracle D: once a TTL has passed (an acquire whose reply was lost may
 	// have left a hold, unrenewed), nothing is left but the token counter

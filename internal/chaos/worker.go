@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -26,6 +27,25 @@ type interval struct {
 	Start  int64 `json:"s"`
 	End    int64 `json:"e"`
 	Token  int64 `json:"t"`
+}
+
+// op is one lock call as its process saw it, for the linearizability check:
+// Kind is "acquire", "release" or "lost" (the held context was cancelled
+// with ErrLockLost); Out is "ok", "notheld" or "unknown" (an error that
+// leaves the outcome open). Times are CLOCK_MONOTONIC.
+type op struct {
+	Worker int    `json:"w"`
+	Kind   string `json:"k"`
+	Call   int64  `json:"c"`
+	Ret    int64  `json:"r"`
+	Out    string `json:"o"`
+}
+
+// record is one line of a worker's output.
+type record struct {
+	Interval *interval `json:"iv,omitempty"`
+	Op       *op       `json:"op,omitempty"`
+	Summary  *summary  `json:"sum,omitempty"`
 }
 
 // summary is what a worker reports at the end.
@@ -70,22 +90,33 @@ func runWorker(spec string) {
 	out := json.NewEncoder(os.Stdout)
 	sum := summary{Errors: map[string]int{}}
 	f := c.FencedLock(lockName)
+	emit := func(r record) { out.Encode(r) }
 	for sum.Acquired < n {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		call := mono()
 		held, token, err := f.Lock(ctx)
+		ret := mono()
 		if err != nil {
 			sum.Errors[kind(err)]++
+			emit(record{Op: &op{Worker: id, Kind: "acquire", Call: call, Ret: math.MaxInt64, Out: "unknown"}})
 			cancel()
 			continue
 		}
+		emit(record{Op: &op{Worker: id, Kind: "acquire", Call: call, Ret: ret, Out: "ok"}})
 		start := mono()
 		// A fresh hold's deadline is its acquire's send time + 0.9 TTL.
 		sent := start
 		if d, ok := reentrant.LeaseDeadline(held); ok {
 			sent = start + int64(time.Until(d)) - int64(timeout-timeout/10)
 		}
-		var cancelledAt atomic.Int64
-		context.AfterFunc(held, func() { cancelledAt.Store(mono()) })
+		var cancelledAt, lostAt atomic.Int64
+		context.AfterFunc(held, func() {
+			now := mono()
+			cancelledAt.Store(now)
+			if errors.Is(context.Cause(held), reentrant.ErrLockLost) {
+				lostAt.Store(now)
+			}
+		})
 		if v, ok, err := st.read(token); err != nil {
 			sum.Errors["store"]++
 		} else if ok {
@@ -104,14 +135,28 @@ func runWorker(spec string) {
 		if d, ok := reentrant.LeaseDeadline(held); ok {
 			end = min(end, mono()+int64(time.Until(d)))
 		}
-		if err := f.Unlock(held); err != nil {
+		call = mono()
+		err = f.Unlock(held)
+		ret = mono()
+		if at := lostAt.Load(); at != 0 {
+			emit(record{Op: &op{Worker: id, Kind: "lost", Call: at, Ret: at, Out: "ok"}})
+		}
+		rel := op{Worker: id, Kind: "release", Call: call, Ret: ret, Out: "ok"}
+		switch {
+		case errors.Is(err, reentrant.ErrLockLost) || errors.Is(err, reentrant.ErrNotHeld):
+			rel.Out = "notheld"
+		case err != nil:
+			rel.Out, rel.Ret = "unknown", math.MaxInt64
+		}
+		if err != nil {
 			sum.Errors[kind(err)]++
 		}
-		out.Encode(interval{Worker: id, Sent: sent, Start: start, End: end, Token: token})
+		emit(record{Op: &rel})
+		emit(record{Interval: &interval{Worker: id, Sent: sent, Start: start, End: end, Token: token}})
 		sum.Acquired++
 		cancel()
 	}
-	out.Encode(sum)
+	emit(record{Summary: &sum})
 	c.Close()
 	rdb.Close()
 }

@@ -1,0 +1,65 @@
+package chaos
+
+import "github.com/anishathalye/porcupine"
+
+// mutexState is the lock in the model: its holder (-1 when free), and
+// whether the hold is an orphan, taken by an acquire whose outcome its
+// caller never learned. Nothing renews or releases an orphan: it may expire
+// at any moment.
+type mutexState struct {
+	holder int
+	orphan bool
+}
+
+var free = mutexState{holder: -1}
+
+// mutexModel is oracle C's model: a lock that one worker holds at a time.
+// Workers do not re-enter in the suite, so a count is not needed.
+var mutexModel = porcupine.NondeterministicModel{
+	Init: func() []any { return []any{free} },
+	Step: func(state, input, output any) []any {
+		s, in := state.(mutexState), input.(op)
+		takeable := s.holder == -1 || s.orphan
+		switch in.Kind + "/" + output.(string) {
+		case "acquire/ok":
+			if takeable {
+				return []any{mutexState{holder: in.Worker}}
+			}
+		case "acquire/unknown":
+			if takeable {
+				return []any{s, mutexState{holder: in.Worker, orphan: true}}
+			}
+			return []any{s}
+		case "release/ok":
+			if s.holder == in.Worker && !s.orphan {
+				return []any{free}
+			}
+		case "release/notheld":
+			if s.holder != in.Worker {
+				return []any{s}
+			}
+		case "release/unknown":
+			if s.holder == in.Worker {
+				return []any{s, free}
+			}
+			return []any{s}
+		case "lost/ok":
+			// The holder stopped believing: from the lock's side, its hold
+			// may end now (it expires after the local deadline).
+			if s.holder == in.Worker {
+				return []any{s, free}
+			}
+			return []any{s}
+		}
+		return nil
+	},
+}
+
+// history turns the workers' ops into porcupine operations.
+func history(ops []op) []porcupine.Operation {
+	h := make([]porcupine.Operation, len(ops))
+	for i, o := range ops {
+		h[i] = porcupine.Operation{ClientId: o.Worker, Input: o, Call: o.Call, Output: o.Out, Return: o.Ret}
+	}
+	return h
+}

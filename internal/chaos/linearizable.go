@@ -35,9 +35,13 @@ var mutexModel = porcupine.NondeterministicModel{
 				return []any{free}
 			}
 		case "release/notheld":
-			if s.holder != in.Worker {
-				return []any{s}
+			// The hold may have expired while the release was on its way
+			// (Redis stalled past the TTL): it ends within the call. An
+			// acquisition by another before the call began stays illegal.
+			if s.holder == in.Worker {
+				return []any{free}
 			}
+			return []any{s}
 		case "release/unknown":
 			if s.holder == in.Worker {
 				return []any{s, free}

@@ -38,6 +38,16 @@ func TestMutexModel(t *testing.T) {
 		op{Worker: 0, Kind: "lost", Call: 5, Ret: 5, Out: "ok"},
 	), "taken before the holder stopped believing")
 	assert.True(t, run(
+		op{Worker: 0, Kind: "acquire", Call: 1, Ret: 2, Out: "ok"},
+		op{Worker: 0, Kind: "release", Call: 3, Ret: 6, Out: "notheld"},
+		op{Worker: 1, Kind: "acquire", Call: 4, Ret: 5, Out: "ok"},
+	), "a hold that expired while its release was on its way")
+	assert.False(t, run(
+		op{Worker: 0, Kind: "acquire", Call: 1, Ret: 2, Out: "ok"},
+		op{Worker: 1, Kind: "acquire", Call: 3, Ret: 4, Out: "ok"},
+		op{Worker: 0, Kind: "release", Call: 5, Ret: 6, Out: "notheld"},
+	), "taken by another before the holder let go")
+	assert.True(t, run(
 		op{Worker: 0, Kind: "acquire", Call: 1, Ret: math.MaxInt64, Out: "unknown"},
 		op{Worker: 1, Kind: "acquire", Call: 2, Ret: 3, Out: "ok"},
 		op{Worker: 1, Kind: "release", Call: 4, Ret: 5, Out: "ok"},

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
+	redsyncgoredis "github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"github.com/redis/rueidis/rueidislock"
+
+	"github.com/relock-go/relock/reentrant"
+)
+
+// locker is one "process" of a library: it blocks until it holds name and
+// returns how to release it.
+type locker interface {
+	lock(ctx context.Context, name string) (unlock func() error, err error)
+	close()
+}
+
+// lib is a library under test and how it was configured to block until the
+// lock is acquired.
+type lib struct {
+	name, config string
+	connect      func(addr string) (locker, error)
+}
+
+var libs = []lib{
+	{"relock", "defaults (watchdog 30s, pub/sub wake-ups)", newRelock},
+	{"rueidislock", "KeyMajority 1, NoLoopTracking", newRueidislock},
+	{"redsync", "default delays, unlimited tries", newRedsync},
+	{"bsm/redislock", "LinearBackoff(10ms), TTL 30s", newRedislock},
+}
+
+type relockLocker struct {
+	rdb rueidis.Client
+	c   *reentrant.Client
+}
+
+func newRelock(addr string) (locker, error) {
+	rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+	if err != nil {
+		return nil, err
+	}
+	c, err := reentrant.New(rdb, reentrant.Options{})
+	if err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	return relockLocker{rdb, c}, nil
+}
+
+func (r relockLocker) lock(ctx context.Context, name string) (func() error, error) {
+	mu := r.c.Lock(name)
+	held, err := mu.Lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return func() error { return mu.Unlock(held) }, nil
+}
+
+func (r relockLocker) close() { r.c.Close(); r.rdb.Close() }
+
+type rueidisLocker struct{ l rueidislock.Locker }
+
+func newRueidislock(addr string) (locker, error) {
+	l, err := rueidislock.NewLocker(rueidislock.LockerOption{
+		ClientOption:   rueidis.ClientOption{InitAddress: []string{addr}},
+		KeyMajority:    1,
+		NoLoopTracking: true,
+	})
+	return rueidisLocker{l}, err
+}
+
+func (r rueidisLocker) lock(ctx context.Context, name string) (func() error, error) {
+	_, cancel, err := r.l.WithContext(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return func() error { cancel(); return nil }, nil
+}
+
+func (r rueidisLocker) close() { r.l.Close() }
+
+type redsyncLocker struct {
+	client *goredis.Client
+	rs     *redsync.Redsync
+}
+
+func newRedsync(addr string) (locker, error) {
+	client := goredis.NewClient(&goredis.Options{Addr: addr})
+	return redsyncLocker{client, redsync.New(redsyncgoredis.NewPool(client))}, nil
+}
+
+func (r redsyncLocker) lock(ctx context.Context, name string) (func() error, error) {
+	m := r.rs.NewMutex(name, redsync.WithTries(math.MaxInt32))
+	if err := m.LockContext(ctx); err != nil {
+		return nil, err
+	}
+	return func() error { _, err := m.UnlockContext(context.Background()); return err }, nil
+}
+
+func (r redsyncLocker) close() { r.client.Close() }
+
+type redisLocker struct {
+	client *goredis.Client
+	rl     *redislock.Client
+}
+
+func newRedislock(addr string) (locker, error) {
+	client := goredis.NewClient(&goredis.Options{Addr: addr})
+	return redisLocker{client, redislock.New(client)}, nil
+}
+
+func (r redisLocker) lock(ctx context.Context, name string) (func() error, error) {
+	l, err := r.rl.Obtain(ctx, name, 30*time.Second, &redislock.Options{RetryStrategy: redislock.LinearBackoff(10 * time.Millisecond)})
+	if err != nil {
+		return nil, err
+	}
+	return func() error { return l.Release(context.Background()) }, nil
+}
+
+func (r redisLocker) close() { r.client.Close() }

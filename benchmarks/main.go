@@ -1,0 +1,96 @@
+// Command benchmarks runs relock beside its Go peers (rueidislock, redsync,
+// bsm/redislock) on the same scenarios against a redis-server it starts on a
+// free loopback port, in alternating rounds, and prints a markdown table of
+// the medians.
+//
+//	cd benchmarks && go run . -rounds 3
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+func main() {
+	rounds := flag.Int("rounds", 3, "rounds; each runs every library once per scenario, in turn")
+	pairs := flag.Int("pairs", 2000, "acquire+release pairs per uncontended run")
+	par := flag.Duration("parallel", 2*time.Second, "length of each 64-goroutine run")
+	acqs := flag.Int("handoff", 1000, "acquisitions per forced-handoff run")
+	flag.Parse()
+
+	s, err := startRedis()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.stop()
+
+	type scenario struct {
+		name string
+		run  func(lib) (result, error)
+	}
+	scenarios := []scenario{
+		{"1. Uncontended: 1 goroutine, 1 key", func(l lib) (result, error) { return uncontended(l, s, *pairs) }},
+		{"2. Parallel: 64 goroutines, one client, own keys", func(l lib) (result, error) { return parallel(l, s, *par) }},
+		{"3. Forced handoff: 8 clients, one lock, 1 ms hold", func(l lib) (result, error) { return handoff(l, s, *acqs) }},
+	}
+	// results[scenario][lib][metric] = one value per round
+	results := make([]map[string]map[string][]float64, len(scenarios))
+	for i := range results {
+		results[i] = map[string]map[string][]float64{}
+	}
+	for r := 1; r <= *rounds; r++ {
+		for i, sc := range scenarios {
+			for _, l := range libs {
+				s.do("FLUSHALL")
+				res, err := sc.run(l)
+				if err != nil {
+					log.Fatalf("%s, %s: %v", sc.name, l.name, err)
+				}
+				if results[i][l.name] == nil {
+					results[i][l.name] = map[string][]float64{}
+				}
+				for k, v := range res {
+					results[i][l.name][k] = append(results[i][l.name][k], v)
+				}
+				fmt.Fprintf(os.Stderr, "round %d, %s, %s: %v\n", r, sc.name, l.name, res)
+			}
+		}
+	}
+
+	fmt.Printf("relock beside its peers, %s, redis-server %s on loopback, %s %s/%s, %d CPUs, %d alternating rounds, medians.\n\n",
+		time.Now().Format("2006-01-02"), s.version(), runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), *rounds)
+	fmt.Println("| library | configured to block until acquired |\n|---|---|")
+	for _, l := range libs {
+		fmt.Printf("| %s | %s |\n", l.name, l.config)
+	}
+	for i, sc := range scenarios {
+		var metrics []string
+		for k := range results[i][libs[0].name] {
+			metrics = append(metrics, k)
+		}
+		slices.Sort(metrics)
+		fmt.Printf("\n### %s\n\n| library | %s |\n|---|%s\n", sc.name, strings.Join(metrics, " | "), strings.Repeat("---|", len(metrics)))
+		for _, l := range libs {
+			row := []string{l.name}
+			for _, m := range metrics {
+				row = append(row, fmt.Sprintf("%.1f", median(results[i][l.name][m])))
+			}
+			fmt.Printf("| %s |\n", strings.Join(row, " | "))
+		}
+	}
+}
+
+func median(v []float64) float64 {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	if len(v) == 0 {
+		return 0
+	}
+	return v[len(v)/2]
+}

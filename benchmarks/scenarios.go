@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// result is one scenario's figures for one library in one round.
+type result map[string]float64
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	slices.Sort(d)
+	return d[min(len(d)-1, int(float64(len(d))*p))]
+}
+
+func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
+
+// uncontended: one goroutine, one key, acquire+release pairs.
+func uncontended(l lib, s *server, pairs int) (result, error) {
+	lk, err := l.connect(s.addr)
+	if err != nil {
+		return nil, err
+	}
+	defer lk.close()
+	ctx := context.Background()
+	lat := make([]time.Duration, 0, pairs)
+	start := time.Now()
+	for i := 0; i < pairs; i++ {
+		t := time.Now()
+		unlock, err := lk.lock(ctx, "bench:uncontended")
+		if err != nil {
+			return nil, err
+		}
+		if err := unlock(); err != nil {
+			return nil, err
+		}
+		lat = append(lat, time.Since(t))
+	}
+	el := time.Since(start)
+	return result{"pairs/s": float64(pairs) / el.Seconds(), "p50 µs": us(percentile(lat, .5)), "p99 µs": us(percentile(lat, .99))}, nil
+}
+
+// parallel: 64 goroutines sharing one client, each with its own key.
+func parallel(l lib, s *server, d time.Duration) (result, error) {
+	lk, err := l.connect(s.addr)
+	if err != nil {
+		return nil, err
+	}
+	defer lk.close()
+	var pairs, errs atomic.Int64
+	var wg sync.WaitGroup
+	stop := time.Now().Add(d)
+	for g := 0; g < 64; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := fmt.Sprintf("bench:parallel:%d", g)
+			for time.Now().Before(stop) {
+				unlock, err := lk.lock(context.Background(), name)
+				if err == nil {
+					err = unlock()
+				}
+				if err != nil {
+					errs.Add(1)
+					continue
+				}
+				pairs.Add(1)
+			}
+		}()
+	}
+	start := time.Now()
+	wg.Wait()
+	return result{"pairs/s": float64(pairs.Load()) / time.Since(start).Seconds(), "errors": float64(errs.Load())}, nil
+}
+
+// handoff: 8 clients on one lock, each holds it 1ms, and a releaser may not
+// try again until someone else has acquired. Handoff latency runs from one
+// holder's release returning to the next holder's lock returning (0 when
+// the next got it first).
+func handoff(l lib, s *server, acquisitions int) (result, error) {
+	const clients, hold = 8, time.Millisecond
+	var lks []locker
+	for i := 0; i < clients; i++ {
+		lk, err := l.connect(s.addr)
+		if err != nil {
+			return nil, err
+		}
+		defer lk.close()
+		lks = append(lks, lk)
+	}
+	s.do("CONFIG", "RESETSTAT")
+	var (
+		mu         sync.Mutex
+		cond       = sync.NewCond(&mu)
+		count      int
+		stop       bool
+		acquiredAt = make([]time.Time, acquisitions+clients)
+		releasedAt = make([]time.Time, acquisitions+clients)
+		longest    time.Duration
+		inside     atomic.Bool
+		overlaps   atomic.Int64
+		errs       atomic.Int64
+	)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, lk := range lks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mine := -1
+			for {
+				mu.Lock()
+				for count == mine && !stop {
+					cond.Wait()
+				}
+				if stop {
+					mu.Unlock()
+					return
+				}
+				mu.Unlock()
+				asked := time.Now()
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				unlock, err := lk.lock(ctx, "bench:handoff")
+				cancel()
+				got := time.Now()
+				if err != nil {
+					errs.Add(1)
+					continue
+				}
+				if !inside.CompareAndSwap(false, true) {
+					overlaps.Add(1)
+				}
+				mu.Lock()
+				n := count
+				acquiredAt[n] = got
+				longest = max(longest, got.Sub(asked))
+				count++
+				if count >= acquisitions {
+					stop = true
+				}
+				cond.Broadcast()
+				mu.Unlock()
+				time.Sleep(hold)
+				inside.Store(false)
+				if err := unlock(); err != nil {
+					errs.Add(1)
+				}
+				released := time.Now()
+				mu.Lock()
+				releasedAt[n] = released
+				mine = count
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	scripts, all := s.commands()
+	var hand []time.Duration
+	for n := 1; n < count; n++ {
+		hand = append(hand, max(0, acquiredAt[n].Sub(releasedAt[n-1])))
+	}
+	c := float64(count)
+	return result{
+		"handoff p50 µs":      us(percentile(hand, .5)),
+		"handoff p99 µs":      us(percentile(hand, .99)),
+		"acq/s":               c / elapsed.Seconds(),
+		"scripts/acq":         float64(scripts) / c,
+		"cmds/acq":            float64(all) / c,
+		"longest wait ms":     float64(longest.Microseconds()) / 1000,
+		"overlaps and errors": float64(overlaps.Load() + errs.Load()),
+	}, nil
+}

@@ -22,7 +22,12 @@ func main() {
 	pairs := flag.Int("pairs", 2000, "acquire+release pairs per uncontended run")
 	par := flag.Duration("parallel", 2*time.Second, "length of each 64-goroutine run")
 	acqs := flag.Int("handoff", 1000, "acquisitions per forced-handoff run")
+	limit := flag.Duration("handoff-limit", 20*time.Second, "longest forced-handoff run")
+	only := flag.String("only", "", "run just this library")
 	flag.Parse()
+	if *only != "" {
+		libs = slices.DeleteFunc(libs, func(l lib) bool { return l.name != *only })
+	}
 
 	s, err := startRedis()
 	if err != nil {
@@ -37,7 +42,7 @@ func main() {
 	scenarios := []scenario{
 		{"1. Uncontended: 1 goroutine, 1 key", func(l lib) (result, error) { return uncontended(l, s, *pairs) }},
 		{"2. Parallel: 64 goroutines, one client, own keys", func(l lib) (result, error) { return parallel(l, s, *par) }},
-		{"3. Forced handoff: 8 clients, one lock, 1 ms hold", func(l lib) (result, error) { return handoff(l, s, *acqs) }},
+		{"3. Forced handoff: 8 clients, one lock, 1 ms hold", func(l lib) (result, error) { return handoff(l, s, *acqs, *limit) }},
 	}
 	// results[scenario][lib][metric] = one value per round
 	results := make([]map[string]map[string][]float64, len(scenarios))

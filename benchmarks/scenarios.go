@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -83,8 +84,9 @@ func parallel(l lib, s *server, d time.Duration) (result, error) {
 // handoff: 8 clients on one lock, each holds it 1ms, and a releaser may not
 // try again until someone else has acquired. Handoff latency runs from one
 // holder's release returning to the next holder's lock returning (0 when
-// the next got it first).
-func handoff(l lib, s *server, acquisitions int) (result, error) {
+// the next got it first). A run ends after the given acquisitions or after
+// limit, whichever comes first.
+func handoff(l lib, s *server, acquisitions int, limit time.Duration) (result, error) {
 	const clients, hold = 8, time.Millisecond
 	var lks []locker
 	for i := 0; i < clients; i++ {
@@ -109,6 +111,13 @@ func handoff(l lib, s *server, acquisitions int) (result, error) {
 		errs       atomic.Int64
 	)
 	start := time.Now()
+	timer := time.AfterFunc(limit, func() {
+		mu.Lock()
+		stop = true
+		cond.Broadcast()
+		mu.Unlock()
+	})
+	defer timer.Stop()
 	var wg sync.WaitGroup
 	for _, lk := range lks {
 		wg.Add(1)
@@ -126,18 +135,31 @@ func handoff(l lib, s *server, acquisitions int) (result, error) {
 				}
 				mu.Unlock()
 				asked := time.Now()
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				// The context lives until after the unlock: rueidislock ties
+				// the hold to it.
+				ctx, cancel := context.WithDeadline(context.Background(), start.Add(limit))
 				unlock, err := lk.lock(ctx, "bench:handoff")
-				cancel()
 				got := time.Now()
 				if err != nil {
-					errs.Add(1)
+					cancel()
+					if time.Now().Before(start.Add(limit)) {
+						if errs.Add(1) == 1 {
+							fmt.Fprintf(os.Stderr, "%s: first lock error after %v: %v\n", l.name, got.Sub(asked), err)
+						}
+					}
 					continue
 				}
 				if !inside.CompareAndSwap(false, true) {
 					overlaps.Add(1)
 				}
 				mu.Lock()
+				if stop { // the run ended while this one waited
+					mu.Unlock()
+					unlock()
+					cancel()
+					inside.Store(false)
+					return
+				}
 				n := count
 				acquiredAt[n] = got
 				longest = max(longest, got.Sub(asked))
@@ -153,6 +175,7 @@ func handoff(l lib, s *server, acquisitions int) (result, error) {
 					errs.Add(1)
 				}
 				released := time.Now()
+				cancel()
 				mu.Lock()
 				releasedAt[n] = released
 				mine = count
@@ -169,12 +192,14 @@ func handoff(l lib, s *server, acquisitions int) (result, error) {
 	}
 	c := float64(count)
 	return result{
-		"handoff p50 µs":      us(percentile(hand, .5)),
-		"handoff p99 µs":      us(percentile(hand, .99)),
-		"acq/s":               c / elapsed.Seconds(),
-		"scripts/acq":         float64(scripts) / c,
-		"cmds/acq":            float64(all) / c,
-		"longest wait ms":     float64(longest.Microseconds()) / 1000,
-		"overlaps and errors": float64(overlaps.Load() + errs.Load()),
+		"acquisitions":    c,
+		"handoff p50 µs":  us(percentile(hand, .5)),
+		"handoff p99 µs":  us(percentile(hand, .99)),
+		"acq/s":           c / elapsed.Seconds(),
+		"scripts/acq":     float64(scripts) / c,
+		"cmds/acq":        float64(all) / c,
+		"longest wait ms": float64(longest.Microseconds()) / 1000,
+		"overlaps":        float64(overlaps.Load()),
+		"errors":          float64(errs.Load()),
 	}, nil
 }

@@ -30,9 +30,11 @@ type Client struct {
 	publish   scripts.Publish
 	cluster   bool
 	nextOwner atomic.Int64
-	watchdog  *watchdog.Watchdog
-	sub       *pubsub.Subscriber
-	degraded  atomic.Bool // waiting by polling: subscribing failed
+	// nextRequest numbers release requests, for their unlock latch.
+	nextRequest atomic.Uint64
+	watchdog    *watchdog.Watchdog
+	sub         *pubsub.Subscriber
+	degraded    atomic.Bool // waiting by polling: subscribing failed
 
 	// hookBeforeSubscribe, set by tests, runs between a failed attempt and
 	// the subscription that follows it.

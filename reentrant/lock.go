@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/relock-go/relock/pubsub"
 	"github.com/relock-go/relock/scripts"
@@ -311,15 +310,19 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) error {
 		defer a.cancel(context.Canceled)
 	}
 	rel := scripts.Release{
-		Key:       l.name,
-		Owner:     owner.id,
-		RequestID: uuid.NewString(),
+		Key:   l.name,
+		Owner: owner.id,
+		// Unique per request: the client's id and a counter.
+		RequestID: l.c.id + ":" + strconv.FormatUint(l.c.nextRequest.Add(1), 36),
 		Lease:     restore,
 		LatchTTL:  releaseWindow,
 		Publish:   l.publish(),
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), window)
-	defer cancel()
+	// The first attempt needs no timer of its own: rueidis fails it when the
+	// connection stalls (ConnWriteTimeout, 10s by default). Retries run
+	// within the window.
+	ctx = context.WithoutCancel(ctx)
+	var giveUp time.Time
 	for backoff := 10 * time.Millisecond; ; backoff *= 2 {
 		var res scripts.Released
 		var err error
@@ -349,6 +352,12 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) error {
 			// Redisson's read-write and fair releases have no unlock latch:
 			// a retry could release twice. The hold expires with its lease.
 			return redisError("unlock", l.name, err)
+		}
+		if giveUp.IsZero() {
+			giveUp = time.Now().Add(window)
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, giveUp)
+			defer cancel()
 		}
 		select {
 		case <-ctx.Done():

@@ -1,0 +1,66 @@
+package reentrant_test
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/reentrant"
+)
+
+// BenchmarkLockUnlock: one uncontended acquire+release pair per op on a
+// real redis-server, with allocations.
+//
+//	go test -run '^$' -bench LockUnlock -benchmem ./reentrant
+func BenchmarkLockUnlock(b *testing.B) {
+	s := redistest.Start(b)
+	c, err := reentrant.New(s.Client(), reentrant.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	mu := c.Lock("bench")
+	ctx := bg()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		held, err := mu.Lock(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := mu.Unlock(held); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLockUnlockParallel: 64 goroutines on one client, each with its
+// own lock.
+func BenchmarkLockUnlockParallel(b *testing.B) {
+	s := redistest.Start(b)
+	c, err := reentrant.New(s.Client(), reentrant.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	var n atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(32) // 64 goroutines on 2 CPUs
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		mu := c.Lock(fmt.Sprintf("bench:%d", n.Add(1)))
+		ctx := bg()
+		for pb.Next() {
+			held, err := mu.Lock(ctx)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if err := mu.Unlock(held); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}

@@ -43,6 +43,7 @@ func main() {
 		{"1. Uncontended: 1 goroutine, 1 key", func(l lib) (result, error) { return uncontended(l, s, *pairs) }},
 		{"2. Parallel: 64 goroutines, one client, own keys", func(l lib) (result, error) { return parallel(l, s, *par) }},
 		{"3. Forced handoff: 8 clients, one lock, 1 ms hold", func(l lib) (result, error) { return handoff(l, s, *acqs, *limit) }},
+		{"4. Crowd: 1,000 waiters on one lock across 4 clients", func(l lib) (result, error) { return crowd(l, s, 1000, *limit) }},
 	}
 	// results[scenario][lib][metric] = one value per round
 	results := make([]map[string]map[string][]float64, len(scenarios))
@@ -68,12 +69,18 @@ func main() {
 		}
 	}
 
+	ceil, err := ceiling(s)
+	if err != nil {
+		log.Fatal(err)
+	}
+
 	fmt.Printf("relock beside its peers, %s, redis-server %s on loopback, %s %s/%s, %d CPUs, %d alternating rounds, medians.\n\n",
 		time.Now().Format("2006-01-02"), s.version(), runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), *rounds)
 	fmt.Println("| library | configured to block until acquired |\n|---|---|")
 	for _, l := range libs {
 		fmt.Printf("| %s | %s |\n", l.name, l.config)
 	}
+	defer fmt.Printf("\n### 6. Server ceiling\n\n`redis-benchmark -n 200000 -c 50 -r 1000000 EVAL <scripts/acquire.lua> 1 bench:ceiling:__rand_int__ ...`: %.0f lock scripts/s on this Redis.\n", ceil)
 	for i, sc := range scenarios {
 		var metrics []string
 		for k := range results[i][libs[0].name] {

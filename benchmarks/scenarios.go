@@ -203,3 +203,69 @@ func handoff(l lib, s *server, acquisitions int, limit time.Duration) (result, e
 		"errors":          float64(errs.Load()),
 	}, nil
 }
+
+// crowd: 1,000 waiters on one lock across 4 clients, each takes it once and
+// lets go at once. It measures how a crowd drains: the time until all have
+// passed (or how many passed within limit) and Redis commands per
+// acquisition, which is where a thundering herd shows.
+func crowd(l lib, s *server, waiters int, limit time.Duration) (result, error) {
+	const clients = 4
+	var lks []locker
+	for i := 0; i < clients; i++ {
+		lk, err := l.connect(s.addr)
+		if err != nil {
+			return nil, err
+		}
+		defer lk.close()
+		lks = append(lks, lk)
+	}
+	// Hold the lock while the crowd gathers, so every waiter really waits.
+	gate, err := lks[0].lock(context.Background(), "bench:crowd")
+	if err != nil {
+		return nil, err
+	}
+	s.do("CONFIG", "RESETSTAT")
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	var passed, overlaps, errs atomic.Int64
+	var inside atomic.Bool
+	var wg sync.WaitGroup
+	for i := 0; i < waiters; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			unlock, err := lks[i%clients].lock(ctx, "bench:crowd")
+			if err != nil {
+				if ctx.Err() == nil {
+					errs.Add(1)
+				}
+				return
+			}
+			if !inside.CompareAndSwap(false, true) {
+				overlaps.Add(1)
+			}
+			passed.Add(1)
+			inside.Store(false)
+			if err := unlock(); err != nil {
+				errs.Add(1)
+			}
+		}()
+	}
+	time.Sleep(500 * time.Millisecond) // let the waiters line up
+	start := time.Now()
+	if err := gate(); err != nil {
+		return nil, err
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	_, all := s.commands()
+	n := float64(passed.Load())
+	return result{
+		"passed":   n,
+		"drain s":  elapsed.Seconds(),
+		"acq/s":    n / elapsed.Seconds(),
+		"cmds/acq": float64(all) / max(n, 1),
+		"overlaps": float64(overlaps.Load()),
+		"errors":   float64(errs.Load()),
+	}, nil
+}

@@ -24,6 +24,7 @@ func main() {
 	acqs := flag.Int("handoff", 1000, "acquisitions per forced-handoff run")
 	limit := flag.Duration("handoff-limit", 20*time.Second, "longest forced-handoff run")
 	only := flag.String("only", "", "run just this library")
+	keep := flag.Duration("watchdog", 0, "instead of the other scenarios, hold 10,000 locks and measure keeping them alive over this window")
 	flag.Parse()
 	if *only != "" {
 		libs = slices.DeleteFunc(libs, func(l lib) bool { return l.name != *only })
@@ -34,6 +35,23 @@ func main() {
 		log.Fatal(err)
 	}
 	defer s.stop()
+
+	if *keep > 0 {
+		fmt.Printf("### 5. Watchdog: 10,000 held locks, one client, kept alive for %v\n\n| library | cmds/s | client cpu ms/s | keys held |\n|---|---|---|---|\n", *keep)
+		for _, l := range libs {
+			if l.name == "redsync" || l.name == "bsm/redislock" {
+				fmt.Printf("| %s | n/a: no automatic renewal | | |\n", l.name)
+				continue
+			}
+			s.do("FLUSHALL")
+			res, err := keepAlive(l, s, 10000, *keep)
+			if err != nil {
+				log.Fatalf("watchdog, %s: %v", l.name, err)
+			}
+			fmt.Printf("| %s | %.1f | %.1f | %.0f |\n", l.name, res["cmds/s"], res["client cpu ms/s"], res["keys held"])
+		}
+		return
+	}
 
 	type scenario struct {
 		name string

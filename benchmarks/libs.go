@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"time"
 
@@ -77,9 +78,14 @@ func newRueidislock(addr string) (locker, error) {
 }
 
 func (r rueidisLocker) lock(ctx context.Context, name string) (func() error, error) {
-	_, cancel, err := r.l.WithContext(ctx, name)
+	held, cancel, err := r.l.WithContext(ctx, name)
 	if err != nil {
 		return nil, err
+	}
+	// rueidislock holds the lock while the returned context lives.
+	if err := held.Err(); err != nil {
+		cancel()
+		return nil, fmt.Errorf("rueidislock: hold already ended: %w", context.Cause(held))
 	}
 	return func() error { cancel(); return nil }, nil
 }

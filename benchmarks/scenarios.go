@@ -88,15 +88,11 @@ func parallel(l lib, s *server, d time.Duration) (result, error) {
 // limit, whichever comes first.
 func handoff(l lib, s *server, acquisitions int, limit time.Duration) (result, error) {
 	const clients, hold = 8, time.Millisecond
-	var lks []locker
-	for i := 0; i < clients; i++ {
-		lk, err := l.connect(s.addr)
-		if err != nil {
-			return nil, err
-		}
-		defer lk.close()
-		lks = append(lks, lk)
+	lks, closeAll, err := connectN(l, s, clients)
+	if err != nil {
+		return nil, err
 	}
+	defer closeAll()
 	s.do("CONFIG", "RESETSTAT")
 	var (
 		mu         sync.Mutex
@@ -155,9 +151,9 @@ func handoff(l lib, s *server, acquisitions int, limit time.Duration) (result, e
 				mu.Lock()
 				if stop { // the run ended while this one waited
 					mu.Unlock()
+					inside.Store(false) // before the release, as below
 					unlock()
 					cancel()
-					inside.Store(false)
 					return
 				}
 				n := count
@@ -210,15 +206,11 @@ func handoff(l lib, s *server, acquisitions int, limit time.Duration) (result, e
 // acquisition, which is where a thundering herd shows.
 func crowd(l lib, s *server, waiters int, limit time.Duration) (result, error) {
 	const clients = 4
-	var lks []locker
-	for i := 0; i < clients; i++ {
-		lk, err := l.connect(s.addr)
-		if err != nil {
-			return nil, err
-		}
-		defer lk.close()
-		lks = append(lks, lk)
+	lks, closeAll, err := connectN(l, s, clients)
+	if err != nil {
+		return nil, err
 	}
+	defer closeAll()
 	// Hold the lock while the crowd gathers, so every waiter really waits.
 	gate, err := lks[0].lock(context.Background(), "bench:crowd")
 	if err != nil {
@@ -268,4 +260,23 @@ func crowd(l lib, s *server, waiters int, limit time.Duration) (result, error) {
 		"overlaps": float64(overlaps.Load()),
 		"errors":   float64(errs.Load()),
 	}, nil
+}
+
+// connectN makes n clients ("processes") of l.
+func connectN(l lib, s *server, n int) ([]locker, func(), error) {
+	var lks []locker
+	closeAll := func() {
+		for _, lk := range lks {
+			lk.close()
+		}
+	}
+	for i := 0; i < n; i++ {
+		lk, err := l.connect(s.addr)
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		lks = append(lks, lk)
+	}
+	return lks, closeAll, nil
 }

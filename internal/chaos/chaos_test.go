@@ -37,9 +37,8 @@ func TestMain(m *testing.M) {
 
 // fault is one kind of fault the schedule can inject.
 type fault struct {
-	name     string
-	inherent bool // an overlap near it is inherent to leases, not a bug
-	apply    func(r *run)
+	name  string
+	apply func(r *run)
 }
 
 type run struct {
@@ -55,12 +54,11 @@ type run struct {
 type event struct {
 	name       string
 	start, end int64
-	inherent   bool
 	worker     int // the paused worker, for pause-holder; -1 otherwise
 }
 
 var faults = []fault{
-	{name: "pause-holder", inherent: true, apply: func(r *run) {
+	{name: "pause-holder", apply: func(r *run) {
 		// Longer than the TTL: the lock expires under the paused process.
 		r.paused = r.rng.IntN(len(r.workers))
 		p := r.workers[r.paused].Process
@@ -81,7 +79,7 @@ var faults = []fault{
 	{name: "script-flush", apply: func(r *run) { r.redis.Do("SCRIPT", "FLUSH") }},
 	{name: "client-kill", apply: func(r *run) { r.redis.Do("CLIENT", "KILL", "TYPE", "normal") }},
 	{name: "client-kill-pubsub", apply: func(r *run) { r.redis.Do("CLIENT", "KILL", "TYPE", "pubsub") }},
-	{name: "delete-key", inherent: true, apply: func(r *run) { r.redis.Do("DEL", lockName) }},
+	{name: "delete-key", apply: func(r *run) { r.redis.Do("DEL", lockName) }},
 	{name: "client-pause", apply: func(r *run) {
 		ms := 50 + r.rng.IntN(300)
 		r.redis.Do("CLIENT", "PAUSE", strconv.Itoa(ms))
@@ -195,7 +193,7 @@ schedule:
 		case <-time.After(time.Duration(20+r.rng.IntN(60)) * time.Millisecond):
 		}
 		f := enabled[r.rng.IntN(len(enabled))]
-		ev := event{name: f.name, start: mono(), inherent: f.inherent, worker: -1}
+		ev := event{name: f.name, start: mono(), worker: -1}
 		f.apply(r)
 		ev.end = mono()
 		if f.name == "pause-holder" {
@@ -297,7 +295,7 @@ func isConnError(err error) bool {
 	return err != nil && !isReply
 }
 
-func isLatch(k string) bool { return len(k) > 22 && k[:22] == "redisson_unlock_latch:" }
+func isLatch(k string) bool { return strings.HasPrefix(k, "redisson_unlock_latch:") }
 
 // near lists the faults within a second of t, with their offsets from t.
 func (r *run) near(t int64) string {

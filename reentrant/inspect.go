@@ -79,13 +79,11 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	l.c.loseHolds(func(k holdKey) bool { return k.name == l.name }, ErrLockLost)
-	message := scripts.UnlockMessage
+	// A fair lock's waiters listen on their own channels; they notice by
+	// re-polling.
+	channel, message := scripts.LockChannel(l.name), scripts.UnlockMessage
 	if l.kind == readLock || l.kind == writeLock {
-		message = scripts.WakeAllMessage
-	}
-	channel := scripts.LockChannel(l.name) // a fair lock's waiters notice by re-polling
-	if l.kind == readLock || l.kind == writeLock {
-		channel = scripts.RWChannel(l.name)
+		channel, message = scripts.RWChannel(l.name), scripts.WakeAllMessage
 	}
 	deleted, err := scripts.ForceUnlock(ctx, l.c.rdb, l.name, channel, message, l.c.publish)
 	if err != nil {

@@ -6,13 +6,27 @@
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  owner field
 --
--- Reply: {1, token} when the owner now holds the lock; the token is the
--- counter after INCR, so every successful acquire, re-entry included, gets a
--- larger one than any before it. {0, pttl} when another owner holds it, pttl
--- as in acquire.lua. A key of another type fails with WRONGTYPE.
+-- Reply: {1, token} when the owner now holds the lock. The token is the
+-- counter after INCR, raised to the server's clock in microseconds if that is
+-- larger, and stored back: every successful acquire, re-entry included, gets
+-- a larger token than any before it, even after Redis lost the counter (a
+-- restart without persistence, a failover that missed it), when a plain INCR
+-- would start again at 1 and a fencing store would refuse every new holder.
+-- Redisson's acquire, a plain INCR of the same counter, stays compatible.
+-- {0, pttl} when another owner holds it, pttl as in acquire.lua. A key of
+-- another type fails with WRONGTYPE.
 if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
 	redis.call('hincrby', KEYS[1], ARGV[2], 1)
 	redis.call('pexpire', KEYS[1], ARGV[1])
-	return {1, redis.call('incr', KEYS[2])}
+	local token = redis.call('incr', KEYS[2])
+	local now = redis.call('time')
+	-- Built as a string: Lua numbers above 2^53 or in exponent form would
+	-- lose digits on the way back to Redis.
+	local floor = now[1] .. string.format('%06d', tonumber(now[2]))
+	if token < tonumber(floor) then
+		redis.call('set', KEYS[2], floor)
+		token = tonumber(floor)
+	end
+	return {1, token}
 end
 return {0, redis.call('pttl', KEYS[1])}

@@ -45,6 +45,7 @@ type run struct {
 	t       *testing.T
 	rng     *rand.Rand
 	redis   *redistest.Server
+	proxy   *proxy // between the workers and redis
 	workers []*exec.Cmd
 	log     []event
 	paused  int // the worker the last pause-holder stopped
@@ -85,32 +86,46 @@ var faults = []fault{
 		r.redis.Do("CLIENT", "PAUSE", strconv.Itoa(ms))
 		time.Sleep(time.Duration(ms) * time.Millisecond)
 	}},
+	{name: "latency", apply: func(r *run) {
+		r.proxy.setLatency(time.Duration(5+r.rng.IntN(60)) * time.Millisecond)
+		time.Sleep(time.Duration(200+r.rng.IntN(800)) * time.Millisecond)
+		r.proxy.setLatency(0)
+	}},
+	{name: "blackhole", apply: func(r *run) {
+		lift := r.proxy.blackhole()
+		time.Sleep(time.Duration(100+r.rng.IntN(900)) * time.Millisecond)
+		lift()
+	}},
+	{name: "reset", apply: func(r *run) { r.proxy.reset() }},
+	{name: "lose-reply", apply: func(r *run) { r.proxy.loseReply() }},
+	{name: "data-loss", apply: func(r *run) { r.redis.RestartEmpty() }},
 }
 
-// benign are the faults under which Redis keeps its writes, no holder
-// pauses and no call fails: there the lock history must be linearizable.
-var benign = []string{"pause-redis", "script-flush", "client-kill-pubsub", "client-pause"}
+// inherent are the faults under which no lease-based lock can keep
+// exclusion: a holder paused through its lease, and Redis forgetting a held
+// lock. Under every other fault the lock history must be linearizable.
+var inherent = []string{"pause-holder", "delete-key", "data-loss"}
 
 // TestChaosAllFaults injects every fault and checks oracles A, B and D.
-func TestChaosAllFaults(t *testing.T) { chaos(t, nil) }
+func TestChaosAllFaults(t *testing.T) { chaos(t, false) }
 
-// TestChaosLinearizable injects the benign faults and checks oracle C, the
-// linearizability of the lock history, besides A, B and D.
-func TestChaosLinearizable(t *testing.T) { chaos(t, benign) }
+// TestChaosLinearizable injects every fault but the inherent ones and checks
+// oracle C, the linearizability of the lock history, besides A, B and D.
+func TestChaosLinearizable(t *testing.T) { chaos(t, true) }
 
-// chaos runs workers under a seeded schedule of the named faults (all when
-// nil) and judges the history. RELOCK_CHAOS_SEED replays a run;
-// RELOCK_CHAOS_ACQUISITIONS sets the acquisitions per worker (default 5000,
-// 4 workers).
-func chaos(t *testing.T, only []string) {
+// chaos runs workers under a seeded schedule of faults, without the
+// inherent ones when linearizable is set, and judges the history.
+// RELOCK_CHAOS_SEED replays a run; RELOCK_CHAOS_ACQUISITIONS sets the
+// acquisitions per worker (default 5000, 4 workers).
+func chaos(t *testing.T, linearizable bool) {
 	if os.Getenv("RELOCK_CHAOS") != "1" {
 		t.Skip("set RELOCK_CHAOS=1 to run the fault-injection suite")
 	}
 	enabled := faults
-	if only != nil {
+	if linearizable {
 		enabled = nil
 		for _, f := range faults {
-			if slices.Contains(only, f.name) {
+			if !slices.Contains(inherent, f.name) {
 				enabled = append(enabled, f)
 			}
 		}
@@ -133,6 +148,10 @@ func chaos(t *testing.T, only []string) {
 
 	r := &run{t: t, rng: rand.New(rand.NewPCG(seed, seed>>1)),
 		redis: redistest.Start(t, "--appendonly", "yes", "--appendfsync", "always")}
+	p, err := newProxy(r.redis.Addr)
+	require.NoError(t, err)
+	r.proxy = p
+	defer p.close()
 
 	st := &store{}
 	socket := filepath.Join(t.TempDir(), "store.sock")
@@ -149,7 +168,7 @@ func chaos(t *testing.T, only []string) {
 	var wg sync.WaitGroup
 	for id := 0; id < workers; id++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d|%s|%s|%d", workerEnv, id, r.redis.Addr, socket, perWorker))
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d|%s|%s|%d|%d", workerEnv, id, r.proxy.addr(), socket, perWorker, seed))
 		cmd.Stderr = os.Stderr
 		out, err := cmd.StdoutPipe()
 		require.NoError(t, err)
@@ -205,8 +224,11 @@ schedule:
 	// Oracle A: fencing.
 	total := 0
 	errs := map[string]int{}
+	cancelled := 0
 	for _, s := range sums {
 		total += s.Acquired
+		cancelled += s.Cancelled
+		assert.Empty(t, s.Leaked, "oracle D: goroutines left in a worker after Close")
 		for k, v := range s.Errors {
 			errs[k] += v
 		}
@@ -216,15 +238,17 @@ schedule:
 	for _, ev := range r.log {
 		faultCount[ev.name]++
 	}
-	t.Logf("%d acquisitions, %d faults %v; worker errors %v", total, len(r.log), faultCount, errs)
+	t.Logf("%d acquisitions, %d faults %v, %d waits cancelled at random; %d script replies lost; worker errors %v",
+		total, len(r.log), faultCount, cancelled, r.proxy.lostReplies(), errs)
 	t.Logf("store: %d writes accepted, %d stale reads or writes refused, %d lost updates, value %d", st.accepted, st.stale, st.lost, st.value)
 	assert.Zero(t, st.lost, "oracle A: lost or duplicated increments")
 	assert.Equal(t, st.accepted, st.value, "oracle A: every accepted write is one increment")
 
 	// Oracle B: overlaps between processes. An overlap is inherent only
 	// when one side is a holder that could not know better: paused through
-	// its lease, or holding when its key was deleted. Even then its
-	// interval must end within one renewal period of the fault.
+	// its lease, or holding when Redis forgot its lock (key deleted, data
+	// lost). Even then its interval must end within one renewal period of
+	// the fault.
 	slices.SortFunc(intervals, func(a, b interval) int { return int(a.Start - b.Start) })
 	var inherent, unexplained int
 	for i, a := range intervals {
@@ -251,12 +275,12 @@ schedule:
 				time.Duration(x.End-ev.end), ev.name, x)
 		}
 	}
-	t.Logf("oracle B: %d overlapping pairs, each with a holder paused through its lease or whose key was deleted, told within one renewal period; %d unexplained; %d told late",
+	t.Logf("oracle B: %d overlapping pairs, each with a holder paused through its lease or whose lock Redis forgot, told within one renewal period; %d unexplained; %d told late",
 		inherent, unexplained, late)
 
 	// Oracle C: with benign faults only, the history of lock calls is
 	// linearizable against a mutex that allows unknown outcomes.
-	if only != nil {
+	if linearizable {
 		start := time.Now()
 		res := porcupine.CheckOperationsTimeout(mutexModel.ToModel(), history(ops), 3*time.Minute)
 		t.Logf("oracle C: %d operations, porcupine %v in %v", len(ops), res, time.Since(start).Round(time.Millisecond))
@@ -309,14 +333,15 @@ func (r *run) near(t int64) string {
 }
 
 // blame returns the inherent fault that interval x lived through: a pause
-// of x's own worker, or the deletion of the lock key while x held it. The
+// of x's own worker, or Redis forgetting the lock (key deleted, data lost)
+// while x held it. The
 // hold may exist from the moment its acquire was sent, before Lock returned.
 func (r *run) blame(x interval) (event, bool) {
 	for _, ev := range r.log {
 		switch {
 		case ev.name == "pause-holder" && ev.worker == x.Worker && x.Sent <= ev.end && x.End >= ev.start:
 			return ev, true
-		case ev.name == "delete-key" && x.Sent <= ev.end && x.End >= ev.start:
+		case (ev.name == "delete-key" || ev.name == "data-loss") && x.Sent <= ev.end && x.End >= ev.start:
 			return ev, true
 		}
 	}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
 	"github.com/relock-go/relock/reentrant"
@@ -50,8 +53,10 @@ type record struct {
 
 // summary is what a worker reports at the end.
 type summary struct {
-	Acquired int            `json:"acquired"`
-	Errors   map[string]int `json:"errors"`
+	Acquired  int            `json:"acquired"`
+	Cancelled int            `json:"cancelled"` // waits given a short, random deadline
+	Errors    map[string]int `json:"errors"`
+	Leaked    string         `json:"leaked,omitempty"` // goroutines left after Close
 }
 
 func mono() int64 {
@@ -62,27 +67,32 @@ func mono() int64 {
 
 // Environment of a worker process.
 const (
-	workerEnv = "RELOCK_CHAOS_WORKER" // "id|redis addr|store socket|acquisitions"
+	workerEnv = "RELOCK_CHAOS_WORKER" // "id|redis addr|store socket|acquisitions|seed"
 	lockName  = "chaos"
 	timeout   = 600 * time.Millisecond // watchdog timeout: renewal every 200ms
 )
 
 // runWorker is a worker process: it takes the fenced lock n times, each time
 // incrementing the store's counter by read-modify-write, and prints one JSON
-// interval per acquisition, then a summary.
+// interval per acquisition, then a summary. One wait in 20 gets a deadline
+// of 0-30 ms, so waiters are cancelled at random points.
 func runWorker(spec string) {
 	var id, n int
 	var addr, socket string
-	fields := strings.SplitN(spec, "|", 4)
+	fields := strings.SplitN(spec, "|", 5)
 	id, _ = strconv.Atoi(fields[0])
 	addr, socket = fields[1], fields[2]
 	n, _ = strconv.Atoi(fields[3])
+	seed, _ := strconv.ParseUint(fields[4], 10, 64)
+	rng := rand.New(rand.NewPCG(seed, uint64(id)))
 
 	rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
 	if err != nil {
 		fatal(err)
 	}
-	c, err := reentrant.New(rdb, reentrant.Options{WatchdogTimeout: timeout, RepollInterval: 100 * time.Millisecond})
+	// Warnings only: reconnects under faults are expected and many.
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c, err := reentrant.New(rdb, reentrant.Options{WatchdogTimeout: timeout, RepollInterval: 100 * time.Millisecond, Logger: logger})
 	if err != nil {
 		fatal(err)
 	}
@@ -92,7 +102,12 @@ func runWorker(spec string) {
 	f := c.FencedLock(lockName)
 	emit := func(r record) { out.Encode(r) }
 	for sum.Acquired < n {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		wait := 5 * time.Second
+		if rng.IntN(20) == 0 {
+			wait = time.Duration(rng.IntN(30_000)) * time.Microsecond
+			sum.Cancelled++
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		call := mono()
 		held, token, err := f.Lock(ctx)
 		ret := mono()
@@ -156,9 +171,13 @@ func runWorker(spec string) {
 		sum.Acquired++
 		cancel()
 	}
-	emit(record{Summary: &sum})
 	c.Close()
 	rdb.Close()
+	st.c.CloseIdleConnections()
+	if err := goleak.Find(); err != nil {
+		sum.Leaked = err.Error()
+	}
+	emit(record{Summary: &sum})
 }
 
 func kind(err error) string {

@@ -99,6 +99,13 @@ func freePort() (int, error) {
 }
 
 func (s *Server) start() error {
+	// The admin connection belonged to the process before: Do dials anew.
+	s.mu.Lock()
+	if s.admin != nil {
+		s.admin.Close()
+		s.admin = nil
+	}
+	s.mu.Unlock()
 	cmd := exec.Command(s.path, s.args...)
 	cmd.Dir = s.Dir
 	// Own process group, so signals to the test do not reach it; killed if
@@ -196,6 +203,20 @@ func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
 func (s *Server) Restart() {
 	s.t.Helper()
 	s.Stop()
+	if err := s.start(); err != nil {
+		s.t.Fatalf("redistest: restart: %v\n%s", err, s.logTail())
+	}
+}
+
+// RestartEmpty kills the server, deletes its persistence files and starts
+// it again: a server that lost its data, as after a crash without
+// persistence or with its disk replaced.
+func (s *Server) RestartEmpty() {
+	s.t.Helper()
+	s.Kill()
+	for _, name := range []string{"appendonlydir", "dump.rdb"} {
+		os.RemoveAll(filepath.Join(s.Dir, name))
+	}
 	if err := s.start(); err != nil {
 		s.t.Fatalf("redistest: restart: %v\n%s", err, s.logTail())
 	}

@@ -45,6 +45,21 @@ func TestServerLifecycle(t *testing.T) {
 	assert.Zero(t, n, "no persistence: the data is gone")
 }
 
+// With persistence, a restart keeps the data and RestartEmpty loses it.
+func TestRestartEmpty(t *testing.T) {
+	s := redistest.Start(t, "--appendonly", "yes", "--appendfsync", "always")
+	require.NoError(t, s.Do("SET", "k", "v").Error())
+	s.Kill()
+	s.Restart()
+	n, err := s.Do("EXISTS", "k").AsInt64()
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), n, "appendfsync always keeps the write")
+	s.RestartEmpty()
+	n, err = s.Do("EXISTS", "k").AsInt64()
+	require.NoError(t, err)
+	assert.Zero(t, n, "RestartEmpty loses it")
+}
+
 func TestMiniredis(t *testing.T) {
 	m, c := redistest.Miniredis(t)
 	require.NoError(t, c.Do(context.Background(), c.B().Set().Key("k").Value("v").Build()).Error())

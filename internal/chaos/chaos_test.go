@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -116,7 +117,9 @@ func TestChaosLinearizable(t *testing.T) { chaos(t, true) }
 // chaos runs workers under a seeded schedule of faults, without the
 // inherent ones when linearizable is set, and judges the history.
 // RELOCK_CHAOS_SEED replays a run; RELOCK_CHAOS_ACQUISITIONS sets the
-// acquisitions per worker (default 5000, 4 workers).
+// acquisitions per worker (default 5000, 4 workers); RELOCK_CHAOS_GAP the
+// mean time between faults (default 50ms, drawn from 0.4x to 1.6x);
+// RELOCK_CHAOS_BUDGET how long the run may take (default 8m).
 func chaos(t *testing.T, linearizable bool) {
 	if os.Getenv("RELOCK_CHAOS") != "1" {
 		t.Skip("set RELOCK_CHAOS=1 to run the fault-injection suite")
@@ -138,6 +141,8 @@ func chaos(t *testing.T, linearizable bool) {
 	if s := os.Getenv("RELOCK_CHAOS_ACQUISITIONS"); s != "" {
 		perWorker, _ = strconv.Atoi(s)
 	}
+	gap := durationEnv(t, "RELOCK_CHAOS_GAP", 50*time.Millisecond)
+	budget := durationEnv(t, "RELOCK_CHAOS_BUDGET", 8*time.Minute)
 	const workers = 4
 	t.Logf("seed %d (replay with RELOCK_CHAOS_SEED=%d)", seed, seed)
 	defer func() {
@@ -201,15 +206,15 @@ func chaos(t *testing.T, linearizable bool) {
 
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	deadline := time.After(8 * time.Minute)
+	deadline := time.After(budget)
 schedule:
 	for {
 		select {
 		case <-done:
 			break schedule
 		case <-deadline:
-			t.Fatalf("the run did not finish within 8 minutes")
-		case <-time.After(time.Duration(20+r.rng.IntN(60)) * time.Millisecond):
+			t.Fatalf("the run did not finish within %v", budget)
+		case <-time.After(gap*2/5 + time.Duration(r.rng.Int64N(int64(gap*6/5)+1))):
 		}
 		f := enabled[r.rng.IntN(len(enabled))]
 		ev := event{name: f.name, start: mono(), worker: -1}
@@ -332,12 +337,28 @@ func (r *run) near(t int64) string {
 	return strings.Join(out, " ")
 }
 
+func durationEnv(t *testing.T, name string, def time.Duration) time.Duration {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	d, err := time.ParseDuration(s)
+	require.NoError(t, err, name)
+	return d
+}
+
 // blame returns the inherent fault that interval x lived through: a pause
 // of x's own worker, or Redis forgetting the lock (key deleted, data lost)
 // while x held it. The
 // hold may exist from the moment its acquire was sent, before Lock returned.
 func (r *run) blame(x interval) (event, bool) {
-	for _, ev := range r.log {
+	// Faults run one after another, so the log is sorted by start and by
+	// end: skip to the first that ended after x's acquire was sent.
+	i, _ := slices.BinarySearchFunc(r.log, x.Sent, func(ev event, t int64) int { return cmp.Compare(ev.end, t) })
+	for _, ev := range r.log[i:] {
+		if ev.start > x.End {
+			break
+		}
 		switch {
 		case ev.name == "pause-holder" && ev.worker == x.Worker && x.Sent <= ev.end && x.End >= ev.start:
 			return ev, true

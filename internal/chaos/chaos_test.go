@@ -272,9 +272,12 @@ schedule:
 			}
 		}
 	}
+	// One renewal period, plus slack for a reconnect (after a restart) and
+	// a round trip; the local deadline (0.9 TTL after the last confirmed
+	// renewal was sent) comes later, so a holder told only by it is late.
 	late := 0
 	for _, x := range intervals {
-		if ev, ok := r.blame(x); ok && x.End-ev.end > int64(timeout/3+100*time.Millisecond) {
+		if ev, ok := r.blame(x); ok && x.End-ev.end > int64(timeout/3+200*time.Millisecond) {
 			late++
 			t.Errorf("holder told %v after %s ended, more than one renewal period: %+v",
 				time.Duration(x.End-ev.end), ev.name, x)

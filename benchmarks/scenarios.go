@@ -83,8 +83,9 @@ func parallel(l lib, s *server, d time.Duration) (result, error) {
 
 // handoff: 8 clients on one lock, each holds it 1ms, and a releaser may not
 // try again until someone else has acquired. Handoff latency runs from one
-// holder's release returning to the next holder's lock returning (0 when
-// the next got it first). A run ends after the given acquisitions or after
+// holder starting its release to the next holder's lock returning: the same
+// span whether a library's release waits for Redis (relock, redsync,
+// bsm/redislock) or returns before the key is deleted (rueidislock). A run ends after the given acquisitions or after
 // limit, whichever comes first.
 func handoff(l lib, s *server, acquisitions int, limit time.Duration) (result, error) {
 	const clients, hold = 8, time.Millisecond
@@ -167,10 +168,10 @@ func handoff(l lib, s *server, acquisitions int, limit time.Duration) (result, e
 				mu.Unlock()
 				time.Sleep(hold)
 				inside.Store(false)
+				released := time.Now()
 				if err := unlock(); err != nil {
 					errs.Add(1)
 				}
-				released := time.Now()
 				cancel()
 				mu.Lock()
 				releasedAt[n] = released
@@ -184,7 +185,7 @@ func handoff(l lib, s *server, acquisitions int, limit time.Duration) (result, e
 	scripts, all := s.commands()
 	var hand []time.Duration
 	for n := 1; n < count; n++ {
-		hand = append(hand, max(0, acquiredAt[n].Sub(releasedAt[n-1])))
+		hand = append(hand, acquiredAt[n].Sub(releasedAt[n-1]))
 	}
 	c := float64(count)
 	return result{

@@ -35,6 +35,9 @@ type Client struct {
 	watchdog    *watchdog.Watchdog
 	sub         *pubsub.Subscriber
 	degraded    atomic.Bool // waiting by polling: subscribing failed
+	// scripted runs the lock scripts: rdb, or rdb with WAIT after each
+	// script when replica sync is on.
+	scripted atomic.Pointer[rueidis.Client]
 
 	// hookBeforeSubscribe, set by tests, runs between a failed attempt and
 	// the subscription that follows it.
@@ -72,6 +75,9 @@ func New(rdb rueidis.Client, opts Options) (*Client, error) {
 	}
 	if opts.PubSub == pubsub.Sharded {
 		c.publish = scripts.PublishSharded
+	}
+	if err := c.startSync(); err != nil {
+		return nil, err
 	}
 	c.sub = pubsub.New(rdb, opts.PubSub, scripts.Slot, opts.Logger)
 	c.watchdog = watchdog.New(watchdog.Config{
@@ -118,6 +124,48 @@ func detectPubSub(rdb rueidis.Client, cluster bool) (pubsub.Mode, error) {
 		}
 	}
 	return pubsub.Classic, nil
+}
+
+// startSync sets the script runner. With replica sync asked for, it sends
+// WAIT 0 0 once: a server that refuses it turns sync off with a warning, or
+// fails New with ErrSyncUnavailable when sync is required. A server that
+// cannot be reached now is tried as configured.
+func (c *Client) startSync() error {
+	rs := c.opts.ReplicaSync
+	run := scripts.Sync(c.rdb, rs.Replicas, rs.Timeout)
+	c.scripted.Store(&run)
+	if rs.Replicas == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := c.rdb.Do(ctx, c.rdb.B().Wait().Numreplicas(0).Timeout(0).Build()).Error()
+	if scripts.IsReply(err) {
+		return c.syncRefused(err)
+	}
+	return nil
+}
+
+// syncRefused handles a server that refuses WAIT: an error when sync is
+// required, else sync off from now on, with a warning.
+func (c *Client) syncRefused(err error) error {
+	if c.opts.ReplicaSync.Required {
+		return fmt.Errorf("%w: %v", ErrSyncUnavailable, err)
+	}
+	if old := c.scripted.Swap(&c.rdb); *old != c.rdb {
+		c.opts.Logger.Warn("relock: the server refuses WAIT; replica sync is off (set ReplicaSync.Required to fail instead)", "error", err)
+	}
+	return nil
+}
+
+// ReplicaSync returns the replica sync in use: as configured, or off
+// (Replicas 0) when the server refused WAIT. An operator can check it
+// matches the Java side's checkLockSyncedSlaves.
+func (c *Client) ReplicaSync() ReplicaSync {
+	if *c.scripted.Load() == c.rdb {
+		return ReplicaSync{}
+	}
+	return c.opts.ReplicaSync
 }
 
 // PubSubMode returns the kind of pub/sub the client announces and awaits

@@ -28,4 +28,13 @@ var (
 	// ErrNotAcquired: a wait limit (NoWait, WaitAtMost, RetryCount) ran out
 	// before the lock could be taken. TryLock reports it as ok == false.
 	ErrNotAcquired = errors.New("relock: lock not acquired")
+
+	// ErrNotSynced: with Options.ReplicaSync, fewer replicas than asked
+	// confirmed an acquire before the sync timeout. The acquire was rolled
+	// back; the caller may try again.
+	ErrNotSynced = errors.New("relock: lock not confirmed by enough replicas; acquire rolled back")
+
+	// ErrSyncUnavailable: Options.ReplicaSync.Required is set and the
+	// server refuses WAIT, so no lock can be confirmed on replicas.
+	ErrSyncUnavailable = errors.New("relock: the server refuses WAIT; replica sync unavailable")
 )

@@ -207,7 +207,7 @@ func (c *Client) renew(ctx context.Context, ttl time.Duration, batches [][]*watc
 		for k, i := range part.idx {
 			sub[k] = held[i]
 		}
-		r, e := part.run(ctx, c.rdb, ttl, sub)
+		r, e := part.run(ctx, *c.scripted.Load(), ttl, sub)
 		for k, i := range part.idx {
 			renewed[i], errs[i] = r[k], e[k]
 		}

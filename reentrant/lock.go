@@ -216,19 +216,68 @@ func (l *Lock) attempt(ctx context.Context, owner Owner, ttl, timeout time.Durat
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
+	rdb := *l.c.scripted.Load()
 	switch l.kind {
 	case fencedLock:
-		return scripts.FencedAcquire(ctx, l.c.rdb, l.name, owner.id, ttl)
+		acquired, pttl, token, err = scripts.FencedAcquire(ctx, rdb, l.name, owner.id, ttl)
 	case readLock:
-		acquired, pttl, err = scripts.ReadAcquire(ctx, l.c.rdb, l.name, owner.id, ttl)
+		acquired, pttl, err = scripts.ReadAcquire(ctx, rdb, l.name, owner.id, ttl)
 	case writeLock:
-		acquired, pttl, err = scripts.WriteAcquire(ctx, l.c.rdb, l.name, owner.id, ttl)
+		acquired, pttl, err = scripts.WriteAcquire(ctx, rdb, l.name, owner.id, ttl)
 	case fairLock:
-		acquired, pttl, err = scripts.FairAcquire(ctx, l.c.rdb, l.name, owner.id, ttl, l.c.opts.FairWaitTimeout)
+		acquired, pttl, err = scripts.FairAcquire(ctx, rdb, l.name, owner.id, ttl, l.c.opts.FairWaitTimeout)
 	default:
-		acquired, pttl, err = scripts.Acquire(ctx, l.c.rdb, l.name, owner.id, ttl)
+		acquired, pttl, err = scripts.Acquire(ctx, rdb, l.name, owner.id, ttl)
 	}
-	return acquired, pttl, 0, err
+	if acquired && err != nil {
+		err = l.unsynced(ctx, owner, ttl, err)
+	}
+	return acquired, pttl, token, err
+}
+
+// unsynced handles an acquire that replicas did not confirm: kept when the
+// server refuses WAIT and sync is not required (sync turns off), else rolled
+// back with one release of the new hold, the acquire's TTL left to any
+// outer hold. The error it returns means the lock is not held.
+func (l *Lock) unsynced(ctx context.Context, owner Owner, ttl time.Duration, syncErr error) error {
+	if errors.Is(syncErr, scripts.ErrSyncRefused) {
+		if err := l.c.syncRefused(syncErr); err == nil {
+			return nil
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWindow)
+	defer cancel()
+	if _, err := l.release(ctx, owner, ttl, l.c.id+":"+strconv.FormatUint(l.c.nextRequest.Add(1), 36)); err != nil {
+		l.c.opts.Logger.Warn("relock: rolling back an acquire replicas did not confirm; the hold expires with its TTL", "lock", l.name, "error", err)
+	}
+	if errors.Is(syncErr, scripts.ErrSyncRefused) {
+		return fmt.Errorf("%w (%v)", ErrSyncUnavailable, syncErr)
+	}
+	return fmt.Errorf("%w (%v)", ErrNotSynced, syncErr)
+}
+
+// release runs the lock's release script once for owner's newest hold;
+// restore is the TTL left to the holds that remain. requestID names the
+// release for the unlock latch: the same id across retries of one release.
+func (l *Lock) release(ctx context.Context, owner Owner, restore time.Duration, requestID string) (scripts.Released, error) {
+	rdb := *l.c.scripted.Load()
+	switch l.kind {
+	case readLock:
+		return scripts.ReadRelease(ctx, rdb, l.name, owner.id, l.c.publish)
+	case writeLock:
+		return scripts.WriteRelease(ctx, rdb, l.name, owner.id, restore, l.c.publish)
+	case fairLock:
+		return scripts.FairRelease(ctx, rdb, l.name, owner.id, restore, l.c.publish)
+	}
+	rel := scripts.Release{
+		Key:       l.name,
+		Owner:     owner.id,
+		RequestID: requestID,
+		Lease:     restore,
+		LatchTTL:  releaseWindow,
+		Publish:   l.publish(),
+	}
+	return rel.Run(ctx, rdb)
 }
 
 // publish is the command the lock's releases announce themselves with.
@@ -309,33 +358,15 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) error {
 	if found {
 		defer a.cancel(context.Canceled)
 	}
-	rel := scripts.Release{
-		Key:   l.name,
-		Owner: owner.id,
-		// Unique per request: the client's id and a counter.
-		RequestID: l.c.id + ":" + strconv.FormatUint(l.c.nextRequest.Add(1), 36),
-		Lease:     restore,
-		LatchTTL:  releaseWindow,
-		Publish:   l.publish(),
-	}
+	// Unique per request: the client's id and a counter.
+	requestID := l.c.id + ":" + strconv.FormatUint(l.c.nextRequest.Add(1), 36)
 	// The first attempt needs no timer of its own: rueidis fails it when the
 	// connection stalls (ConnWriteTimeout, 10s by default). Retries run
 	// within the window.
 	ctx = context.WithoutCancel(ctx)
 	var giveUp time.Time
 	for backoff := 10 * time.Millisecond; ; backoff *= 2 {
-		var res scripts.Released
-		var err error
-		switch l.kind {
-		case readLock:
-			res, err = scripts.ReadRelease(ctx, l.c.rdb, l.name, owner.id, l.c.publish)
-		case writeLock:
-			res, err = scripts.WriteRelease(ctx, l.c.rdb, l.name, owner.id, restore, l.c.publish)
-		case fairLock:
-			res, err = scripts.FairRelease(ctx, l.c.rdb, l.name, owner.id, restore, l.c.publish)
-		default:
-			res, err = rel.Run(ctx, l.c.rdb)
-		}
+		res, err := l.release(ctx, owner, restore, requestID)
 		switch {
 		case err == nil && res != scripts.NotHeld:
 			return nil

@@ -46,6 +46,32 @@ type Options struct {
 	// skipped. Live waiters try at least every RepollInterval. Default 300s
 	// (Redisson's threadWaitTime).
 	FairWaitTimeout time.Duration
+
+	// ReplicaSync asks replicas to confirm each lock's writes, as
+	// Redisson's checkLockSyncedSlaves does. Off by default.
+	ReplicaSync ReplicaSync
+}
+
+// ReplicaSync makes every acquire, renewal and release send WAIT in the
+// same pipeline as its script, on the same connection, so the reply says
+// how many replicas have the script's writes. An acquire confirmed by fewer
+// than Replicas is rolled back and fails with ErrNotSynced; a renewal so
+// confirmed does not count (the hold is lost at its local deadline unless a
+// later renewal is confirmed); a release is kept, since a failover can then
+// only bring the hold back until its TTL ends. See docs/deployment.md.
+type ReplicaSync struct {
+	// Replicas is how many replicas must confirm: 1 for "at least one".
+	// 0 turns sync off.
+	Replicas int
+
+	// Timeout is how long WAIT waits for them. Default 1s (Redisson's
+	// slavesSyncTimeout).
+	Timeout time.Duration
+
+	// Required makes a server that refuses WAIT (some managed Redis
+	// services) an error, ErrSyncUnavailable, instead of a warning that
+	// turns sync off.
+	Required bool
 }
 
 const (
@@ -80,6 +106,16 @@ func (o Options) withDefaults() (Options, error) {
 		o.FairWaitTimeout = 300 * time.Second
 	case o.FairWaitTimeout < o.RepollInterval:
 		return o, fmt.Errorf("%w: FairWaitTimeout %v is below RepollInterval %v: live waiters would be skipped", ErrInvalidArgument, o.FairWaitTimeout, o.RepollInterval)
+	}
+	switch {
+	case o.ReplicaSync.Replicas < 0:
+		return o, fmt.Errorf("%w: ReplicaSync.Replicas %d is negative", ErrInvalidArgument, o.ReplicaSync.Replicas)
+	case o.ReplicaSync.Timeout < 0:
+		return o, fmt.Errorf("%w: ReplicaSync.Timeout %v is negative", ErrInvalidArgument, o.ReplicaSync.Timeout)
+	case o.ReplicaSync.Replicas > 0 && o.ReplicaSync.Timeout == 0:
+		o.ReplicaSync.Timeout = time.Second
+	case o.ReplicaSync.Replicas > 0 && o.ReplicaSync.Timeout < time.Millisecond:
+		return o, fmt.Errorf("%w: ReplicaSync.Timeout %v is below 1ms (WAIT counts milliseconds; 0 would wait forever)", ErrInvalidArgument, o.ReplicaSync.Timeout)
 	}
 	switch o.PubSub {
 	case 0, pubsub.Classic, pubsub.Sharded:

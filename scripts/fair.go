@@ -51,5 +51,6 @@ func FairRelease(ctx context.Context, c rueidis.Client, key, owner string, lease
 
 // FairLeave runs fairleave.lua: owner stops waiting for key.
 func FairLeave(ctx context.Context, c rueidis.Client, key, owner string, pub Publish) error {
-	return fairLeaveScript.exec(ctx, c, fairKeys(key), []string{UnlockMessage, owner, string(pub)}).Error()
+	r, _ := fairLeaveScript.exec(ctx, c, fairKeys(key), []string{UnlockMessage, owner, string(pub)})
+	return r.Error()
 }

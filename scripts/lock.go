@@ -56,7 +56,8 @@ func millis(d time.Duration) string {
 // Acquire runs acquire.lua: owner takes lock key, or takes it once more,
 // with the given lease as the key's TTL. When the lock is held by someone
 // else it returns acquired false and the key's remaining TTL (-1ms when the
-// key has no expiry).
+// key has no expiry). On a [Synced] client, an acquire that replicas did not
+// confirm returns acquired true with [ErrNotSynced] or [ErrSyncRefused].
 func Acquire(ctx context.Context, c rueidis.Client, key, owner string, lease time.Duration) (acquired bool, ttl time.Duration, err error) {
 	return acquireReply(acquireScript.exec(ctx, c, []string{key}, []string{millis(lease), owner}))
 }
@@ -70,7 +71,8 @@ func TokenCounter(name string) string {
 // FencedAcquire runs fencedacquire.lua: Acquire, plus a fencing token drawn
 // from the lock's counter on every success.
 func FencedAcquire(ctx context.Context, c rueidis.Client, key, owner string, lease time.Duration) (acquired bool, ttl time.Duration, token int64, err error) {
-	r, err := fencedAcquireScript.exec(ctx, c, []string{key, TokenCounter(key)}, []string{millis(lease), owner}).AsIntSlice()
+	res, syncErr := fencedAcquireScript.exec(ctx, c, []string{key, TokenCounter(key)}, []string{millis(lease), owner})
+	r, err := res.AsIntSlice()
 	if err != nil {
 		return false, 0, 0, err
 	}
@@ -78,7 +80,7 @@ func FencedAcquire(ctx context.Context, c rueidis.Client, key, owner string, lea
 		return false, 0, 0, fmt.Errorf("fencedacquire.lua: unexpected reply %v", r)
 	}
 	if r[0] == 1 {
-		return true, 0, r[1], nil
+		return true, 0, r[1], syncErr
 	}
 	return false, time.Duration(r[1]) * time.Millisecond, 0, nil
 }
@@ -165,7 +167,8 @@ func renewWith(s *script, ctx context.Context, c rueidis.Client, ttl time.Durati
 // ForceUnlock runs forceunlock.lua: it deletes lock key whoever holds it and
 // publishes message on channel. It reports whether there was a lock.
 func ForceUnlock(ctx context.Context, c rueidis.Client, key, channel, message string, pub Publish) (bool, error) {
-	n, err := forceUnlockScript.exec(ctx, c, []string{key, channel}, []string{message, string(pub)}).AsInt64()
+	r, _ := forceUnlockScript.exec(ctx, c, []string{key, channel}, []string{message, string(pub)})
+	n, err := r.AsInt64()
 	if err != nil {
 		return false, err
 	}

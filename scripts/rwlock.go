@@ -61,10 +61,13 @@ func WriteAcquire(ctx context.Context, c rueidis.Client, key, owner string, leas
 	return acquireReply(writeAcquireScript.exec(ctx, c, []string{key}, []string{millis(lease), WriteField(owner)}))
 }
 
-func acquireReply(r rueidis.RedisResult) (bool, time.Duration, error) {
+// acquireReply reads an acquire script's reply. An acquire whose writes
+// replicas did not confirm reports acquired true and the sync error: the
+// caller decides whether to keep or roll back the hold.
+func acquireReply(r rueidis.RedisResult, syncErr error) (bool, time.Duration, error) {
 	ms, err := r.AsInt64()
 	if rueidis.IsRedisNil(err) {
-		return true, 0, nil
+		return true, 0, syncErr
 	}
 	if err != nil {
 		return false, 0, err
@@ -88,7 +91,10 @@ func WriteRelease(ctx context.Context, c rueidis.Client, key, owner string, leas
 	return releaseReply(writeReleaseScript.exec(ctx, c, keys, []string{WakeAllMessage, millis(lease), WriteField(owner), string(pub)}))
 }
 
-func releaseReply(r rueidis.RedisResult) (Released, error) {
+// releaseReply reads a release script's reply. A release that replicas did
+// not confirm still happened on the master: the worst a failover can do is
+// bring the hold back until its TTL ends, so the sync error is dropped.
+func releaseReply(r rueidis.RedisResult, _ error) (Released, error) {
 	n, err := r.AsInt64()
 	switch {
 	case rueidis.IsRedisNil(err):

@@ -34,13 +34,17 @@ func (s *script) eval(c rueidis.Client, keys, args []string) rueidis.Completed {
 }
 
 // exec runs the script once. NOSCRIPT means the script did not run, so
-// sending it again as EVAL is safe; nothing else is resent.
-func (s *script) exec(ctx context.Context, c rueidis.Client, keys, args []string) rueidis.RedisResult {
-	r := c.Do(ctx, s.evalsha(c, keys, args))
+// sending it again as EVAL is safe; nothing else is resent. On a [Synced]
+// client, syncErr says whether replicas confirmed the script's writes.
+func (s *script) exec(ctx context.Context, c rueidis.Client, keys, args []string) (r rueidis.RedisResult, syncErr error) {
+	if sc, ok := c.(Synced); ok {
+		return s.execSynced(ctx, sc, keys, args)
+	}
+	r = c.Do(ctx, s.evalsha(c, keys, args))
 	if isNoScript(r.Error()) {
 		r = c.Do(ctx, s.eval(c, keys, args))
 	}
-	return r
+	return r, nil
 }
 
 // call is one run of a script in a pipeline.
@@ -50,7 +54,12 @@ type call struct {
 
 // execMulti runs the calls in one pipeline, then resends as EVAL, again in
 // one pipeline, just the calls the server answered with NOSCRIPT.
+// On a [Synced] client each call gets its own WAIT, and a call whose writes
+// replicas did not confirm gets an error result.
 func (s *script) execMulti(ctx context.Context, c rueidis.Client, calls []call) []rueidis.RedisResult {
+	if sc, ok := c.(Synced); ok {
+		return s.execMultiSynced(ctx, sc, calls)
+	}
 	cmds := make(rueidis.Commands, len(calls))
 	for i, cl := range calls {
 		cmds[i] = s.evalsha(c, cl.keys, cl.args)

@@ -1,0 +1,94 @@
+package scripts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// ErrNotSynced says a script ran, but fewer replicas than asked acknowledged
+// its writes before the timeout: a failover now could lose them.
+var ErrNotSynced = errors.New("fewer replicas acknowledged than asked")
+
+// ErrSyncRefused says the server refused WAIT (some managed Redis services
+// do), so no script's writes can be confirmed on replicas. The script ran.
+var ErrSyncRefused = errors.New("the server refused WAIT")
+
+// Synced is a client whose scripts are each followed, in the same pipeline
+// on the same connection, by WAIT replicas timeout: the reply then says
+// whether the script's writes reached that many replicas. WAIT sent apart
+// would run on another connection and prove nothing about this one's
+// writes.
+type Synced struct {
+	rueidis.Client
+	Replicas int
+	Timeout  time.Duration
+}
+
+// Sync returns c with its scripts synced to replicas, or c itself when
+// replicas is 0 or less.
+func Sync(c rueidis.Client, replicas int, timeout time.Duration) rueidis.Client {
+	if replicas <= 0 {
+		return c
+	}
+	return Synced{Client: c, Replicas: replicas, Timeout: timeout}
+}
+
+func (s Synced) wait() rueidis.Completed {
+	return s.B().Wait().Numreplicas(int64(s.Replicas)).Timeout(s.Timeout.Milliseconds()).Build()
+}
+
+// check turns WAIT's reply into nil, ErrNotSynced (with the count) or
+// ErrSyncRefused (with the server's words). An error that is not a reply
+// leaves the count unknown: reported as not synced.
+func (s Synced) check(r rueidis.RedisResult) error {
+	n, err := r.AsInt64()
+	switch {
+	case IsReply(err):
+		return fmt.Errorf("%w: %v", ErrSyncRefused, err)
+	case err != nil:
+		return fmt.Errorf("%w: %v", ErrNotSynced, err)
+	case n < int64(s.Replicas):
+		return fmt.Errorf("%w: %d of %d", ErrNotSynced, n, s.Replicas)
+	}
+	return nil
+}
+
+// execSynced runs one call and its WAIT in one pipeline, and again as EVAL
+// when the server did not know the script. syncErr is nil when the script's
+// reply is an error or unknown: then there is nothing to confirm.
+func (s *script) execSynced(ctx context.Context, c Synced, keys, args []string) (r rueidis.RedisResult, syncErr error) {
+	rs := c.DoMulti(ctx, s.evalsha(c, keys, args), c.wait())
+	if isNoScript(rs[0].Error()) {
+		rs = c.DoMulti(ctx, s.eval(c, keys, args), c.wait())
+	}
+	if rs[0].Error() != nil && !rueidis.IsRedisNil(rs[0].Error()) {
+		return rs[0], nil
+	}
+	return rs[0], c.check(rs[1])
+}
+
+// execMultiSynced runs each call with its own WAIT, the calls side by side:
+// on a cluster, a keyless WAIT may only share a pipeline with keys of one
+// slot. A call whose writes were not confirmed gets an error result.
+func (s *script) execMultiSynced(ctx context.Context, c Synced, calls []call) []rueidis.RedisResult {
+	results := make([]rueidis.RedisResult, len(calls))
+	var wg sync.WaitGroup
+	for i, cl := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := s.execSynced(ctx, c, cl.keys, cl.args)
+			if err != nil {
+				r = rueidis.NewErrorResult(err)
+			}
+			results[i] = r
+		}()
+	}
+	wg.Wait()
+	return results
+}

@@ -98,6 +98,12 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// procAttr puts a server in its own process group, so signals to the test
+// do not reach it, and kills it if the test binary dies before its cleanup.
+func procAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
 func (s *Server) start() error {
 	// The admin connection belonged to the process before: Do dials anew.
 	s.mu.Lock()
@@ -110,7 +116,7 @@ func (s *Server) start() error {
 	cmd.Dir = s.Dir
 	// Own process group, so signals to the test do not reach it; killed if
 	// the test binary dies before its cleanup runs.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
 		return err
 	}

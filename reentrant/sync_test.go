@@ -1,0 +1,160 @@
+package reentrant_test
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/reentrant"
+)
+
+// follow returns a rueidis client whose connections go to *addr, read at
+// each dial: a standalone client that follows a manual failover.
+func follow(t *testing.T, addr *atomic.Pointer[string]) rueidis.Client {
+	rdb, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress:  []string{*addr.Load()},
+		DisableCache: true,
+		DialCtxFn: func(ctx context.Context, _ string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
+			return d.DialContext(ctx, "tcp", *addr.Load())
+		},
+	})
+	require.NoError(t, err)
+	t.Cleanup(rdb.Close)
+	return rdb
+}
+
+// With its only replica frozen, every acquire in "at least one" mode is
+// refused with ErrNotSynced and rolled back: the frozen replica is never
+// counted. Once it runs again, acquires are confirmed and reach it.
+func TestReplicaSyncRefusesWithoutReplica(t *testing.T) {
+	r := redistest.StartReplicated(t, 1)
+	rdb := r.Master.Client()
+	c, err := reentrant.New(rdb, reentrant.Options{ReplicaSync: reentrant.ReplicaSync{Replicas: 1, Timeout: 100 * time.Millisecond}})
+	require.NoError(t, err)
+	defer c.Close()
+	assert.Equal(t, 1, c.ReplicaSync().Replicas)
+
+	r.Replicas[0].Pause()
+	for _, l := range []*reentrant.Lock{c.Lock("synced"), c.FairLock("synced-fair"), c.ReadWriteLock("synced-rw").WriteLock()} {
+		for i := 0; i < 3; i++ {
+			_, err := l.Lock(bg())
+			require.ErrorIs(t, err, reentrant.ErrNotSynced, "%s, try %d", l.Name(), i)
+			n, err := r.Master.Do("HLEN", l.Name()).AsInt64()
+			require.NoError(t, err)
+			assert.Zero(t, n, "%s: the acquire was rolled back", l.Name())
+		}
+	}
+	// A re-entry that is not confirmed leaves the outer hold as it was.
+	r.Replicas[0].Resume()
+	l := c.Lock("synced")
+	outer, err := l.Lock(bg())
+	require.NoError(t, err)
+	r.Replicas[0].Pause()
+	_, err = l.Lock(outer)
+	require.ErrorIs(t, err, reentrant.ErrNotSynced)
+	n, _ := l.HoldCount(outer)
+	assert.Equal(t, 1, n, "the re-entry was rolled back")
+	r.Replicas[0].Resume()
+	require.NoError(t, l.Unlock(outer))
+
+	held, err := l.Lock(bg())
+	require.NoError(t, err)
+	n64, err := r.Replicas[0].Do("HLEN", "synced").AsInt64()
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), n64, "a confirmed acquire is on the replica when Lock returns")
+	require.NoError(t, l.Unlock(held))
+}
+
+// A server that refuses WAIT is found at New: sync is turned off with a
+// warning, or New fails with ErrSyncUnavailable when sync is required.
+func TestReplicaSyncRefusedWait(t *testing.T) {
+	s := redistest.Start(t)
+	require.NoError(t, s.Do("ACL", "SETUSER", "default", "-wait").Error())
+	rdb := s.Client()
+	c, err := reentrant.New(rdb, reentrant.Options{ReplicaSync: reentrant.ReplicaSync{Replicas: 1}})
+	require.NoError(t, err)
+	assert.Zero(t, c.ReplicaSync().Replicas, "sync off")
+	held, err := c.Lock("no-wait").Lock(bg())
+	require.NoError(t, err)
+	require.NoError(t, c.Lock("no-wait").Unlock(held))
+	c.Close()
+
+	_, err = reentrant.New(rdb, reentrant.Options{ReplicaSync: reentrant.ReplicaSync{Replicas: 1, Required: true}})
+	assert.ErrorIs(t, err, reentrant.ErrSyncUnavailable)
+}
+
+// The lock a failover loses: the only replica is frozen, a lock is taken,
+// the master is killed and the replica, which never got the lock, is
+// promoted. With sync off the hold is lost, and its context is cancelled
+// within one renewal period of the client reaching the new master. With
+// "at least one" sync the acquire is refused in the first place.
+func TestFailoverLosesLock(t *testing.T) {
+	const watchdog = 900 * time.Millisecond // renewal every 300ms
+	t.Run("off", func(t *testing.T) {
+		r := redistest.StartReplicated(t, 1)
+		var addr atomic.Pointer[string]
+		addr.Store(&r.Master.Addr)
+		c, err := reentrant.New(follow(t, &addr), reentrant.Options{WatchdogTimeout: watchdog})
+		require.NoError(t, err)
+		defer c.Close()
+
+		r.Replicas[0].Pause()
+		held, err := c.Lock("failover").Lock(bg())
+		require.NoError(t, err)
+		r.Master.Kill()
+		r.Replicas[0].Resume()
+		require.NoError(t, r.Replicas[0].Do("REPLICAOF", "NO", "ONE").Error())
+		addr.Store(&r.Replicas[0].Addr)
+		promoted := time.Now()
+		select {
+		case <-held.Done():
+			told := time.Since(promoted)
+			t.Logf("holder told %v after the promotion: %v", told, context.Cause(held))
+			assert.ErrorIs(t, context.Cause(held), reentrant.ErrLockLost)
+			assert.Less(t, told, watchdog/3+500*time.Millisecond, "within one renewal period and a reconnect")
+		case <-time.After(30 * time.Second):
+			t.Fatal("the holder was never told its lock was lost")
+		}
+	})
+	t.Run("at least one", func(t *testing.T) {
+		r := redistest.StartReplicated(t, 1)
+		c, err := reentrant.New(r.Master.Client(), reentrant.Options{WatchdogTimeout: watchdog,
+			ReplicaSync: reentrant.ReplicaSync{Replicas: 1, Timeout: 100 * time.Millisecond}})
+		require.NoError(t, err)
+		defer c.Close()
+		r.Replicas[0].Pause()
+		_, err = c.Lock("failover").Lock(bg())
+		require.ErrorIs(t, err, reentrant.ErrNotSynced)
+		assert.False(t, errors.Is(err, reentrant.ErrLockLost))
+		r.Replicas[0].Resume()
+	})
+}
+
+// Renewals are synced too: with the replica frozen, a held lock's renewals
+// are not confirmed and the hold is lost at its local deadline.
+func TestReplicaSyncRenewal(t *testing.T) {
+	r := redistest.StartReplicated(t, 1)
+	c, err := reentrant.New(r.Master.Client(), reentrant.Options{WatchdogTimeout: 600 * time.Millisecond,
+		ReplicaSync: reentrant.ReplicaSync{Replicas: 1, Timeout: 50 * time.Millisecond}})
+	require.NoError(t, err)
+	defer c.Close()
+	held, err := c.Lock("renewed").Lock(bg())
+	require.NoError(t, err)
+	r.Replicas[0].Pause()
+	defer r.Replicas[0].Resume()
+	select {
+	case <-held.Done():
+		assert.ErrorIs(t, context.Cause(held), reentrant.ErrLockLost)
+	case <-time.After(30 * time.Second):
+		t.Fatal("a hold whose renewals no replica confirms was kept")
+	}
+}

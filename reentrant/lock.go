@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/relock-go/relock/pubsub"
 	"github.com/relock-go/relock/scripts"
 )
@@ -97,7 +99,8 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Con
 		return nil, 0, err
 	}
 	owner, ok := OwnerFrom(ctx)
-	if !ok {
+	private := !ok // an owner made for this call, used by nothing else
+	if private {
 		owner = l.c.NewOwner()
 		ctx = WithOwner(ctx, owner)
 	}
@@ -136,7 +139,20 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Con
 			if ctx.Err() != nil {
 				return nil, 0, waitError(ctx, l.name)
 			}
-			return nil, 0, redisError("lock", l.name, err)
+			if !private || cfg.timeout > 0 || !l.transient(err) {
+				return nil, 0, redisError("lock", l.name, err)
+			}
+			// The connection broke (a failover, a restart). The owner is
+			// this call's own, so a hold of it in Redis can only be the
+			// lost attempt's: it is released, and the wait goes on.
+			if cfg.wait == 0 || cfg.retries >= 0 && attempt >= cfg.retries {
+				l.clearAttempt(ctx, owner, ttl, err, nil, 1)
+				return nil, 0, redisError("lock", l.name, err)
+			}
+			if err := l.clearAttempt(ctx, owner, ttl, err, giveUp, -1); err != nil {
+				return nil, 0, err
+			}
+			continue
 		}
 		if acquired {
 			if l.kind == fencedLock {
@@ -194,6 +210,56 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Con
 			return nil, 0, fmt.Errorf("relock: waiting for %q: %w", l.name, ErrClosed)
 		}
 		t.Stop()
+	}
+}
+
+// transient reports whether an attempt's error is a broken or stalled
+// connection on an open client, which a later attempt may not meet.
+func (l *Lock) transient(err error) bool {
+	return !scripts.IsReply(err) && !errors.Is(err, ErrNotSynced) && !errors.Is(err, ErrSyncUnavailable) &&
+		!errors.Is(err, rueidis.ErrClosing) && l.c.checkOpen() == nil
+}
+
+// clearAttempt releases the hold a lost attempt of a private owner may have
+// taken, so that it does not block everyone until its TTL ends. It backs off
+// first (the server may be restarting), then releases, again until Redis
+// answers: at most tries times, or when tries < 0 until ctx, giveUp or Close
+// ends the wait, whose error it returns. A dial that failed sent nothing:
+// then it only backs off before the next attempt.
+func (l *Lock) clearAttempt(ctx context.Context, owner Owner, ttl time.Duration, lost error, giveUp <-chan time.Time, tries int) error {
+	backoff := 20 * time.Millisecond
+	if scripts.NotSent(lost) {
+		if tries >= 0 {
+			return nil
+		}
+		return l.backOff(ctx, giveUp, backoff)
+	}
+	requestID := l.c.id + ":" + strconv.FormatUint(l.c.nextRequest.Add(1), 36)
+	for try := 0; tries < 0 || try < tries; try++ {
+		if err := l.backOff(ctx, giveUp, backoff); err != nil {
+			return err
+		}
+		backoff = min(2*backoff, time.Second)
+		if _, err := l.release(ctx, owner, ttl, requestID); err == nil || scripts.IsReply(err) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// backOff waits d, unless the wait ends first.
+func (l *Lock) backOff(ctx context.Context, giveUp <-chan time.Time, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-giveUp:
+		return l.notAcquired()
+	case <-ctx.Done():
+		return waitError(ctx, l.name)
+	case <-l.c.done:
+		return fmt.Errorf("relock: waiting for %q: %w", l.name, ErrClosed)
 	}
 }
 

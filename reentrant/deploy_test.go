@@ -1,0 +1,300 @@
+package reentrant_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/pubsub"
+	"github.com/relock-go/relock/reentrant"
+	"github.com/relock-go/relock/scripts"
+)
+
+// nameOn returns a lock name with the given prefix whose slot the node
+// serves.
+func nameOn(t *testing.T, n redistest.Node, prefix string) string {
+	for i := 0; i < 100000; i++ {
+		name := fmt.Sprintf("%s%d", prefix, i)
+		slot := int(scripts.Slot(name))
+		for _, r := range n.Slots {
+			if slot >= r[0] && slot <= r[1] {
+				return name
+			}
+		}
+	}
+	t.Fatalf("no name for node %s", n.Addr)
+	return ""
+}
+
+// One cluster for the cluster tests: forming one takes seconds.
+func TestCluster(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	client := func(t *testing.T, opts reentrant.Options) *reentrant.Client {
+		c, err := reentrant.New(cl.Client(), opts)
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+
+	// Every lock kind on every master, with plain names and names that
+	// carry a hash tag: no script is CROSSSLOT, and waiters are woken on
+	// sharded pub/sub, detected on Redis 7.
+	t.Run("every kind on every master", func(t *testing.T) {
+		c, other := client(t, reentrant.Options{}), client(t, reentrant.Options{})
+		assert.Equal(t, pubsub.Sharded, c.PubSubMode())
+		var masters []redistest.Node
+		for _, n := range cl.Nodes() {
+			if n.Master {
+				masters = append(masters, n)
+			}
+		}
+		require.Len(t, masters, 3)
+		for _, m := range masters {
+			for _, name := range []string{nameOn(t, m, "lock-"), "{" + nameOn(t, m, "tag-") + "}.orders"} {
+				locks := map[string][2]*reentrant.Lock{
+					"plain":  {c.Lock(name), other.Lock(name)},
+					"fair":   {c.FairLock(name + ":fair"), other.FairLock(name + ":fair")},
+					"write":  {c.ReadWriteLock(name + ":rw").WriteLock(), other.ReadWriteLock(name + ":rw").WriteLock()},
+					"read":   {c.ReadWriteLock(name + ":rw2").ReadLock(), other.ReadWriteLock(name + ":rw2").WriteLock()},
+				}
+				for kind, pair := range locks {
+					held, err := pair[0].Lock(bg())
+					require.NoError(t, err, "%s %s on %s", kind, name, m.Addr)
+					got := make(chan error, 1)
+					go func() {
+						h, err := pair[1].Lock(bg(), reentrant.WaitAtMost(20*time.Second))
+						if err == nil {
+							err = pair[1].Unlock(h)
+						}
+						got <- err
+					}()
+					again, err := pair[0].Lock(held)
+					require.NoError(t, err, "re-entry")
+					require.NoError(t, pair[0].Unlock(again))
+					require.NoError(t, pair[0].Unlock(held))
+					require.NoError(t, <-got, "%s %s: the waiter on another client", kind, name)
+				}
+				f := c.FencedLock(name + ":tokens")
+				held, token, err := f.Lock(bg())
+				require.NoError(t, err)
+				assert.Positive(t, token)
+				require.NoError(t, f.Unlock(held))
+			}
+		}
+	})
+
+	// Three clients contend for locks on each master; the in-section flag
+	// catches any overlap.
+	t.Run("contention across 3 clients", func(t *testing.T) {
+		clients := []*reentrant.Client{client(t, reentrant.Options{}), client(t, reentrant.Options{}), client(t, reentrant.Options{})}
+		for _, m := range cl.Nodes() {
+			if !m.Master {
+				continue
+			}
+			name := nameOn(t, m, "contended-")
+			var inside atomic.Bool
+			var overlaps, done atomic.Int64
+			var wg sync.WaitGroup
+			for g := 0; g < 6; g++ {
+				wg.Add(1)
+				go func(l *reentrant.Lock) {
+					defer wg.Done()
+					for i := 0; i < 30; i++ {
+						held, err := l.Lock(bg())
+						if !assert.NoError(t, err) {
+							return
+						}
+						if !inside.CompareAndSwap(false, true) {
+							overlaps.Add(1)
+						}
+						time.Sleep(100 * time.Microsecond)
+						inside.Store(false)
+						assert.NoError(t, l.Unlock(held))
+						done.Add(1)
+					}
+				}(clients[g%3].Lock(name))
+			}
+			wg.Wait()
+			assert.Zero(t, overlaps.Load(), "on %s", m.Addr)
+			assert.Equal(t, int64(180), done.Load())
+		}
+	})
+
+	// CLUSTER FAILOVER of the master that holds a lock: the holder's
+	// renewal goes on (a planned failover loses no write), and a waiter on
+	// another client takes the lock after the release.
+	t.Run("failover of the holding master", func(t *testing.T) {
+		holder := client(t, reentrant.Options{WatchdogTimeout: 3 * time.Second})
+		waiter := client(t, reentrant.Options{RepollInterval: 200 * time.Millisecond})
+		name := "failover-" + fmt.Sprint(time.Now().UnixNano())
+		master, replica := cl.MasterOf(int(scripts.Slot(name)))
+		held, err := holder.Lock(name).Lock(bg())
+		require.NoError(t, err)
+		got := make(chan error, 1)
+		go func() {
+			h, err := waiter.Lock(name).Lock(bg(), reentrant.WaitAtMost(60*time.Second))
+			if err == nil {
+				err = waiter.Lock(name).Unlock(h)
+			}
+			got <- err
+		}()
+		require.NoError(t, cl.Server(replica.Addr).Do("CLUSTER", "FAILOVER").Error())
+		redistest.Eventually(t, 30*time.Second, "the replica takes over", func() bool {
+			m, _ := cl.MasterOf(int(scripts.Slot(name)))
+			return m.ID == replica.ID
+		})
+		cl.WaitHealthy()
+		// Two renewal periods on the new master.
+		time.Sleep(2 * time.Second)
+		lost := held.Err() != nil
+		t.Logf("after the failover of %s: hold kept: %v (cause %v)", master.Addr, !lost, context.Cause(held))
+		err = holder.Lock(name).Unlock(held)
+		if lost {
+			assert.ErrorIs(t, context.Cause(held), reentrant.ErrLockLost, "a lost hold is told")
+		} else {
+			require.NoError(t, err, "a kept hold releases cleanly")
+		}
+		require.NoError(t, <-got, "the waiter after the release")
+	})
+
+	// A slot moved to another master while waiters wait: their sharded
+	// subscription is dropped by the server; they resubscribe on the new
+	// owner, and re-polls cover the gap. All of them get the lock.
+	t.Run("slot migrated while waiters wait", func(t *testing.T) {
+		holder := client(t, reentrant.Options{})
+		waiters := []*reentrant.Client{client(t, reentrant.Options{RepollInterval: 300 * time.Millisecond}), client(t, reentrant.Options{RepollInterval: 300 * time.Millisecond})}
+		name := "migrating-" + fmt.Sprint(time.Now().UnixNano())
+		slot := int(scripts.Slot(name))
+		held, err := holder.Lock(name).Lock(bg())
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		var passed atomic.Int64
+		for i := 0; i < 6; i++ {
+			wg.Add(1)
+			go func(l *reentrant.Lock) {
+				defer wg.Done()
+				h, err := l.Lock(bg(), reentrant.WaitAtMost(60*time.Second))
+				if assert.NoError(t, err) {
+					passed.Add(1)
+					assert.NoError(t, l.Unlock(h))
+				}
+			}(waiters[i%2].Lock(name))
+		}
+		time.Sleep(200 * time.Millisecond) // let them subscribe and wait
+		from, _ := cl.MasterOf(slot)
+		var to redistest.Node
+		for _, n := range cl.Nodes() {
+			if n.Master && n.ID != from.ID {
+				to = n
+				break
+			}
+		}
+		migrateSlot(t, cl, slot, from, to)
+		m, _ := cl.MasterOf(slot)
+		require.Equal(t, to.ID, m.ID)
+		// The holder's renewals follow the key; its release wakes them.
+		require.NoError(t, holder.Lock(name).Unlock(held))
+		wg.Wait()
+		assert.Equal(t, int64(6), passed.Load())
+	})
+}
+
+// migrateSlot moves one slot and its keys from one master to another, as
+// redis-cli --cluster reshard does.
+func migrateSlot(t *testing.T, cl *redistest.Cluster, slot int, from, to redistest.Node) {
+	src, dst := cl.Server(from.Addr), cl.Server(to.Addr)
+	s := fmt.Sprint(slot)
+	require.NoError(t, dst.Do("CLUSTER", "SETSLOT", s, "IMPORTING", from.ID).Error())
+	require.NoError(t, src.Do("CLUSTER", "SETSLOT", s, "MIGRATING", to.ID).Error())
+	host, port := splitAddr(to.Addr)
+	for {
+		keys, err := src.Do("CLUSTER", "GETKEYSINSLOT", s, "100").AsStrSlice()
+		require.NoError(t, err)
+		if len(keys) == 0 {
+			break
+		}
+		args := append([]string{"MIGRATE", host, port, "", "0", "5000", "KEYS"}, keys...)
+		require.NoError(t, src.Do(args...).Error())
+	}
+	for _, n := range cl.Nodes() {
+		if n.Master {
+			require.NoError(t, cl.Server(n.Addr).Do("CLUSTER", "SETSLOT", s, "NODE", to.ID).Error())
+		}
+	}
+}
+
+func splitAddr(addr string) (string, string) {
+	for i := len(addr) - 1; i >= 0; i-- {
+		if addr[i] == ':' {
+			return addr[:i], addr[i+1:]
+		}
+	}
+	return addr, ""
+}
+
+// Sentinel: the master is killed while a lock is held and waiters wait. A
+// new master is elected; the holder's hold either survived (it was
+// replicated in time) or its context was cancelled; afterwards everything is
+// acquired and released cleanly.
+func TestSentinelFailover(t *testing.T) {
+	r := redistest.StartReplicated(t, 2)
+	s := redistest.StartSentinels(t, r.Master, 3, 2)
+	connect := func() rueidis.Client {
+		rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: s.Addrs, DisableCache: true,
+			Sentinel: rueidis.SentinelOption{MasterSet: s.Master}})
+		require.NoError(t, err)
+		t.Cleanup(rdb.Close)
+		return rdb
+	}
+	holder, err := reentrant.New(connect(), reentrant.Options{WatchdogTimeout: 6 * time.Second})
+	require.NoError(t, err)
+	defer holder.Close()
+	waiter, err := reentrant.New(connect(), reentrant.Options{RepollInterval: 200 * time.Millisecond})
+	require.NoError(t, err)
+	defer waiter.Close()
+
+	held, err := holder.Lock("sentinel").Lock(bg())
+	require.NoError(t, err)
+	got := make(chan error, 3)
+	for i := 0; i < 3; i++ {
+		go func() {
+			h, err := waiter.Lock("sentinel").Lock(bg(), reentrant.WaitAtMost(90*time.Second))
+			if err == nil {
+				err = waiter.Lock("sentinel").Unlock(h)
+			}
+			got <- err
+		}()
+	}
+	old := r.Master.Addr
+	r.Master.Kill()
+	redistest.Eventually(t, 60*time.Second, "a new master elected", func() bool {
+		a, err := s.MasterAddr()
+		return err == nil && a != old
+	})
+	// Two renewal periods on the new master.
+	time.Sleep(5 * time.Second)
+	lost := held.Err() != nil
+	t.Logf("after the failover: hold kept: %v (cause %v)", !lost, context.Cause(held))
+	err = holder.Lock("sentinel").Unlock(held)
+	if lost {
+		assert.ErrorIs(t, context.Cause(held), reentrant.ErrLockLost)
+	} else if err != nil {
+		// Kept until the release found it gone: it must have been told.
+		assert.True(t, errors.Is(err, reentrant.ErrLockLost), "unlock: %v", err)
+	}
+	for i := 0; i < 3; i++ {
+		require.NoError(t, <-got, "waiter %d after the failover", i)
+	}
+	h, err := holder.Lock("sentinel").Lock(bg())
+	require.NoError(t, err)
+	require.NoError(t, holder.Lock("sentinel").Unlock(h))
+}

@@ -1,0 +1,105 @@
+package reentrant_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"sync/atomic"
+	"testing"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/reentrant"
+)
+
+// loseReplies is a connection that, while armed, lets a script call through,
+// waits until its reply starts to arrive (so the script ran), then drops it
+// and breaks the connection.
+type loseReplies struct {
+	net.Conn
+	armed   *atomic.Int32 // replies still to lose
+	pending atomic.Bool   // a script was written and its reply is due
+}
+
+func (c *loseReplies) Write(b []byte) (int, error) {
+	if c.armed.Load() > 0 && bytes.Contains(b, []byte("EVAL")) {
+		c.pending.Store(true)
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *loseReplies) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 && c.pending.Load() && c.armed.Add(-1) >= 0 {
+		c.Conn.Close()
+		return 0, io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+// An acquire whose reply is lost after the script ran leaves no orphan: a
+// waiting Lock releases what the lost attempt took and goes on to hold the
+// lock exactly once; a TryLock that gives up releases it too. Without this
+// the orphan would block every caller until its TTL ended.
+func TestLostAcquireReply(t *testing.T) {
+	s := redistest.Start(t)
+	var armed atomic.Int32
+	rdb, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress: []string{s.Addr}, DisableCache: true,
+		DialCtxFn: func(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
+			c, err := d.DialContext(ctx, "tcp", addr)
+			if err != nil {
+				return nil, err
+			}
+			return &loseReplies{Conn: c, armed: &armed}, nil
+		},
+	})
+	require.NoError(t, err)
+	defer rdb.Close()
+	c, err := reentrant.New(rdb, reentrant.Options{})
+	require.NoError(t, err)
+	defer c.Close()
+	l := c.Lock("lost-reply")
+	exists := func() int64 {
+		n, err := s.Do("EXISTS", "lost-reply").AsInt64()
+		require.NoError(t, err)
+		return n
+	}
+
+	armed.Store(1)
+	held, err := l.Lock(bg())
+	require.NoError(t, err, "the wait goes on after the lost reply")
+	assert.Zero(t, armed.Load(), "a reply was lost")
+	n, _ := l.HoldCount(held)
+	assert.Equal(t, 1, n)
+	fields, err := s.Do("HGETALL", "lost-reply").AsStrMap()
+	require.NoError(t, err)
+	assert.Len(t, fields, 1, "one owner in Redis")
+	for _, v := range fields {
+		assert.Equal(t, "1", v, "held once, not twice")
+	}
+	require.NoError(t, l.Unlock(held))
+	assert.Zero(t, exists())
+
+	armed.Store(1)
+	_, ok, err := l.TryLock(bg())
+	assert.False(t, ok)
+	require.Error(t, err, "TryLock does not wait: it reports the lost reply")
+	assert.False(t, errors.Is(err, reentrant.ErrNotAcquired))
+	assert.Zero(t, exists(), "and leaves no orphan")
+
+	// An owner the caller gave may be in use elsewhere: nothing is
+	// released on its behalf, and the error is the caller's to handle.
+	armed.Store(1)
+	owner := c.NewOwner()
+	_, err = l.Lock(reentrant.WithOwner(bg(), owner))
+	require.Error(t, err)
+	assert.Equal(t, int64(1), exists(), "the given owner's possible hold is left to expire")
+	require.NoError(t, s.Do("DEL", "lost-reply").Error())
+}

@@ -93,6 +93,7 @@ func (c *Cluster) Nodes() []Node {
 			continue
 		}
 		var nodes []Node
+		out = strings.TrimPrefix(out, "txt:") // a RESP3 verbatim string
 		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 			f := strings.Fields(line)
 			if len(f) < 8 || strings.Contains(f[2], "fail") {
@@ -119,17 +120,29 @@ func (c *Cluster) Nodes() []Node {
 	return nil
 }
 
-// MasterOf returns the node that serves slot, and its replica.
-func (c *Cluster) MasterOf(slot int) (master, replica Node) {
-	c.t.Helper()
-	nodes := c.Nodes()
+// Owner returns the master that serves slot, as the first node that
+// answers sees it; ok is false while none does.
+func (c *Cluster) Owner(slot int) (master Node, ok bool) {
+	return owner(c.Nodes(), slot)
+}
+
+func owner(nodes []Node, slot int) (Node, bool) {
 	for _, n := range nodes {
 		for _, r := range n.Slots {
 			if n.Master && slot >= r[0] && slot <= r[1] {
-				master = n
+				return n, true
 			}
 		}
 	}
+	return Node{}, false
+}
+
+// MasterOf returns the node that serves slot, and its replica, failing the
+// test when either is missing.
+func (c *Cluster) MasterOf(slot int) (master, replica Node) {
+	c.t.Helper()
+	nodes := c.Nodes()
+	master, _ = owner(nodes, slot)
 	for _, n := range nodes {
 		if !n.Master && n.MasterID == master.ID {
 			replica = n

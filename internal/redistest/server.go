@@ -265,14 +265,14 @@ func (s *Server) Client(opt ...func(*rueidis.ClientOption)) rueidis.Client {
 	return c
 }
 
-// Do runs one command on the server through the test's own admin
-// connection and returns its reply: the test's way to look at or change
+// Do runs one command on this server (never another node of its cluster)
+// through the test's own admin connection and returns its reply: the test's way to look at or change
 // Redis behind relock's back.
 func (s *Server) Do(args ...string) rueidis.RedisResult {
 	s.t.Helper()
 	s.mu.Lock()
 	if s.admin == nil {
-		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true, DisableRetry: true})
+		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true, DisableRetry: true, ForceSingleClient: true})
 		if err != nil {
 			s.mu.Unlock()
 			return rueidis.NewErrorResult(err)

@@ -17,6 +17,7 @@ type conn struct {
 	channels map[string]*channel // guarded by s.mu
 	ops      []op                // guarded by s.mu
 	kick     chan struct{}
+	redial   chan struct{} // the server dropped a live subscription
 	stop     chan struct{}
 }
 
@@ -32,6 +33,7 @@ func (s *Subscriber) newConn(key uint16) *conn {
 		key:      key,
 		channels: make(map[string]*channel),
 		kick:     make(chan struct{}, 1),
+		redial:   make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 	}
 	s.wg.Add(1)
@@ -86,6 +88,9 @@ func (cn *conn) serve(d rueidis.DedicatedClient, closed <-chan error) {
 		case <-ctx.Done():
 			d.Close()
 			return
+		case <-cn.redial:
+			d.Close()
+			return
 		case <-cn.kick:
 		}
 		cn.s.mu.Lock()
@@ -93,7 +98,18 @@ func (cn *conn) serve(d rueidis.DedicatedClient, closed <-chan error) {
 		cn.ops = nil
 		cn.s.mu.Unlock()
 		for _, o := range ops {
-			if err := d.Do(ctx, cn.command(d, o)).Error(); err != nil && o.subscribe {
+			err := d.Do(ctx, cn.command(d, o)).Error()
+			if err != nil && o.subscribe && moved(err) {
+				// The channel's slot is served elsewhere now and rueidis's
+				// map is stale (a dedicated connection does not follow
+				// MOVED). A keyed command in the slot makes rueidis follow
+				// the redirect and refresh its map; then dial again and
+				// resubscribe every channel there.
+				cn.s.rdb.Do(ctx, cn.s.rdb.B().Exists().Key(o.name).Build())
+				d.Close()
+				return
+			}
+			if err != nil && o.subscribe {
 				cn.failed(o.name, err)
 			}
 		}
@@ -110,6 +126,18 @@ func (cn *conn) command(d rueidis.DedicatedClient, o op) rueidis.Completed {
 		return d.B().Subscribe().Channel(o.name).Build()
 	}
 	return d.B().Unsubscribe().Channel(o.name).Build()
+}
+
+// moved reports whether err redirects to another node: the cluster moved
+// the slot, or is moving it, or failed over.
+func moved(err error) bool {
+	re, ok := rueidis.IsRedisErr(err)
+	if !ok {
+		return false
+	}
+	_, isMoved := re.IsMoved()
+	_, isAsk := re.IsAsk()
+	return isMoved || isAsk || re.IsTryAgain() || re.IsClusterDown()
 }
 
 // failed ends a subscription that the server refused or could not receive.
@@ -189,6 +217,19 @@ func (cn *conn) onSubscription(ev rueidis.PubSubSubscription) {
 		// While unsubscribing, this confirms the subscribe sent before;
 		// the unsubscribe's own confirmation follows.
 	case "unsubscribe", "sunsubscribe":
+		if ch.state == live {
+			// Not asked for: the server dropped it, as Redis does to a
+			// sharded channel whose slot moved to another node. Dial
+			// again (a sharded connection follows its slot's node) and
+			// resubscribe; waiters are woken once that is confirmed, in
+			// case a release went by unheard.
+			cn.s.log.Info("relock: the server dropped a subscription (slot moved?); resubscribing", "channel", ev.Channel)
+			select {
+			case cn.redial <- struct{}{}:
+			default:
+			}
+			return
+		}
 		if ch.state != unsubscribing {
 			return
 		}

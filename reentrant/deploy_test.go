@@ -61,10 +61,10 @@ func TestCluster(t *testing.T) {
 		for _, m := range masters {
 			for _, name := range []string{nameOn(t, m, "lock-"), "{" + nameOn(t, m, "tag-") + "}.orders"} {
 				locks := map[string][2]*reentrant.Lock{
-					"plain":  {c.Lock(name), other.Lock(name)},
-					"fair":   {c.FairLock(name + ":fair"), other.FairLock(name + ":fair")},
-					"write":  {c.ReadWriteLock(name + ":rw").WriteLock(), other.ReadWriteLock(name + ":rw").WriteLock()},
-					"read":   {c.ReadWriteLock(name + ":rw2").ReadLock(), other.ReadWriteLock(name + ":rw2").WriteLock()},
+					"plain": {c.Lock(name), other.Lock(name)},
+					"fair":  {c.FairLock(name + ":fair"), other.FairLock(name + ":fair")},
+					"write": {c.ReadWriteLock(name + ":rw").WriteLock(), other.ReadWriteLock(name + ":rw").WriteLock()},
+					"read":  {c.ReadWriteLock(name + ":rw2").ReadLock(), other.ReadWriteLock(name + ":rw2").WriteLock()},
 				}
 				for kind, pair := range locks {
 					held, err := pair[0].Lock(bg())

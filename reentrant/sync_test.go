@@ -55,6 +55,7 @@ func TestReplicaSyncRefusesWithoutReplica(t *testing.T) {
 	}
 	// A re-entry that is not confirmed leaves the outer hold as it was.
 	r.Replicas[0].Resume()
+	r.WaitAcked(t)
 	l := c.Lock("synced")
 	outer, err := l.Lock(bg())
 	require.NoError(t, err)
@@ -64,6 +65,7 @@ func TestReplicaSyncRefusesWithoutReplica(t *testing.T) {
 	n, _ := l.HoldCount(outer)
 	assert.Equal(t, 1, n, "the re-entry was rolled back")
 	r.Replicas[0].Resume()
+	r.WaitAcked(t)
 	require.NoError(t, l.Unlock(outer))
 
 	held, err := l.Lock(bg())
@@ -92,9 +94,9 @@ func TestReplicaSyncRefusedWait(t *testing.T) {
 	assert.ErrorIs(t, err, reentrant.ErrSyncUnavailable)
 }
 
-// The lock a failover loses: the only replica is frozen, a lock is taken,
-// the master is killed and the replica, which never got the lock, is
-// promoted. With sync off the hold is lost, and its context is cancelled
+// The lock a failover loses: the only replica is frozen and its link cut, a
+// lock is taken, the master is killed and the replica, which never got the
+// lock, is promoted. With sync off the hold is lost, and its context is cancelled
 // within one renewal period of the client reaching the new master. With
 // "at least one" sync the acquire is refused in the first place.
 func TestFailoverLosesLock(t *testing.T) {
@@ -107,7 +109,10 @@ func TestFailoverLosesLock(t *testing.T) {
 		require.NoError(t, err)
 		defer c.Close()
 
+		// Frozen, and cut off: what the master already sent it would
+		// still be in its socket buffer when it resumes.
 		r.Replicas[0].Pause()
+		require.NoError(t, r.Master.Do("CLIENT", "KILL", "TYPE", "replica").Error())
 		held, err := c.Lock("failover").Lock(bg())
 		require.NoError(t, err)
 		r.Master.Kill()
@@ -144,9 +149,10 @@ func TestFailoverLosesLock(t *testing.T) {
 func TestReplicaSyncRenewal(t *testing.T) {
 	r := redistest.StartReplicated(t, 1)
 	c, err := reentrant.New(r.Master.Client(), reentrant.Options{WatchdogTimeout: 600 * time.Millisecond,
-		ReplicaSync: reentrant.ReplicaSync{Replicas: 1, Timeout: 50 * time.Millisecond}})
+		ReplicaSync: reentrant.ReplicaSync{Replicas: 1, Timeout: 150 * time.Millisecond}})
 	require.NoError(t, err)
 	defer c.Close()
+	r.WaitAcked(t)
 	held, err := c.Lock("renewed").Lock(bg())
 	require.NoError(t, err)
 	r.Replicas[0].Pause()

@@ -35,16 +35,19 @@ func StartReplicated(t testing.TB, n int, extra ...string) *Replicated {
 		r.Replicas = append(r.Replicas, Start(t, args...))
 	}
 	r.WaitSynced(t)
+	r.WaitAcked(t)
 	return r
 }
 
 // WaitSynced waits until every replica's link to the master is up and the
-// master counts them all as connected.
+// master counts them all as online.
 func (r *Replicated) WaitSynced(t testing.TB) {
 	t.Helper()
 	Eventually(t, 30*time.Second, "replicas in sync", func() bool {
+		// Online, not just connected: after a diskless sync the master
+		// counts a replica (for WAIT too) only once it has acknowledged.
 		info, err := r.Master.Do("INFO", "replication").ToString()
-		if err != nil || !strings.Contains(info, "connected_slaves:"+strconv.Itoa(len(r.Replicas))) {
+		if err != nil || strings.Count(info, "state=online") != len(r.Replicas) {
 			return false
 		}
 		for _, rep := range r.Replicas {
@@ -55,6 +58,25 @@ func (r *Replicated) WaitSynced(t testing.TB) {
 		}
 		return true
 	})
+}
+
+// WaitAcked waits until every replica acknowledges a write the master has
+// just taken: a replica counted online may not be streamed writes until its
+// first acknowledgement (after a diskless sync, or a pause).
+func (r *Replicated) WaitAcked(t testing.TB) {
+	t.Helper()
+	c := r.Master.Client(func(o *rueidis.ClientOption) { o.ForceSingleClient = true })
+	n := int64(len(r.Replicas))
+	Eventually(t, 30*time.Second, "replicas acknowledge", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		// One pipeline: WAIT counts this connection's writes.
+		res := c.DoMulti(ctx, c.B().Set().Key("redistest:ack").Value("1").Build(),
+			c.B().Wait().Numreplicas(n).Timeout(100).Build())
+		got, err := res[1].AsInt64()
+		return err == nil && got == n
+	})
+	c.Close()
 }
 
 // Eventually polls cond every 20ms until it holds, failing the test after

@@ -26,4 +26,9 @@
 //
 // Owners can be made explicit to hand a hold to another goroutine or process:
 // [Client.NewOwner], [WithOwner], [Owner.String] and [ParseOwner].
+//
+// A Client works the same on one Redis, Sentinel and Redis Cluster (whatever
+// the rueidis client connects to). [Options.ReplicaSync] makes acquires wait
+// for replicas, so a failover cannot lose a lock no replica has; see
+// docs/deployment.md.
 package reentrant

@@ -10,4 +10,8 @@
 // NOSCRIPT (after SCRIPT FLUSH, a restart or a failover). They are never
 // retried automatically: a lock script sent twice could count a hold twice.
 // Callers decide what an error with an unknown outcome means; see [IsReply].
+//
+// A client wrapped by [Sync] follows each script with WAIT in the same
+// pipeline, and the acquire wrappers report an unconfirmed acquire with
+// [ErrNotSynced] or [ErrSyncRefused] beside its result.
 package scripts

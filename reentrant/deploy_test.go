@@ -92,6 +92,38 @@ func TestCluster(t *testing.T) {
 		}
 	})
 
+	// Replica sync on a cluster: WAIT goes to the node of the lock's slot,
+	// in the script's pipeline. Every master's replica confirms; a frozen
+	// one does not, and only that master's locks are refused.
+	t.Run("replica sync on every master", func(t *testing.T) {
+		c := client(t, reentrant.Options{ReplicaSync: reentrant.ReplicaSync{Replicas: 1, Timeout: 200 * time.Millisecond}})
+		require.Equal(t, 1, c.ReplicaSync().Replicas)
+		var masters []redistest.Node
+		for _, n := range cl.Nodes() {
+			if n.Master {
+				masters = append(masters, n)
+			}
+		}
+		for _, m := range masters {
+			l := c.Lock(nameOn(t, m, "synced-"))
+			held, err := l.Lock(bg())
+			require.NoError(t, err, "on %s", m.Addr)
+			require.NoError(t, l.Unlock(held))
+		}
+		m, replica := cl.MasterOf(int(scripts.Slot(nameOn(t, masters[0], "synced-"))))
+		frozen := cl.Server(replica.Addr)
+		frozen.Pause()
+		_, err := c.Lock(nameOn(t, m, "synced-")).Lock(bg())
+		assert.ErrorIs(t, err, reentrant.ErrNotSynced, "the frozen replica's master")
+		held, err := c.Lock(nameOn(t, masters[1], "synced-")).Lock(bg())
+		assert.NoError(t, err, "another master")
+		if err == nil {
+			require.NoError(t, c.Lock(nameOn(t, masters[1], "synced-")).Unlock(held))
+		}
+		frozen.Resume()
+		cl.WaitHealthy()
+	})
+
 	// Three clients contend for locks on each master; the in-section flag
 	// catches any overlap.
 	t.Run("contention across 3 clients", func(t *testing.T) {

@@ -62,14 +62,46 @@ func (s Synced) check(r rueidis.RedisResult) error {
 // when the server did not know the script. syncErr is nil when the script's
 // reply is an error or unknown: then there is nothing to confirm.
 func (s *script) execSynced(ctx context.Context, c Synced, keys, args []string) (r rueidis.RedisResult, syncErr error) {
-	rs := c.DoMulti(ctx, s.evalsha(c, keys, args), c.wait())
+	rs := c.pipeline(ctx, keys, func() rueidis.Commands { return rueidis.Commands{s.evalsha(c, keys, args), c.wait()} })
 	if isNoScript(rs[0].Error()) {
-		rs = c.DoMulti(ctx, s.eval(c, keys, args), c.wait())
+		rs = c.pipeline(ctx, keys, func() rueidis.Commands { return rueidis.Commands{s.eval(c, keys, args), c.wait()} })
 	}
 	if rs[0].Error() != nil && !rueidis.IsRedisNil(rs[0].Error()) {
 		return rs[0], nil
 	}
 	return rs[0], c.check(rs[1])
+}
+
+// pipeline sends the commands build makes in one pipeline on one
+// connection. On a cluster it takes a dedicated connection to the keys'
+// node: the cluster client would follow a MOVED for the script alone and
+// leave WAIT on the old node, where it would confirm nothing. A MOVED (the
+// slot changed hands; the script did not run) is followed by a keyed
+// command, which makes rueidis refresh its slot map, and the pipeline is
+// built and sent again, a few times at most.
+func (c Synced) pipeline(ctx context.Context, keys []string, build func() rueidis.Commands) []rueidis.RedisResult {
+	if c.Mode() != rueidis.ClientModeCluster {
+		return c.DoMulti(ctx, build()...)
+	}
+	var rs []rueidis.RedisResult
+	for try := 0; try < 3; try++ {
+		err := c.Dedicated(func(d rueidis.DedicatedClient) error {
+			rs = d.DoMulti(ctx, build()...)
+			return nil
+		})
+		if err != nil {
+			return []rueidis.RedisResult{rueidis.NewErrorResult(err), rueidis.NewErrorResult(err)}
+		}
+		re, ok := rueidis.IsRedisErr(rs[0].Error())
+		if !ok {
+			return rs
+		}
+		if _, moved := re.IsMoved(); !moved && !re.IsTryAgain() {
+			return rs
+		}
+		c.Do(ctx, c.B().Exists().Key(keys[0]).Build())
+	}
+	return rs
 }
 
 // execMultiSynced runs each call with its own WAIT, the calls side by side:

@@ -252,3 +252,19 @@ func ExampleReadWriteLock() {
 	rw.ReadLock().Unlock(r)
 	// Output: another reader joins: true
 }
+
+// Replica sync refuses a lock no replica has confirmed: a failover could
+// lose it. The embedded server has no replicas, so the acquire is rolled
+// back and reported.
+func ExampleReplicaSync() {
+	rdb, stop := exampleRedis()
+	defer stop()
+	locks, _ := reentrant.New(rdb, reentrant.Options{
+		ReplicaSync: reentrant.ReplicaSync{Replicas: 1, Timeout: 10 * time.Millisecond},
+	})
+	defer locks.Close()
+
+	_, err := locks.Lock("invoice:9").Lock(context.Background())
+	fmt.Println(errors.Is(err, reentrant.ErrNotSynced))
+	// Output: true
+}

@@ -15,7 +15,8 @@
 -- Redisson's acquire, a plain INCR of the same counter, stays compatible.
 -- {0, pttl} when another owner holds it, pttl as in acquire.lua. A key of
 -- another type fails with WRONGTYPE.
-if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+local pttl = redis.call('pttl', KEYS[1])
+if pttl == -2 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
 	redis.call('hincrby', KEYS[1], ARGV[2], 1)
 	redis.call('pexpire', KEYS[1], ARGV[1])
 	local token = redis.call('incr', KEYS[2])
@@ -29,4 +30,4 @@ if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2])
 	end
 	return {1, token}
 end
-return {0, redis.call('pttl', KEYS[1])}
+return {0, pttl}

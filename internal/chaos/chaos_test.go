@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -290,8 +291,23 @@ schedule:
 	// linearizable against a mutex that allows unknown outcomes.
 	if linearizable {
 		start := time.Now()
-		res := porcupine.CheckOperationsTimeout(mutexModel.ToModel(), history(ops), 3*time.Minute)
-		t.Logf("oracle C: %d operations, porcupine %v in %v", len(ops), res, time.Since(start).Round(time.Millisecond))
+		unknown, longest := 0, int64(0)
+		for _, o := range ops {
+			if o.Ret == math.MaxInt64 {
+				unknown++
+			} else {
+				longest = max(longest, o.Ret-o.Call)
+			}
+		}
+		res, info := porcupine.CheckOperationsVerbose(mutexModel.ToModel(), history(ops), 3*time.Minute)
+		t.Logf("oracle C: %d operations (%d with unknown outcomes, longest known %v), porcupine %v in %v",
+			len(ops), unknown, time.Duration(longest), res, time.Since(start).Round(time.Millisecond))
+		if res != porcupine.Ok {
+			path := filepath.Join(os.TempDir(), fmt.Sprintf("relock-chaos-%d.html", seed))
+			if err := porcupine.VisualizePath(mutexModel.ToModel(), info, path); err == nil {
+				t.Logf("oracle C: history drawn in %s", path)
+			}
+		}
 		assert.Equal(t, porcupine.Ok, res, "oracle C: the lock history is not linearizable")
 	}
 

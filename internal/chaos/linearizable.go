@@ -2,12 +2,15 @@ package chaos
 
 import "github.com/anishathalye/porcupine"
 
-// mutexState is the lock in the model: its holder (-1 when free), and
-// whether the hold is an orphan, taken by an acquire whose outcome its
-// caller never learned. Nothing renews or releases an orphan: it may expire
-// at any moment.
+// mutexState is the lock in the model: the acquisition that holds it (-1
+// when free), and whether the hold is an orphan, taken by an acquire whose
+// outcome its caller never learned. Nothing renews or releases an orphan: it
+// may expire at any moment. Holds are told apart by acquisition, not by
+// worker: a release whose outcome is unknown can only ever end its own
+// acquisition's hold (each acquisition has its own owner), never a later one
+// of the same worker.
 type mutexState struct {
-	holder int
+	holder int64
 	orphan bool
 }
 
@@ -23,34 +26,34 @@ var mutexModel = porcupine.NondeterministicModel{
 		switch in.Kind + "/" + output.(string) {
 		case "acquire/ok":
 			if takeable {
-				return []any{mutexState{holder: in.Worker}}
+				return []any{mutexState{holder: in.Acq}}
 			}
 		case "acquire/unknown":
 			if takeable {
-				return []any{s, mutexState{holder: in.Worker, orphan: true}}
+				return []any{s, mutexState{holder: in.Acq, orphan: true}}
 			}
 			return []any{s}
 		case "release/ok":
-			if s.holder == in.Worker && !s.orphan {
+			if s.holder == in.Acq && !s.orphan {
 				return []any{free}
 			}
 		case "release/notheld":
 			// The hold may have expired while the release was on its way
 			// (Redis stalled past the TTL): it ends within the call. An
 			// acquisition by another before the call began stays illegal.
-			if s.holder == in.Worker {
+			if s.holder == in.Acq {
 				return []any{free}
 			}
 			return []any{s}
 		case "release/unknown":
-			if s.holder == in.Worker {
+			if s.holder == in.Acq {
 				return []any{s, free}
 			}
 			return []any{s}
 		case "lost/ok":
 			// The holder stopped believing: from the lock's side, its hold
 			// may end now (it expires after the local deadline).
-			if s.holder == in.Worker {
+			if s.holder == in.Acq {
 				return []any{s, free}
 			}
 			return []any{s}

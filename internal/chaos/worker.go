@@ -32,12 +32,14 @@ type interval struct {
 	Token  int64 `json:"t"`
 }
 
-// op is one lock call as its process saw it, for the linearizability check:
+// op is one lock call as its process saw it, for the linearizability check
+// (the acquisition it belongs to tells holds apart):
 // Kind is "acquire", "release" or "lost" (the held context was cancelled
 // with ErrLockLost); Out is "ok", "notheld" or "unknown" (an error that
 // leaves the outcome open). Times are CLOCK_MONOTONIC.
 type op struct {
 	Worker int    `json:"w"`
+	Acq    int64  `json:"q"` // the acquisition: unique across workers
 	Kind   string `json:"k"`
 	Call   int64  `json:"c"`
 	Ret    int64  `json:"r"`
@@ -100,6 +102,7 @@ func runWorker(spec string) {
 	out := json.NewEncoder(os.Stdout)
 	sum := summary{Errors: map[string]int{}}
 	f := c.FencedLock(lockName)
+	var acq int64 // acquisitions tried
 	emit := func(r record) { out.Encode(r) }
 	for sum.Acquired < n {
 		wait := 5 * time.Second
@@ -108,16 +111,18 @@ func runWorker(spec string) {
 			sum.Cancelled++
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		acq++
+		q := int64(id)<<40 | acq
 		call := mono()
 		held, token, err := f.Lock(ctx)
 		ret := mono()
 		if err != nil {
 			sum.Errors[kind(err)]++
-			emit(record{Op: &op{Worker: id, Kind: "acquire", Call: call, Ret: math.MaxInt64, Out: "unknown"}})
+			emit(record{Op: &op{Worker: id, Acq: q, Kind: "acquire", Call: call, Ret: math.MaxInt64, Out: "unknown"}})
 			cancel()
 			continue
 		}
-		emit(record{Op: &op{Worker: id, Kind: "acquire", Call: call, Ret: ret, Out: "ok"}})
+		emit(record{Op: &op{Worker: id, Acq: q, Kind: "acquire", Call: call, Ret: ret, Out: "ok"}})
 		start := mono()
 		// A fresh hold's deadline is its acquire's send time + 0.9 TTL.
 		sent := start
@@ -154,9 +159,9 @@ func runWorker(spec string) {
 		err = f.Unlock(held)
 		ret = mono()
 		if at := lostAt.Load(); at != 0 {
-			emit(record{Op: &op{Worker: id, Kind: "lost", Call: at, Ret: at, Out: "ok"}})
+			emit(record{Op: &op{Worker: id, Acq: q, Kind: "lost", Call: at, Ret: at, Out: "ok"}})
 		}
-		rel := op{Worker: id, Kind: "release", Call: call, Ret: ret, Out: "ok"}
+		rel := op{Worker: id, Acq: q, Kind: "release", Call: call, Ret: ret, Out: "ok"}
 		switch {
 		case errors.Is(err, reentrant.ErrLockLost) || errors.Is(err, reentrant.ErrNotHeld):
 			rel.Out = "notheld"

@@ -139,8 +139,7 @@ func (c *Client) startSync() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := c.rdb.Do(ctx, c.rdb.B().Wait().Numreplicas(0).Timeout(0).Build()).Error()
-	if scripts.IsReply(err) {
+	if err := scripts.ProbeWait(ctx, c.rdb); scripts.IsReply(err) {
 		return c.syncRefused(err)
 	}
 	return nil

@@ -104,6 +104,26 @@ func (c Synced) pipeline(ctx context.Context, keys []string, build func() rueidi
 	return rs
 }
 
+// ProbeWait sends WAIT 0 0, which returns at once, to find out whether the
+// server accepts WAIT at all; it returns WAIT's error. On a cluster it goes
+// with a keyed command on one dedicated connection, so that it reaches a
+// master: a replica refuses WAIT.
+func ProbeWait(ctx context.Context, c rueidis.Client) error {
+	wait := c.B().Wait().Numreplicas(0).Timeout(0).Build()
+	if c.Mode() != rueidis.ClientModeCluster {
+		return c.Do(ctx, wait).Error()
+	}
+	var rs []rueidis.RedisResult
+	err := c.Dedicated(func(d rueidis.DedicatedClient) error {
+		rs = d.DoMulti(ctx, d.B().Exists().Key("relock:probe").Build(), wait)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return rs[1].Error()
+}
+
 // execMultiSynced runs each call with its own WAIT, the calls side by side:
 // on a cluster, a keyless WAIT may only share a pipeline with keys of one
 // slot. A call whose writes were not confirmed gets an error result.

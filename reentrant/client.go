@@ -171,6 +171,12 @@ func (c *Client) ReplicaSync() ReplicaSync {
 // releases on, detected or configured; it must match the Java side's.
 func (c *Client) PubSubMode() pubsub.Mode { return c.opts.PubSub }
 
+// newRequestID names one release request for Redisson's unlock latch:
+// unique per request, the client's id and a counter.
+func (c *Client) newRequestID() string {
+	return c.id + ":" + strconv.FormatUint(c.nextRequest.Add(1), 36)
+}
+
 // ID returns the client's id, the UUID that prefixes its owners.
 func (c *Client) ID() string { return c.id }
 

@@ -51,12 +51,7 @@ func TestCluster(t *testing.T) {
 	t.Run("every kind on every master", func(t *testing.T) {
 		c, other := client(t, reentrant.Options{}), client(t, reentrant.Options{})
 		assert.Equal(t, pubsub.Sharded, c.PubSubMode())
-		var masters []redistest.Node
-		for _, n := range cl.Nodes() {
-			if n.Master {
-				masters = append(masters, n)
-			}
-		}
+		masters := cl.Masters()
 		require.Len(t, masters, 3)
 		for _, m := range masters {
 			for _, name := range []string{nameOn(t, m, "lock-"), "{" + nameOn(t, m, "tag-") + "}.orders"} {
@@ -98,12 +93,7 @@ func TestCluster(t *testing.T) {
 	t.Run("replica sync on every master", func(t *testing.T) {
 		c := client(t, reentrant.Options{ReplicaSync: reentrant.ReplicaSync{Replicas: 1, Timeout: 200 * time.Millisecond}})
 		require.Equal(t, 1, c.ReplicaSync().Replicas)
-		var masters []redistest.Node
-		for _, n := range cl.Nodes() {
-			if n.Master {
-				masters = append(masters, n)
-			}
-		}
+		masters := cl.Masters()
 		for _, m := range masters {
 			l := c.Lock(nameOn(t, m, "synced-"))
 			held, err := l.Lock(bg())
@@ -128,10 +118,7 @@ func TestCluster(t *testing.T) {
 	// catches any overlap.
 	t.Run("contention across 3 clients", func(t *testing.T) {
 		clients := []*reentrant.Client{client(t, reentrant.Options{}), client(t, reentrant.Options{}), client(t, reentrant.Options{})}
-		for _, m := range cl.Nodes() {
-			if !m.Master {
-				continue
-			}
+		for _, m := range cl.Masters() {
 			name := nameOn(t, m, "contended-")
 			var inside atomic.Bool
 			var overlaps, done atomic.Int64
@@ -225,8 +212,8 @@ func TestCluster(t *testing.T) {
 		time.Sleep(200 * time.Millisecond) // let them subscribe and wait
 		from, _ := cl.Owner(slot)
 		var to redistest.Node
-		for _, n := range cl.Nodes() {
-			if n.Master && n.ID != from.ID {
+		for _, n := range cl.Masters() {
+			if n.ID != from.ID {
 				to = n
 				break
 			}
@@ -260,10 +247,8 @@ func migrateSlot(t *testing.T, cl *redistest.Cluster, slot int, from, to rediste
 		args := append([]string{"MIGRATE", host, port, "", "0", "5000", "KEYS"}, keys...)
 		require.NoError(t, src.Do(args...).Error())
 	}
-	for _, n := range cl.Nodes() {
-		if n.Master {
-			require.NoError(t, cl.Server(n.Addr).Do("CLUSTER", "SETSLOT", s, "NODE", to.ID).Error())
-		}
+	for _, n := range cl.Masters() {
+		require.NoError(t, cl.Server(n.Addr).Do("CLUSTER", "SETSLOT", s, "NODE", to.ID).Error())
 	}
 }
 

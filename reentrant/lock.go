@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -128,6 +127,7 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Con
 			l.leaveQueue(ctx, owner)
 		}
 	}()
+	unavailable := 20 * time.Millisecond // backoff while Redis cannot run scripts
 	for attempt := 0; ; attempt++ {
 		ttl := l.c.acquireTTL(key, cfg.lease)
 		sent := time.Now()
@@ -139,13 +139,24 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Con
 			if ctx.Err() != nil {
 				return nil, 0, waitError(ctx, l.name)
 			}
+			waiting := cfg.timeout == 0 && cfg.wait != 0 && (cfg.retries < 0 || attempt < cfg.retries)
+			if waiting && scripts.IsUnavailable(err) {
+				// The server cannot run scripts for now (loading, demoted
+				// by a failover); the script did not run. Back off and
+				// wait on.
+				if _, err := l.sleep(ctx, giveUp, nil, unavailable); err != nil {
+					return nil, 0, err
+				}
+				unavailable = min(2*unavailable, time.Second)
+				continue
+			}
 			if !private || cfg.timeout > 0 || !l.transient(err) {
 				return nil, 0, redisError("lock", l.name, err)
 			}
 			// The connection broke (a failover, a restart). The owner is
 			// this call's own, so a hold of it in Redis can only be the
 			// lost attempt's: it is released, and the wait goes on.
-			if cfg.wait == 0 || cfg.retries >= 0 && attempt >= cfg.retries {
+			if !waiting {
 				l.clearAttempt(ctx, owner, ttl, err, nil, 1)
 				return nil, 0, redisError("lock", l.name, err)
 			}
@@ -194,22 +205,9 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Con
 		if w != nil {
 			wake = w.C
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-wake:
-			woken = true
-		case <-t.C:
-		case <-giveUp:
-			t.Stop()
-			return nil, 0, l.notAcquired()
-		case <-ctx.Done():
-			t.Stop()
-			return nil, 0, waitError(ctx, l.name)
-		case <-l.c.done:
-			t.Stop()
-			return nil, 0, fmt.Errorf("relock: waiting for %q: %w", l.name, ErrClosed)
+		if woken, err = l.sleep(ctx, giveUp, wake, wait); err != nil {
+			return nil, 0, err
 		}
-		t.Stop()
 	}
 }
 
@@ -232,11 +230,12 @@ func (l *Lock) clearAttempt(ctx context.Context, owner Owner, ttl time.Duration,
 		if tries >= 0 {
 			return nil
 		}
-		return l.backOff(ctx, giveUp, backoff)
+		_, err := l.sleep(ctx, giveUp, nil, backoff)
+		return err
 	}
-	requestID := l.c.id + ":" + strconv.FormatUint(l.c.nextRequest.Add(1), 36)
+	requestID := l.c.newRequestID()
 	for try := 0; tries < 0 || try < tries; try++ {
-		if err := l.backOff(ctx, giveUp, backoff); err != nil {
+		if _, err := l.sleep(ctx, giveUp, nil, backoff); err != nil {
 			return err
 		}
 		backoff = min(2*backoff, time.Second)
@@ -247,19 +246,22 @@ func (l *Lock) clearAttempt(ctx context.Context, owner Owner, ttl time.Duration,
 	return nil
 }
 
-// backOff waits d, unless the wait ends first.
-func (l *Lock) backOff(ctx context.Context, giveUp <-chan time.Time, d time.Duration) error {
+// sleep waits d, or until wake fires (woken), or until the wait ends: at
+// giveUp, with ctx, or with Close, whose error it returns.
+func (l *Lock) sleep(ctx context.Context, giveUp <-chan time.Time, wake <-chan struct{}, d time.Duration) (woken bool, err error) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
+	case <-wake:
+		return true, nil
 	case <-t.C:
-		return nil
+		return false, nil
 	case <-giveUp:
-		return l.notAcquired()
+		return false, l.notAcquired()
 	case <-ctx.Done():
-		return waitError(ctx, l.name)
+		return false, waitError(ctx, l.name)
 	case <-l.c.done:
-		return fmt.Errorf("relock: waiting for %q: %w", l.name, ErrClosed)
+		return false, fmt.Errorf("relock: waiting for %q: %w", l.name, ErrClosed)
 	}
 }
 
@@ -313,7 +315,7 @@ func (l *Lock) unsynced(ctx context.Context, owner Owner, ttl time.Duration, syn
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWindow)
 	defer cancel()
-	if _, err := l.release(ctx, owner, ttl, l.c.id+":"+strconv.FormatUint(l.c.nextRequest.Add(1), 36)); err != nil {
+	if _, err := l.release(ctx, owner, ttl, l.c.newRequestID()); err != nil {
 		l.c.opts.Logger.Warn("relock: rolling back an acquire replicas did not confirm; the hold expires with its TTL", "lock", l.name, "error", err)
 	}
 	if errors.Is(syncErr, scripts.ErrSyncRefused) {
@@ -424,8 +426,7 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) error {
 	if found {
 		defer a.cancel(context.Canceled)
 	}
-	// Unique per request: the client's id and a counter.
-	requestID := l.c.id + ":" + strconv.FormatUint(l.c.nextRequest.Add(1), 36)
+	requestID := l.c.newRequestID()
 	// The first attempt needs no timer of its own: rueidis fails it when the
 	// connection stalls (ConnWriteTimeout, 10s by default). Retries run
 	// within the window.
@@ -443,6 +444,10 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) error {
 			return fmt.Errorf("relock: unlock %q: %w", l.name, ErrLockLost)
 		case err == nil:
 			return fmt.Errorf("relock: unlock %q: %w", l.name, ErrNotHeld)
+		case scripts.IsUnavailable(err) && l.c.checkOpen() == nil:
+			// The server cannot run scripts for now (loading, demoted by
+			// a failover); the release did not run, so trying again is
+			// safe for every kind of lock.
 		case scripts.IsReply(err) || l.c.checkOpen() != nil:
 			return redisError("unlock", l.name, err)
 		case l.kind == readLock || l.kind == writeLock || l.kind == fairLock:

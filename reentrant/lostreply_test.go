@@ -9,6 +9,7 @@ import (
 	"net"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
@@ -102,4 +103,60 @@ func TestLostAcquireReply(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, int64(1), exists(), "the given owner's possible hold is left to expire")
 	require.NoError(t, s.Do("DEL", "lost-reply").Error())
+}
+
+// A server that cannot run scripts for now (here a replica after a
+// failover: READONLY; a restart's LOADING is the same case) does not end a
+// wait or an unlock: the script did not run, so both back off and try again
+// until the server takes writes.
+func TestWaitsOutUnavailableServer(t *testing.T) {
+	s, other := redistest.Start(t), redistest.Start(t)
+	c, err := reentrant.New(s.Client(), reentrant.Options{})
+	require.NoError(t, err)
+	defer c.Close()
+	l := c.Lock("demoted")
+	held, err := l.Lock(bg())
+	require.NoError(t, err)
+
+	host, port, _ := net.SplitHostPort(other.Addr)
+	require.NoError(t, s.Do("REPLICAOF", host, port).Error())
+	// The replica refuses writes; the hold went with its old data.
+	_, ok, err := c.Lock("demoted-2").TryLock(bg())
+	require.Error(t, err, "TryLock does not wait: it reports READONLY")
+	assert.False(t, ok)
+
+	waited, unlocked := make(chan error, 1), make(chan error, 1)
+	go func() {
+		h, err := c.Lock("demoted-2").Lock(bg())
+		if err == nil {
+			err = c.Lock("demoted-2").Unlock(h)
+		}
+		waited <- err
+	}()
+	go func() { unlocked <- l.Unlock(held) }()
+	select {
+	case err := <-waited:
+		t.Fatalf("Lock returned while the server refused writes: %v", err)
+	case err := <-unlocked:
+		t.Fatalf("Unlock returned while the server refused writes: %v", err)
+	case <-time.After(300 * time.Millisecond): // both wait; nothing to observe but silence
+	}
+	require.NoError(t, s.Do("REPLICAOF", "NO", "ONE").Error())
+	for _, ch := range []chan error{waited, unlocked} {
+		select {
+		case err := <-ch:
+			if ch == waited {
+				require.NoError(t, err, "the wait went on and took the lock")
+			} else if err != nil {
+				// Whether the hold survived depends on whether the replica
+				// had synced (and dropped its data) before its promotion.
+				assert.ErrorIs(t, err, reentrant.ErrLockLost)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("a call did not end once the server took writes")
+		}
+	}
+	n, err := s.Do("EXISTS", "demoted").AsInt64()
+	require.NoError(t, err)
+	assert.Zero(t, n, "released")
 }

@@ -98,6 +98,24 @@ func IsReply(err error) bool {
 	return errors.As(err, &re) && !re.IsNil()
 }
 
+// IsUnavailable reports whether err is a reply saying the server cannot run
+// scripts for now: it is loading its data (LOADING), it is a replica after a
+// failover (READONLY), its master is down (MASTERDOWN), the cluster is down
+// or moving a slot (CLUSTERDOWN, TRYAGAIN), or another script is running
+// too long (BUSY). The script did not run, and a later attempt may.
+func IsUnavailable(err error) bool {
+	var re *rueidis.RedisError
+	if !errors.As(err, &re) || re.IsNil() {
+		return false
+	}
+	for _, p := range []string{"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY "} {
+		if strings.HasPrefix(re.Error(), p) {
+			return true
+		}
+	}
+	return false
+}
+
 // NotSent reports whether err says the command never left the client: the
 // connection could not be dialled. Such a script did not run.
 func NotSent(err error) bool {

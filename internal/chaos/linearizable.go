@@ -14,7 +14,10 @@ type mutexState struct {
 	orphan bool
 }
 
-var free = mutexState{holder: -1}
+var (
+	free   = mutexState{holder: -1}
+	orphan = mutexState{holder: -2, orphan: true}
+)
 
 // mutexModel is oracle C's model: a lock that one worker holds at a time.
 // Workers do not re-enter in the suite, so a count is not needed.
@@ -29,8 +32,10 @@ var mutexModel = porcupine.NondeterministicModel{
 				return []any{mutexState{holder: in.Acq}}
 			}
 		case "acquire/unknown":
+			// Whose orphan it is does not matter (nothing will release
+			// it), so all orphans are one state and the search stays small.
 			if takeable {
-				return []any{s, mutexState{holder: in.Acq, orphan: true}}
+				return []any{s, orphan}
 			}
 			return []any{s}
 		case "release/ok":

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/relock-go/relock/reentrant"
+	"github.com/relock-go/relock/scripts"
 )
 
 // interval is one acquisition as its process saw it: from Lock's return to
@@ -118,7 +119,11 @@ func runWorker(spec string) {
 		ret := mono()
 		if err != nil {
 			sum.Errors[kind(err)]++
-			emit(record{Op: &op{Worker: id, Acq: q, Kind: "acquire", Call: call, Ret: math.MaxInt64, Out: "unknown"}})
+			// An error reply means the script did not run: nothing to
+			// check. Anything else leaves the outcome open.
+			if !scripts.IsReply(err) {
+				emit(record{Op: &op{Worker: id, Acq: q, Kind: "acquire", Call: call, Ret: math.MaxInt64, Out: "unknown"}})
+			}
 			cancel()
 			continue
 		}

@@ -120,6 +120,17 @@ func (c *Cluster) Nodes() []Node {
 	return nil
 }
 
+// Masters returns the nodes that serve slots.
+func (c *Cluster) Masters() []Node {
+	var masters []Node
+	for _, n := range c.Nodes() {
+		if n.Master {
+			masters = append(masters, n)
+		}
+	}
+	return masters
+}
+
 // Owner returns the master that serves slot, as the first node that
 // answers sees it; ok is false while none does.
 func (c *Cluster) Owner(slot int) (master Node, ok bool) {

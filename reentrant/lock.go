@@ -73,6 +73,14 @@ func (l *Lock) Name() string { return l.name }
 // If ctx ends first, Lock returns promptly with ctx's error wrapped. The wait
 // options (NoWait, WaitAtMost, RetryCount) make it give up with
 // ErrNotAcquired instead.
+//
+// A waiting Lock rides out a failover or restart: a server that cannot run
+// scripts for now (LOADING, READONLY, ...) is tried again after a backoff,
+// and an attempt lost with its connection is undone (its hold, if it took
+// one, released) before the wait goes on. Only an owner Lock made itself
+// can be undone: with an owner from WithOwner, a lost attempt's error is
+// returned, and a hold it may have taken expires after its TTL. Other
+// errors from Redis (WRONGTYPE, a bad ACL) are returned at once.
 func (l *Lock) Lock(ctx context.Context, opts ...Option) (context.Context, error) {
 	held, _, err := l.acquire(ctx, newAcquireConfig(-1, opts))
 	return held, err

@@ -120,31 +120,13 @@ func TestCluster(t *testing.T) {
 		clients := []*reentrant.Client{client(t, reentrant.Options{}), client(t, reentrant.Options{}), client(t, reentrant.Options{})}
 		for _, m := range cl.Masters() {
 			name := nameOn(t, m, "contended-")
-			var inside atomic.Bool
-			var overlaps, done atomic.Int64
-			var wg sync.WaitGroup
+			var locks []*reentrant.Lock
 			for g := 0; g < 6; g++ {
-				wg.Add(1)
-				go func(l *reentrant.Lock) {
-					defer wg.Done()
-					for i := 0; i < 30; i++ {
-						held, err := l.Lock(bg())
-						if !assert.NoError(t, err) {
-							return
-						}
-						if !inside.CompareAndSwap(false, true) {
-							overlaps.Add(1)
-						}
-						time.Sleep(100 * time.Microsecond)
-						inside.Store(false)
-						assert.NoError(t, l.Unlock(held))
-						done.Add(1)
-					}
-				}(clients[g%3].Lock(name))
+				locks = append(locks, clients[g%3].Lock(name))
 			}
-			wg.Wait()
-			assert.Zero(t, overlaps.Load(), "on %s", m.Addr)
-			assert.Equal(t, int64(180), done.Load())
+			overlaps, entries := contend(t, locks, 30)
+			assert.Zero(t, overlaps, "on %s", m.Addr)
+			assert.Equal(t, int64(180), entries)
 		}
 	})
 

@@ -4,11 +4,14 @@ import (
 	"context"
 	"os"
 	"regexp"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
 	"go.uber.org/goleak"
 
 	"github.com/relock-go/relock/internal/redistest"
@@ -134,3 +137,34 @@ var ownerField = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-
 
 // bg is the context of steps that must not be cut short.
 func bg() context.Context { return context.Background() }
+
+// contend runs one goroutine per lock handle (handles on one lock, from any
+// clients), each taking it rounds times and holding it 100µs. Each sets an
+// in-section flag on entry; finding it set means two holders at once. It
+// returns the overlaps seen and the acquisitions made.
+func contend(t *testing.T, locks []*reentrant.Lock, rounds int) (overlaps, entries int64) {
+	var inside atomic.Bool
+	var o, n atomic.Int64
+	var wg sync.WaitGroup
+	for _, l := range locks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := 0; r < rounds; r++ {
+				held, err := l.Lock(bg())
+				if !assert.NoError(t, err) {
+					return
+				}
+				if !inside.CompareAndSwap(false, true) {
+					o.Add(1)
+				}
+				n.Add(1)
+				time.Sleep(100 * time.Microsecond)
+				inside.Store(false)
+				assert.NoError(t, l.Unlock(held))
+			}
+		}()
+	}
+	wg.Wait()
+	return o.Load(), n.Load()
+}

@@ -186,29 +186,12 @@ func TestSpinLock(t *testing.T) {
 		require.NoError(t, e.do(t, "PUBLISH", "redisson_lock__channel:{spin}", "marker").Error())
 		assert.Equal(t, "marker", receive(t, msgs), "the release published nothing before the marker")
 
-		var inside atomic.Bool
-		var overlaps atomic.Int64
-		var wg sync.WaitGroup
+		var locks []*reentrant.Lock
 		for w := 0; w < 6; w++ {
-			wg.Add(1)
-			go func(mu *reentrant.Lock) {
-				defer wg.Done()
-				for r := 0; r < 10; r++ {
-					held, err := mu.Lock(bg())
-					if !assert.NoError(t, err) {
-						return
-					}
-					if !inside.CompareAndSwap(false, true) {
-						overlaps.Add(1)
-					}
-					time.Sleep(100 * time.Microsecond)
-					inside.Store(false)
-					assert.NoError(t, mu.Unlock(held))
-				}
-			}(e.client(t).SpinLock("spin", reentrant.Backoff{Min: time.Millisecond, Max: 8 * time.Millisecond}))
+			locks = append(locks, e.client(t).SpinLock("spin", reentrant.Backoff{Min: time.Millisecond, Max: 8 * time.Millisecond}))
 		}
-		wg.Wait()
-		assert.Zero(t, overlaps.Load())
+		overlaps, _ := contend(t, locks, 10)
+		assert.Zero(t, overlaps)
 	})
 }
 

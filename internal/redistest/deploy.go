@@ -97,7 +97,6 @@ func Eventually(t testing.TB, limit time.Duration, what string, cond func() bool
 type Sentinels struct {
 	Addrs  []string
 	Master string // the name sentinels know the master by
-	procs  []*exec.Cmd
 }
 
 // StartSentinels runs n sentinels (quorum n/2+1) watching master, with a
@@ -167,7 +166,6 @@ sentinel parallel-syncs %s 2
 		}
 	}
 	s.Addrs = append(s.Addrs, addr)
-	s.procs = append(s.procs, cmd)
 	return nil
 }
 

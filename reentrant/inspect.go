@@ -79,13 +79,18 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	l.c.loseHolds(func(k holdKey) bool { return k.name == l.name }, ErrLockLost)
-	// A fair lock's waiters listen on their own channels; they notice by
-	// re-polling.
-	channel, message := scripts.LockChannel(l.name), scripts.UnlockMessage
-	if l.kind == readLock || l.kind == writeLock {
-		channel, message = scripts.RWChannel(l.name), scripts.WakeAllMessage
+	var deleted bool
+	var err error
+	switch l.kind {
+	case fairLock:
+		// Waiters listen on their own channels: the head of the queue is
+		// told.
+		deleted, err = scripts.FairForceUnlock(ctx, l.c.rdb, l.name, l.c.publish)
+	case readLock, writeLock:
+		deleted, err = scripts.ForceUnlock(ctx, l.c.rdb, l.name, scripts.RWChannel(l.name), scripts.WakeAllMessage, l.c.publish)
+	default:
+		deleted, err = scripts.ForceUnlock(ctx, l.c.rdb, l.name, scripts.LockChannel(l.name), scripts.UnlockMessage, l.c.publish)
 	}
-	deleted, err := scripts.ForceUnlock(ctx, l.c.rdb, l.name, channel, message, l.c.publish)
 	if err != nil {
 		return false, redisError("force unlock", l.name, err)
 	}

@@ -131,15 +131,15 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Con
 			}
 			w.Leave()
 		}
-		if err != nil && l.kind == fairLock {
-			l.leaveQueue(ctx, owner)
+		if err != nil && l.kind == fairLock && cfg.wait != 0 {
+			l.leaveQueue(ctx, owner, l.fairTurn(cfg))
 		}
 	}()
 	unavailable := 20 * time.Millisecond // backoff while Redis cannot run scripts
 	for attempt := 0; ; attempt++ {
 		ttl := l.c.acquireTTL(key, cfg.lease)
 		sent := time.Now()
-		acquired, pttl, token, err := l.attempt(ctx, owner, ttl, cfg.timeout)
+		acquired, pttl, token, err := l.attempt(ctx, owner, ttl, cfg)
 		if err != nil {
 			// The outcome is unknown unless Redis replied with an error. A
 			// hold that may exist is not recorded, so nothing renews it: it
@@ -205,6 +205,13 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Con
 		case l.spin != nil:
 			spin = l.spin.next(spin)
 			wait = spin
+		case l.kind == fairLock && pttl == 0:
+			// Queued, and the lock is free (or expiring now) but the
+			// turn is another waiter's. Redisson's Java waiters retry at
+			// once on this reply; relock backs off from 1ms up to the
+			// re-poll interval instead: its own turn comes with a message.
+			spin = fairIdle(spin, l.c.opts.RepollInterval)
+			wait, pttl = spin, -1
 		}
 		if cfg.retryDelay == 0 && pttl >= 0 && pttl < wait {
 			wait = pttl
@@ -273,23 +280,33 @@ func (l *Lock) sleep(ctx context.Context, giveUp <-chan time.Time, wake <-chan s
 	}
 }
 
+// fairTurn is the turn a fair lock's waiter is given in the queue,
+// Redisson's threadWaitTime: the wait limit when the call has one, as with
+// Redisson's tryLock(waitTime, ...), else Options.FairWaitTimeout.
+func (l *Lock) fairTurn(cfg acquireConfig) time.Duration {
+	if cfg.wait > 0 {
+		return cfg.wait
+	}
+	return l.c.opts.FairWaitTimeout
+}
+
 // leaveQueue takes owner out of a fair lock's queue after a wait that ended
-// without the lock, so that those behind it need not wait for its deadline.
-// It runs even when ctx is cancelled; if it fails, the deadline still drops
-// the owner from the queue.
-func (l *Lock) leaveQueue(ctx context.Context, owner Owner) {
+// without the lock, as Redisson's acquireFailed does, so that those behind
+// it need not wait for its deadline. It runs even when ctx is cancelled; if
+// it fails, the deadline still drops the owner from the queue.
+func (l *Lock) leaveQueue(ctx context.Context, owner Owner, turn time.Duration) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWindow)
 	defer cancel()
-	if err := scripts.FairLeave(ctx, l.c.rdb, l.name, owner.id, l.c.publish); err != nil {
+	if err := scripts.FairLeave(ctx, l.c.rdb, l.name, owner.id, turn, l.c.publish); err != nil {
 		l.c.opts.Logger.Debug("relock: leaving a fair lock's queue", "lock", l.name, "error", err)
 	}
 }
 
 // attempt runs the lock's acquire script once.
-func (l *Lock) attempt(ctx context.Context, owner Owner, ttl, timeout time.Duration) (acquired bool, pttl time.Duration, token int64, err error) {
-	if timeout > 0 {
+func (l *Lock) attempt(ctx context.Context, owner Owner, ttl time.Duration, cfg acquireConfig) (acquired bool, pttl time.Duration, token int64, err error) {
+	if cfg.timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
+		ctx, cancel = context.WithTimeout(ctx, cfg.timeout)
 		defer cancel()
 	}
 	rdb := *l.c.scripted.Load()
@@ -301,7 +318,9 @@ func (l *Lock) attempt(ctx context.Context, owner Owner, ttl, timeout time.Durat
 	case writeLock:
 		acquired, pttl, err = scripts.WriteAcquire(ctx, rdb, l.name, owner.id, ttl)
 	case fairLock:
-		acquired, pttl, err = scripts.FairAcquire(ctx, rdb, l.name, owner.id, ttl, l.c.opts.FairWaitTimeout)
+		// A call that would not wait tries once and leaves no queue
+		// entry behind, as Redisson's tryLock() does.
+		acquired, pttl, err = scripts.FairAcquire(ctx, rdb, l.name, owner.id, ttl, l.fairTurn(cfg), cfg.wait != 0)
 	default:
 		acquired, pttl, err = scripts.Acquire(ctx, rdb, l.name, owner.id, ttl)
 	}
@@ -337,14 +356,6 @@ func (l *Lock) unsynced(ctx context.Context, owner Owner, ttl time.Duration, syn
 // release for the unlock latch: the same id across retries of one release.
 func (l *Lock) release(ctx context.Context, owner Owner, restore time.Duration, requestID string) (scripts.Released, error) {
 	rdb := *l.c.scripted.Load()
-	switch l.kind {
-	case readLock:
-		return scripts.ReadRelease(ctx, rdb, l.name, owner.id, l.c.publish)
-	case writeLock:
-		return scripts.WriteRelease(ctx, rdb, l.name, owner.id, restore, l.c.publish)
-	case fairLock:
-		return scripts.FairRelease(ctx, rdb, l.name, owner.id, restore, l.c.publish)
-	}
 	rel := scripts.Release{
 		Key:       l.name,
 		Owner:     owner.id,
@@ -352,6 +363,14 @@ func (l *Lock) release(ctx context.Context, owner Owner, restore time.Duration, 
 		Lease:     restore,
 		LatchTTL:  releaseWindow,
 		Publish:   l.publish(),
+	}
+	switch l.kind {
+	case readLock:
+		return scripts.ReadRelease(ctx, rdb, rel)
+	case writeLock:
+		return scripts.WriteRelease(ctx, rdb, rel)
+	case fairLock:
+		return scripts.FairRelease(ctx, rdb, rel)
 	}
 	return rel.Run(ctx, rdb)
 }
@@ -458,10 +477,6 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) error {
 			// safe for every kind of lock.
 		case scripts.IsReply(err) || l.c.checkOpen() != nil:
 			return redisError("unlock", l.name, err)
-		case l.kind == readLock || l.kind == writeLock || l.kind == fairLock:
-			// Redisson's read-write and fair releases have no unlock latch:
-			// a retry could release twice. The hold expires with its lease.
-			return redisError("unlock", l.name, err)
 		}
 		if giveUp.IsZero() {
 			giveUp = time.Now().Add(window)
@@ -475,4 +490,10 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) error {
 		case <-time.After(backoff):
 		}
 	}
+}
+
+// fairIdle is the next wait of a fair waiter whose turn has not come while
+// the lock is free: double prev, from 1ms up to repoll.
+func fairIdle(prev, repoll time.Duration) time.Duration {
+	return min(max(2*prev, time.Millisecond), repoll)
 }

@@ -41,10 +41,14 @@ type Options struct {
 	// Default 1s.
 	RepollInterval time.Duration
 
-	// FairWaitTimeout is how long a fair lock's waiter keeps its place in
-	// the queue without trying again; past it, it is taken for dead and
-	// skipped. Live waiters try at least every RepollInterval. Default 300s
-	// (Redisson's threadWaitTime).
+	// FairWaitTimeout is Redisson's fairLockWaitTimeout (threadWaitTime):
+	// the turn each fair-lock waiter is given in the queue. A waiter's
+	// deadline is the one ahead of it plus this; each grant moves every
+	// deadline this much earlier; a waiter still at the head past its
+	// deadline is taken for dead and skipped. A call with WaitAtMost uses
+	// its wait instead, as Redisson's tryLock(waitTime) does. It must match
+	// the Java services sharing fair locks. Default 300s, Redisson's
+	// default; at least RepollInterval.
 	FairWaitTimeout time.Duration
 
 	// ReplicaSync asks replicas to confirm each lock's writes, as

@@ -8,18 +8,28 @@ import (
 	"github.com/redis/rueidis"
 )
 
+// fairLib holds the functions every fair-lock script shares; it is
+// prepended to each script's body.
+//
+//go:embed fairlib.lua
+var fairLib string
+
 var (
 	//go:embed fairacquire.lua
 	fairAcquireLua    string
-	fairAcquireScript = newScript(fairAcquireLua)
+	fairAcquireScript = newScript(fairLib + fairAcquireLua)
 
 	//go:embed fairrelease.lua
 	fairReleaseLua    string
-	fairReleaseScript = newScript(fairReleaseLua)
+	fairReleaseScript = newScript(fairLib + fairReleaseLua)
 
 	//go:embed fairleave.lua
 	fairLeaveLua    string
-	fairLeaveScript = newScript(fairLeaveLua)
+	fairLeaveScript = newScript(fairLib + fairLeaveLua)
+
+	//go:embed fairforceunlock.lua
+	fairForceUnlockLua    string
+	fairForceUnlockScript = newScript(fairLib + fairForceUnlockLua)
 )
 
 // FairQueue returns the key of lock name's waiter queue:
@@ -38,19 +48,39 @@ func fairKeys(name string) []string {
 	return []string{name, FairQueue(name), FairTimeouts(name), LockChannel(name)}
 }
 
-// FairAcquire runs fairacquire.lua. When not granted, ttl bounds the wait
-// before the next attempt.
-func FairAcquire(ctx context.Context, c rueidis.Client, key, owner string, lease, waitTimeout time.Duration) (bool, time.Duration, error) {
-	return acquireReply(fairAcquireScript.exec(ctx, c, fairKeys(key)[:3], []string{millis(lease), owner, millis(waitTimeout)}))
+// FairAcquire runs fairacquire.lua. wait is the turn owner is given in the
+// queue (Redisson's threadWaitTime). With join, an owner that cannot take
+// the lock joins the queue (or stays in it) and ttl bounds the wait before
+// the next attempt: the lock's PTTL, or how long the turns ahead may last;
+// 0 means another waiter's turn. Without join it only tries once and
+// changes nothing when the lock is not free for it.
+func FairAcquire(ctx context.Context, c rueidis.Client, key, owner string, lease, wait time.Duration, join bool) (acquired bool, ttl time.Duration, err error) {
+	mode := "0"
+	if join {
+		mode = "1"
+	}
+	return acquireReply(fairAcquireScript.exec(ctx, c, fairKeys(key)[:3], []string{millis(lease), owner, millis(wait), mode}))
 }
 
-// FairRelease runs fairrelease.lua.
-func FairRelease(ctx context.Context, c rueidis.Client, key, owner string, lease time.Duration, pub Publish) (Released, error) {
-	return releaseReply(fairReleaseScript.exec(ctx, c, fairKeys(key), []string{UnlockMessage, millis(lease), owner, string(pub)}))
+// FairRelease runs fairrelease.lua for r.
+func FairRelease(ctx context.Context, c rueidis.Client, r Release) (Released, error) {
+	keys := append(fairKeys(r.Key), UnlockLatch(r.Key, r.RequestID))
+	args := []string{UnlockMessage, millis(r.Lease), r.Owner, string(r.Publish), millis(r.LatchTTL)}
+	return releaseReply(fairReleaseScript.exec(ctx, c, keys, args))
 }
 
-// FairLeave runs fairleave.lua: owner stops waiting for key.
-func FairLeave(ctx context.Context, c rueidis.Client, key, owner string, pub Publish) error {
-	r, _ := fairLeaveScript.exec(ctx, c, fairKeys(key), []string{UnlockMessage, owner, string(pub)})
+// FairLeave runs fairleave.lua: owner, which joined key's queue with turn
+// wait, stops waiting.
+func FairLeave(ctx context.Context, c rueidis.Client, key, owner string, wait time.Duration, pub Publish) error {
+	r, _ := fairLeaveScript.exec(ctx, c, fairKeys(key), []string{UnlockMessage, owner, string(pub), millis(wait)})
 	return r.Error()
+}
+
+// FairForceUnlock runs fairforceunlock.lua: it deletes fair lock key
+// whoever holds it and tells the head of its queue. It reports whether
+// there was a lock.
+func FairForceUnlock(ctx context.Context, c rueidis.Client, key string, pub Publish) (bool, error) {
+	r, _ := fairForceUnlockScript.exec(ctx, c, fairKeys(key), []string{UnlockMessage, string(pub)})
+	n, err := r.AsInt64()
+	return n == 1, err
 }

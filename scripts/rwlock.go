@@ -75,20 +75,22 @@ func acquireReply(r rueidis.RedisResult, syncErr error) (bool, time.Duration, er
 	return false, time.Duration(ms) * time.Millisecond, nil
 }
 
-// ReadRelease runs readrelease.lua for owner's newest read hold.
-func ReadRelease(ctx context.Context, c rueidis.Client, key, owner string, pub Publish) (Released, error) {
-	keys := []string{key, RWChannel(key), readTimeoutPrefix(key, owner), keyPrefix(key)}
-	return releaseReply(readReleaseScript.exec(ctx, c, keys, []string{UnlockMessage, owner, string(pub)}))
+// ReadRelease runs readrelease.lua for r.Owner's newest read hold.
+// r.Lease is not used: the remaining read holds decide the TTL.
+func ReadRelease(ctx context.Context, c rueidis.Client, r Release) (Released, error) {
+	keys := []string{r.Key, RWChannel(r.Key), readTimeoutPrefix(r.Key, r.Owner), keyPrefix(r.Key), UnlockLatch(r.Key, r.RequestID)}
+	return releaseReply(readReleaseScript.exec(ctx, c, keys, []string{UnlockMessage, r.Owner, string(r.Publish), millis(r.LatchTTL)}))
 }
 
 // WakeAllMessage is published when a writer leaves: every waiter, reader or
 // writer, tries again.
 const WakeAllMessage = "1"
 
-// WriteRelease runs writerelease.lua for owner's newest write hold.
-func WriteRelease(ctx context.Context, c rueidis.Client, key, owner string, lease time.Duration, pub Publish) (Released, error) {
-	keys := []string{key, RWChannel(key)}
-	return releaseReply(writeReleaseScript.exec(ctx, c, keys, []string{WakeAllMessage, millis(lease), WriteField(owner), string(pub)}))
+// WriteRelease runs writerelease.lua for r.Owner's newest write hold.
+func WriteRelease(ctx context.Context, c rueidis.Client, r Release) (Released, error) {
+	keys := []string{r.Key, RWChannel(r.Key), UnlockLatch(r.Key, r.RequestID)}
+	args := []string{WakeAllMessage, millis(r.Lease), WriteField(r.Owner), string(r.Publish), millis(r.LatchTTL)}
+	return releaseReply(writeReleaseScript.exec(ctx, c, keys, args))
 }
 
 // releaseReply reads a release script's reply. A release that replicas did

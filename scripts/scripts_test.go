@@ -66,39 +66,77 @@ func each(t *testing.T, f func(t *testing.T, rdb rueidis.Client, do func(...stri
 }
 
 // A retried release with the same request id returns its first reply and
-// releases nothing more.
+// releases nothing more, for every kind of lock.
 func TestReleaseLatch(t *testing.T) {
-	each(t, func(t *testing.T, rdb rueidis.Client, do func(...string) rueidis.RedisResult) {
-		ctx := context.Background()
-		for i := 0; i < 2; i++ {
-			ok, _, err := scripts.Acquire(ctx, rdb, "l", "o:1", time.Minute)
-			require.NoError(t, err)
-			require.True(t, ok)
-		}
-		rel := scripts.Release{Key: "l", Owner: "o:1", RequestID: "r1", Lease: time.Minute, LatchTTL: time.Minute, Publish: scripts.PublishClassic}
-		for retry := 0; retry < 3; retry++ {
-			got, err := rel.Run(ctx, rdb)
-			require.NoError(t, err)
-			assert.Equal(t, scripts.StillHeld, got)
-		}
-		n, err := do("HGET", "l", "o:1").AsInt64()
-		require.NoError(t, err)
-		assert.Equal(t, int64(1), n, "three tries, one release")
-		rel.RequestID = "r2"
-		got, err := rel.Run(ctx, rdb)
-		require.NoError(t, err)
-		assert.Equal(t, scripts.Freed, got)
-		got, err = rel.Run(ctx, rdb)
-		require.NoError(t, err)
-		assert.Equal(t, scripts.Freed, got, "answered from the latch")
-		ttl, err := do("PTTL", scripts.UnlockLatch("l", "r2")).AsInt64()
-		require.NoError(t, err)
-		assert.Greater(t, ttl, int64(0), "the latch expires")
-		rel.RequestID = "r3"
-		got, err = rel.Run(ctx, rdb)
-		require.NoError(t, err)
-		assert.Equal(t, scripts.NotHeld, got)
-	})
+	ctx := context.Background()
+	type kind struct {
+		name    string
+		field   string
+		acquire func(rdb rueidis.Client) (bool, time.Duration, error)
+		release func(rdb rueidis.Client, r scripts.Release) (scripts.Released, error)
+	}
+	kinds := []kind{
+		{"lock", "o:1",
+			func(rdb rueidis.Client) (bool, time.Duration, error) {
+				return scripts.Acquire(ctx, rdb, "l", "o:1", time.Minute)
+			},
+			func(rdb rueidis.Client, r scripts.Release) (scripts.Released, error) { return r.Run(ctx, rdb) }},
+		{"read", "o:1",
+			func(rdb rueidis.Client) (bool, time.Duration, error) {
+				return scripts.ReadAcquire(ctx, rdb, "l", "o:1", time.Minute)
+			},
+			func(rdb rueidis.Client, r scripts.Release) (scripts.Released, error) {
+				return scripts.ReadRelease(ctx, rdb, r)
+			}},
+		{"write", "o:1:write",
+			func(rdb rueidis.Client) (bool, time.Duration, error) {
+				return scripts.WriteAcquire(ctx, rdb, "l", "o:1", time.Minute)
+			},
+			func(rdb rueidis.Client, r scripts.Release) (scripts.Released, error) {
+				return scripts.WriteRelease(ctx, rdb, r)
+			}},
+		{"fair", "o:1",
+			func(rdb rueidis.Client) (bool, time.Duration, error) {
+				return scripts.FairAcquire(ctx, rdb, "l", "o:1", time.Minute, time.Minute, true)
+			},
+			func(rdb rueidis.Client, r scripts.Release) (scripts.Released, error) {
+				return scripts.FairRelease(ctx, rdb, r)
+			}},
+	}
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			each(t, func(t *testing.T, rdb rueidis.Client, do func(...string) rueidis.RedisResult) {
+				for i := 0; i < 2; i++ {
+					ok, _, err := k.acquire(rdb)
+					require.NoError(t, err)
+					require.True(t, ok)
+				}
+				rel := scripts.Release{Key: "l", Owner: "o:1", RequestID: "r1", Lease: time.Minute, LatchTTL: time.Minute, Publish: scripts.PublishClassic}
+				for retry := 0; retry < 3; retry++ {
+					got, err := k.release(rdb, rel)
+					require.NoError(t, err)
+					assert.Equal(t, scripts.StillHeld, got)
+				}
+				n, err := do("HGET", "l", k.field).AsInt64()
+				require.NoError(t, err)
+				assert.Equal(t, int64(1), n, "three tries, one release")
+				rel.RequestID = "r2"
+				got, err := k.release(rdb, rel)
+				require.NoError(t, err)
+				assert.Equal(t, scripts.Freed, got)
+				got, err = k.release(rdb, rel)
+				require.NoError(t, err)
+				assert.Equal(t, scripts.Freed, got, "answered from the latch")
+				ttl, err := do("PTTL", scripts.UnlockLatch("l", "r2")).AsInt64()
+				require.NoError(t, err)
+				assert.Greater(t, ttl, int64(0), "the latch expires")
+				rel.RequestID = "r3"
+				got, err = k.release(rdb, rel)
+				require.NoError(t, err)
+				assert.Equal(t, scripts.NotHeld, got)
+			})
+		})
+	}
 }
 
 // Renewal extends only the named owner's existing hold, and reports the

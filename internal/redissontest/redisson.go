@@ -22,6 +22,8 @@ type Client struct {
 	rdb   rueidis.Client
 	id    string
 	Lease time.Duration // default 30s
+	// FairWait is Config.fairLockWaitTimeout; 0 means DefaultFairWait.
+	FairWait time.Duration
 }
 
 // New returns a client with a fresh UUID.
@@ -32,12 +34,16 @@ func New(rdb rueidis.Client) *Client {
 // Owner returns the hash field of thread tid.
 func (c *Client) Owner(tid int64) string { return c.id + ":" + strconv.FormatInt(tid, 10) }
 
-func channel(name string) string {
+// prefixed is Redisson's prefixName: prefix + ":" + name when name has a
+// "{", else prefix + ":{" + name + "}".
+func prefixed(prefix, name string) string {
 	if strings.Contains(name, "{") {
-		return "redisson_lock__channel:" + name
+		return prefix + ":" + name
 	}
-	return "redisson_lock__channel:{" + name + "}"
+	return prefix + ":{" + name + "}"
 }
+
+func channel(name string) string { return prefixed("redisson_lock__channel", name) }
 
 var errConflict = errors.New("redissontest: watched key changed")
 
@@ -93,33 +99,11 @@ func (c *Client) wait(ctx context.Context, ch string, try func() (time.Duration,
 	if err != nil || pttl == 0 {
 		return err
 	}
-	wake := make(chan struct{}, 1)
-	subscribed := make(chan struct{}, 1)
-	d, release := c.rdb.Dedicate()
-	defer release()
-	closed := d.SetPubSubHooks(rueidis.PubSubHooks{
-		OnMessage: func(rueidis.PubSubMessage) {
-			select {
-			case wake <- struct{}{}:
-			default:
-			}
-		},
-		OnSubscription: func(s rueidis.PubSubSubscription) {
-			if s.Kind == "subscribe" {
-				subscribed <- struct{}{}
-			}
-		},
-	})
-	if err := d.Do(ctx, d.B().Subscribe().Channel(ch).Build()).Error(); err != nil {
+	sub, err := c.subscribe(ctx, ch)
+	if err != nil {
 		return err
 	}
-	select {
-	case <-subscribed:
-	case err := <-closed:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	defer sub.close()
 	for {
 		pttl, err = try()
 		if err != nil || pttl == 0 {
@@ -128,13 +112,66 @@ func (c *Client) wait(ctx context.Context, ch string, try func() (time.Duration,
 		if pttl < 0 || pttl > time.Second {
 			pttl = time.Second
 		}
-		select {
-		case <-wake:
-		case <-time.After(pttl):
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := sub.acquire(ctx, pttl); err != nil {
+			return err
 		}
 	}
+}
+
+// subscription is a RedissonLockEntry: a subscribed channel whose messages
+// release permits of a latch (here at most one is kept).
+type subscription struct {
+	wake  chan struct{}
+	close func()
+}
+
+// subscribe subscribes to ch on a dedicated connection and returns once
+// the subscription is confirmed.
+func (c *Client) subscribe(ctx context.Context, ch string) (*subscription, error) {
+	s := &subscription{wake: make(chan struct{}, 1)}
+	subscribed := make(chan struct{}, 1)
+	d, release := c.rdb.Dedicate()
+	s.close = release
+	closed := d.SetPubSubHooks(rueidis.PubSubHooks{
+		OnMessage: func(rueidis.PubSubMessage) {
+			select {
+			case s.wake <- struct{}{}:
+			default:
+			}
+		},
+		OnSubscription: func(sub rueidis.PubSubSubscription) {
+			if sub.Kind == "subscribe" {
+				subscribed <- struct{}{}
+			}
+		},
+	})
+	if err := d.Do(ctx, d.B().Subscribe().Channel(ch).Build()).Error(); err != nil {
+		release()
+		return nil, err
+	}
+	select {
+	case <-subscribed:
+		return s, nil
+	case err := <-closed:
+		release()
+		return nil, err
+	case <-ctx.Done():
+		release()
+		return nil, ctx.Err()
+	}
+}
+
+// acquire is the latch's tryAcquire(d): it returns on a message or after d.
+func (s *subscription) acquire(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-s.wake:
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
 }
 
 // Unlock releases one hold of thread tid as Redisson does. It reports

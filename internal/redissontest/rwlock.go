@@ -33,9 +33,16 @@ func timeoutKey(name, owner string, k int64) string {
 // atomically runs body on a dedicated connection with name WATCHed, again
 // until its EXEC is not aborted by a concurrent change.
 func (c *Client) atomically(ctx context.Context, name string, body func(d rueidis.DedicatedClient) error) error {
+	return c.atomicallyAll(ctx, []string{name}, body)
+}
+
+// atomicallyAll is atomically with every key in keys WATCHed: body's reads
+// and its MULTI/EXEC act as one script would. A body that decides to write
+// nothing sends an empty MULTI/EXEC (or UNWATCH) itself.
+func (c *Client) atomicallyAll(ctx context.Context, keys []string, body func(d rueidis.DedicatedClient) error) error {
 	for {
 		err := c.rdb.Dedicated(func(d rueidis.DedicatedClient) error {
-			if err := d.Do(ctx, d.B().Watch().Key(name).Build()).Error(); err != nil {
+			if err := d.Do(ctx, d.B().Watch().Key(keys...).Build()).Error(); err != nil {
 				return err
 			}
 			return body(d)

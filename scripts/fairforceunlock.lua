@@ -1,0 +1,21 @@
+-- fairforceunlock.lua: release a fair lock whoever holds it, and tell the
+-- head of the queue, as Redisson 4.7's RedissonFairLock.forceUnlockAsync
+-- does. Needs fairlib.lua.
+--
+-- KEYS[1..4]  as in fairlib.lua
+-- ARGV[1]  the message published ("0")
+-- ARGV[2]  publish command: "publish" or "spublish"
+--
+-- Reply: 1 when a lock was deleted (and the head waiter told), 0 when there
+-- was none. A key of another type is not a lock: it fails with WRONGTYPE
+-- before anything changes.
+local kind = redis.call('type', KEYS[1])['ok']
+if kind ~= 'none' and kind ~= 'hash' then
+	return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
+end
+dropExpired(now())
+if redis.call('del', KEYS[1]) == 1 then
+	wakeHead(ARGV[2], ARGV[1])
+	return 1
+end
+return 0

@@ -50,22 +50,7 @@ func (c *loseReplies) Read(b []byte) (int, error) {
 // the orphan would block every caller until its TTL ended.
 func TestLostAcquireReply(t *testing.T) {
 	s := redistest.Start(t)
-	var armed atomic.Int32
-	rdb, err := rueidis.NewClient(rueidis.ClientOption{
-		InitAddress: []string{s.Addr}, DisableCache: true,
-		DialCtxFn: func(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
-			c, err := d.DialContext(ctx, "tcp", addr)
-			if err != nil {
-				return nil, err
-			}
-			return &loseReplies{Conn: c, armed: &armed}, nil
-		},
-	})
-	require.NoError(t, err)
-	defer rdb.Close()
-	c, err := reentrant.New(rdb, reentrant.Options{})
-	require.NoError(t, err)
-	defer c.Close()
+	c, armed := loseRepliesClient(t, s)
 	l := c.Lock("lost-reply")
 	exists := func() int64 {
 		n, err := s.Do("EXISTS", "lost-reply").AsInt64()
@@ -103,6 +88,53 @@ func TestLostAcquireReply(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, int64(1), exists(), "the given owner's possible hold is left to expire")
 	require.NoError(t, s.Do("DEL", "lost-reply").Error())
+}
+
+// A release whose reply is lost after it ran is sent again with the same
+// request id, and the unlock latch answers it: one hold is given back, not
+// two, for every kind of lock.
+func TestLostReleaseReply(t *testing.T) {
+	s := redistest.Start(t)
+	c, armed := loseRepliesClient(t, s)
+	rw := c.ReadWriteLock("rw")
+	for _, l := range []*reentrant.Lock{c.Lock("plain"), c.FairLock("fair"), rw.ReadLock(), rw.WriteLock()} {
+		outer, err := l.Lock(bg())
+		require.NoError(t, err)
+		inner, err := l.Lock(outer)
+		require.NoError(t, err)
+		armed.Store(1)
+		require.NoError(t, l.Unlock(inner), "%s: the retry is answered by the latch", l.Name())
+		assert.Zero(t, armed.Load(), "a reply was lost")
+		n, err := l.HoldCount(outer)
+		require.NoError(t, err)
+		assert.Equal(t, 1, n, "%s: one hold given back, not two", l.Name())
+		require.NoError(t, l.Unlock(outer))
+		locked, err := l.IsLocked(bg())
+		require.NoError(t, err)
+		assert.False(t, locked)
+	}
+}
+
+// loseRepliesClient returns a client on s whose connections lose the reply
+// of a script call while armed is above zero.
+func loseRepliesClient(t *testing.T, s *redistest.Server) (*reentrant.Client, *atomic.Int32) {
+	armed := new(atomic.Int32)
+	rdb, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress: []string{s.Addr}, DisableCache: true,
+		DialCtxFn: func(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
+			c, err := d.DialContext(ctx, "tcp", addr)
+			if err != nil {
+				return nil, err
+			}
+			return &loseReplies{Conn: c, armed: armed}, nil
+		},
+	})
+	require.NoError(t, err)
+	t.Cleanup(rdb.Close)
+	c, err := reentrant.New(rdb, reentrant.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c, armed
 }
 
 // A server that cannot run scripts for now (here a replica after a

@@ -42,6 +42,9 @@ type Client struct {
 	// hookBeforeSubscribe, set by tests, runs between a failed attempt and
 	// the subscription that follows it.
 	hookBeforeSubscribe func()
+	// hookWoken, set by tests, runs when a wake-up message ends a waiter's
+	// sleep, before its next attempt, with the waiter's ctx.
+	hookWoken func(ctx context.Context)
 
 	mu     sync.Mutex
 	closed bool

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"regexp"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -167,4 +168,47 @@ func contend(t *testing.T, locks []*reentrant.Lock, rounds int) (overlaps, entri
 	}
 	wg.Wait()
 	return o.Load(), n.Load()
+}
+
+// handoffs records when each of a test's waiters took a lock, to bound the
+// gaps between turns: a wake-up that goes missing shows as a gap as long as
+// the fallback (a TTL, a re-poll) instead of a round trip.
+type handoffs struct {
+	mu    sync.Mutex
+	times []time.Time
+}
+
+func (h *handoffs) took() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.times = append(h.times, time.Now())
+}
+
+// longest returns the longest gap between from and the first turn, or
+// between two turns in a row.
+func (h *handoffs) longest(from time.Time) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	slices.SortFunc(h.times, time.Time.Compare)
+	var gap time.Duration
+	for _, at := range h.times {
+		gap = max(gap, at.Sub(from))
+		from = at
+	}
+	return gap
+}
+
+// waitAll waits for wg up to limit. Past it, it cancels the waiters' ctx so
+// that none outlives the test, and fails.
+func waitAll(t *testing.T, wg *sync.WaitGroup, limit time.Duration, cancel context.CancelFunc) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(limit):
+		cancel()
+		<-done
+		t.Fatalf("waiters not through within %v", limit)
+	}
 }

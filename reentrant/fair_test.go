@@ -39,15 +39,19 @@ func TestFairOrder(t *testing.T) {
 	var mu sync.Mutex
 	var order []int
 	var wg sync.WaitGroup
+	var turns handoffs
+	wctx, cancel := context.WithCancel(bg())
+	defer cancel()
 	for i := 0; i < n; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			l := clients[i%2].FairLock("fair")
-			ctx, err := l.Lock(bg())
+			ctx, err := l.Lock(wctx)
 			if !assert.NoError(t, err) {
 				return
 			}
+			turns.took()
 			mu.Lock()
 			order = append(order, i)
 			mu.Unlock()
@@ -55,8 +59,12 @@ func TestFairOrder(t *testing.T) {
 		}()
 		eventually(t, "waiter "+strconv.Itoa(i)+" to queue", func() bool { return e.int(t, "LLEN", fairQueue) == int64(i+1) })
 	}
+	released := time.Now()
 	require.NoError(t, clients[0].FairLock("fair").Unlock(held))
-	wg.Wait()
+	waitAll(t, &wg, time.Minute, cancel)
+	// A missed wake-up would leave a gap of a TTL (30s) or a re-poll (a
+	// minute).
+	assert.Less(t, turns.longest(released), 3*time.Second)
 	want := make([]int, n)
 	for i := range want {
 		want[i] = i

@@ -223,6 +223,9 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Con
 		if woken, err = l.sleep(ctx, giveUp, wake, wait); err != nil {
 			return nil, 0, err
 		}
+		if hook := l.c.hookWoken; woken && hook != nil {
+			hook(ctx)
+		}
 	}
 }
 

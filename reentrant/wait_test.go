@@ -48,15 +48,19 @@ func Test1000Waiters(t *testing.T) {
 	var inside atomic.Bool
 	var overlaps, done atomic.Int64
 	var wg sync.WaitGroup
+	var turns handoffs
+	wctx, cancel := context.WithCancel(bg())
+	defer cancel()
 	for i := 0; i < waiters; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			mu := c.Lock("crowd")
-			ctx, err := mu.Lock(bg())
+			ctx, err := mu.Lock(wctx)
 			if !assert.NoError(t, err) {
 				return
 			}
+			turns.took()
 			if !inside.CompareAndSwap(false, true) {
 				overlaps.Add(1)
 			}
@@ -69,8 +73,14 @@ func Test1000Waiters(t *testing.T) {
 	clients, err := e.do(t, "CLIENT", "LIST", "TYPE", "pubsub").ToString()
 	require.NoError(t, err)
 	assert.Equal(t, 1, strings.Count(clients, "\n"), "one subscribed connection:\n%s", clients)
+	released := time.Now()
 	require.NoError(t, holder.Lock("crowd").Unlock(held))
-	wg.Wait()
+	waitAll(t, &wg, time.Minute, cancel)
+	// A missed wake-up would leave a gap of a TTL (30s) or a re-poll (a
+	// minute).
+	gap := turns.longest(released)
+	t.Logf("%d waiters through in %v; longest gap between turns %v", waiters, time.Since(released), gap)
+	assert.Less(t, gap, 3*time.Second)
 	assert.Equal(t, int64(waiters), done.Load())
 	assert.Zero(t, overlaps.Load())
 	eventually(t, "the channel to be dropped", func() bool { return e.numsub(t, channel) == 0 })
@@ -108,7 +118,9 @@ func TestSubscriberKilled(t *testing.T) {
 		require.NoError(t, holder.Lock("killed").Unlock(held))
 		wg.Wait()
 		t.Logf("3 waiters through in %v after the release", time.Since(start))
-		assert.Less(t, time.Since(start), 30*time.Second, "woken, not re-polled")
+		// Missed, the release would cost the holder's TTL (30s) or the
+		// re-poll (a minute).
+		assert.Less(t, time.Since(start), 3*time.Second, "woken, not re-polled")
 	}
 	t.Run("release after resubscribe", func(t *testing.T) { run(t, true) })
 	t.Run("release while disconnected", func(t *testing.T) { run(t, false) })

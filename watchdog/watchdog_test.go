@@ -268,3 +268,76 @@ func TestRenewalInFlightWhenRenewalStops(t *testing.T) {
 		assert.Equal(t, watchdog.Deadline(sent, timeout), at, "the late renewal's 30s TTL bounds it")
 	})
 }
+
+// A failed round is retried soon, with backoff, not a period later: a hold
+// whose renewals fail from T/3 until 0.78T, then work again, survives. A
+// watchdog that waited a full period after a failure would send its next
+// round at 2T/3, fail, then 3T/3: past the local deadline, 0.9T.
+func TestQuickRetryAfterFailedRound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		down := func() bool {
+			since := time.Since(start)
+			return since >= timeout/3 && since < timeout*78/100
+		}
+		var mu sync.Mutex
+		var sent []time.Duration
+		renew := func(ctx context.Context, ttl time.Duration, batches [][]*watchdog.Lease) ([][]bool, []error) {
+			mu.Lock()
+			sent = append(sent, time.Since(start))
+			mu.Unlock()
+			if down() {
+				return [][]bool{{false}}, []error{errors.New("connection refused")}
+			}
+			return [][]bool{{true}}, []error{nil}
+		}
+		w := watchdog.New(watchdog.Config{Timeout: timeout, Renew: renew})
+		defer w.Close()
+		losses := newLossLog()
+		w.Add("k", "o", 0, true, watchdog.Deadline(start, timeout), losses.onLost("k"))
+		time.Sleep(2 * timeout)
+		synctest.Wait()
+		_, why, lost := losses.get("k")
+		assert.False(t, lost, "lost: %v", why)
+		assert.Equal(t, 1, w.Len())
+		mu.Lock()
+		defer mu.Unlock()
+		t.Logf("rounds sent at %v", sent)
+	})
+}
+
+// The local deadline counts from when a renewal was sent, not from when its
+// reply came: the server may have set the TTL at any moment in between. A
+// renewal sent at T/3 whose reply takes 5s, then an outage, loses the hold
+// at T/3 + 0.9T; counting from the reply would believe in it 5s longer,
+// after the key could have expired.
+func TestDeadlineCountsFromSend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		const late = 5 * time.Second
+		var mu sync.Mutex
+		calls := 0
+		renew := func(ctx context.Context, ttl time.Duration, batches [][]*watchdog.Lease) ([][]bool, []error) {
+			mu.Lock()
+			calls++
+			first := calls == 1
+			mu.Unlock()
+			if first {
+				time.Sleep(late)
+				return [][]bool{{true}}, []error{nil}
+			}
+			return [][]bool{{false}}, []error{errors.New("connection refused")}
+		}
+		w := watchdog.New(watchdog.Config{Timeout: timeout, Renew: renew})
+		defer w.Close()
+		losses := newLossLog()
+		w.Add("k", "o", 0, true, watchdog.Deadline(start, timeout), losses.onLost("k"))
+		time.Sleep(2 * timeout)
+		synctest.Wait()
+		at, why, lost := losses.get("k")
+		require.True(t, lost)
+		assert.ErrorIs(t, why, watchdog.ErrUnconfirmed)
+		sent := start.Add(timeout / 3)
+		assert.Equal(t, watchdog.Deadline(sent, timeout), at, "lost at the deadline counted from the send")
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"sync"
 	"syscall"
@@ -284,4 +285,23 @@ func (s *Server) Do(args ...string) rueidis.RedisResult {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return admin.Do(ctx, admin.B().Arbitrary(args...).Build())
+}
+
+var scriptStat = regexp.MustCompile(`(?m)^cmdstat_(?:evalsha|eval):calls=(\d+)`)
+
+// ScriptCalls returns how many script calls (EVALSHA and EVAL) the server
+// has run since it started or since CONFIG RESETSTAT: a way to count a
+// client's attempts.
+func (s *Server) ScriptCalls() int64 {
+	s.t.Helper()
+	info, err := s.Do("INFO", "commandstats").ToString()
+	if err != nil {
+		s.t.Fatalf("redistest: INFO commandstats: %v", err)
+	}
+	var n int64
+	for _, m := range scriptStat.FindAllStringSubmatch(info, -1) {
+		c, _ := strconv.ParseInt(m[1], 10, 64)
+		n += c
+	}
+	return n
 }

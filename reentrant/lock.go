@@ -145,6 +145,9 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Con
 			// hold that may exist is not recorded, so nothing renews it: it
 			// expires after its TTL.
 			if ctx.Err() != nil {
+				if private && !scripts.IsReply(err) && !scripts.NotSent(err) {
+					l.undoCancelled(ctx, owner, ttl)
+				}
 				return nil, 0, waitError(ctx, l.name)
 			}
 			waiting := cfg.timeout == 0 && cfg.wait != 0 && (cfg.retries < 0 || attempt < cfg.retries)
@@ -293,15 +296,41 @@ func (l *Lock) fairTurn(cfg acquireConfig) time.Duration {
 	return l.c.opts.FairWaitTimeout
 }
 
+// undoCancelled releases the hold that an attempt cut short by ctx may
+// have taken: the script may have run after the call gave up on its reply,
+// and nothing would renew or release that hold, which would block everyone
+// until its TTL ended. The owner is the call's own, so a hold of it can only
+// be that attempt's. One try, detached from ctx; if it fails, the hold
+// expires with its TTL.
+func (l *Lock) undoCancelled(ctx context.Context, owner Owner, ttl time.Duration) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWindow)
+	defer cancel()
+	if _, err := l.release(ctx, owner, ttl, l.c.newRequestID()); err != nil {
+		l.c.opts.Logger.Debug("relock: undoing a cancelled attempt", "lock", l.name, "error", err)
+	}
+}
+
 // leaveQueue takes owner out of a fair lock's queue after a wait that ended
 // without the lock, as Redisson's acquireFailed does, so that those behind
-// it need not wait for its deadline. It runs even when ctx is cancelled; if
-// it fails, the deadline still drops the owner from the queue.
+// it need not wait for its deadline: a waiter left at the head of the queue
+// would hold up everyone for its whole turn. It runs even when ctx is
+// cancelled, and tries again while Redis gives no reply, for up to the
+// release window: leaving twice is the same as leaving once. If it still
+// fails, the owner's deadline drops it from the queue.
 func (l *Lock) leaveQueue(ctx context.Context, owner Owner, turn time.Duration) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWindow)
 	defer cancel()
-	if err := scripts.FairLeave(ctx, l.c.rdb, l.name, owner.id, turn, l.c.publish); err != nil {
-		l.c.opts.Logger.Debug("relock: leaving a fair lock's queue", "lock", l.name, "error", err)
+	for backoff := 10 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+		err := scripts.FairLeave(ctx, l.c.rdb, l.name, owner.id, turn, l.c.publish)
+		if err == nil || (scripts.IsReply(err) && !scripts.IsUnavailable(err)) || l.c.checkOpen() != nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			l.c.opts.Logger.Warn("relock: could not leave a fair lock's queue; the entry is dropped when its turn ends", "lock", l.name, "error", err)
+			return
+		case <-time.After(backoff):
+		}
 	}
 }
 

@@ -192,3 +192,62 @@ func TestWaitsOutUnavailableServer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, n, "released")
 }
+
+// slowReplies is a connection whose reads, while armed, wait before they
+// deliver: a reply arrives after its caller may have given up on it.
+type slowReplies struct {
+	net.Conn
+	delay *atomic.Int64 // nanoseconds; 0 when disarmed
+}
+
+func (c *slowReplies) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if d := c.delay.Load(); d > 0 && n > 0 {
+		time.Sleep(time.Duration(d))
+	}
+	return n, err
+}
+
+// A wait whose ctx ends while an attempt is in flight, after the script ran
+// and took the lock, leaves no hold behind: the attempt is undone, instead
+// of blocking every caller until its TTL (30s) ends.
+func TestCancelledAttemptLeavesNoHold(t *testing.T) {
+	s := redistest.Start(t)
+	delay := new(atomic.Int64)
+	rdb, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress: []string{s.Addr}, DisableCache: true,
+		DialCtxFn: func(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
+			c, err := d.DialContext(ctx, "tcp", addr)
+			if err != nil {
+				return nil, err
+			}
+			return &slowReplies{Conn: c, delay: delay}, nil
+		},
+	})
+	require.NoError(t, err)
+	defer rdb.Close()
+	c, err := reentrant.New(rdb, reentrant.Options{})
+	require.NoError(t, err)
+	defer c.Close()
+
+	for _, l := range []*reentrant.Lock{c.Lock("cut"), c.FairLock("cut-fair")} {
+		// Load the scripts first: a NOSCRIPT reply would mean nothing ran.
+		held, err := l.Lock(bg())
+		require.NoError(t, err)
+		require.NoError(t, l.Unlock(held))
+		delay.Store(int64(200 * time.Millisecond))
+		// Cancelled, not timed out: rueidis then gives up on the reply at
+		// once (with a deadline and no other call in flight, it would
+		// wait for it on the connection's own deadline).
+		ctx, cancel := context.WithCancel(bg())
+		time.AfterFunc(20*time.Millisecond, cancel)
+		_, err = l.Lock(ctx)
+		require.ErrorIs(t, err, context.Canceled)
+		delay.Store(0)
+		// The undo ran before Lock returned, on the same connection as the
+		// attempt, so after it.
+		n, err := s.Do("EXISTS", l.Name()).AsInt64()
+		require.NoError(t, err)
+		assert.Zero(t, n, "%s: the cut attempt's hold is still there", l.Name())
+	}
+}

@@ -3,6 +3,8 @@ package chaos
 import (
 	"bufio"
 	"cmp"
+	"context"
+	"log/slog"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -27,6 +29,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/reentrant"
 )
 
 func TestMain(m *testing.M) {
@@ -44,27 +47,67 @@ type fault struct {
 }
 
 type run struct {
-	t       *testing.T
-	rng     *rand.Rand
-	redis   *redistest.Server
-	proxy   *proxy // between the workers and redis
-	workers []*exec.Cmd
-	log     []event
-	paused  int // the worker the last pause-holder stopped
+	t        *testing.T
+	rng      *rand.Rand
+	workload string
+	redis    *redistest.Server
+	proxies  []*proxy // one between each worker and redis
+	workers  []*exec.Cmd
+	clients  sync.Map // client id -> worker
+	admin    *reentrant.Client
+	log      []event
+	target   int // the worker the last pause-holder or partition-holder hit
 }
 
 // event is a fault as it happened, on CLOCK_MONOTONIC.
 type event struct {
 	name       string
 	start, end int64
-	worker     int // the paused worker, for pause-holder; -1 otherwise
+	worker     int // the worker hit, for pause-holder and partition-holder; -1 otherwise
+}
+
+// eachProxy applies a network fault to every worker's link.
+func (r *run) eachProxy(f func(p *proxy)) {
+	for _, p := range r.proxies {
+		f(p)
+	}
+}
+
+// holder returns the worker whose client holds the lock now, or a random
+// one when that cannot be told.
+func (r *run) holder() int {
+	fields, err := r.redis.Do("HKEYS", lockName).AsStrSlice()
+	if err == nil {
+		for _, f := range fields {
+			if len(f) >= 36 {
+				if w, ok := r.clients.Load(f[:36]); ok {
+					return w.(int)
+				}
+			}
+		}
+	}
+	return r.rng.IntN(len(r.workers))
+}
+
+// forceUnlock releases the workload's lock as an operator would.
+func (r *run) forceUnlock() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	switch r.workload {
+	case "fair":
+		r.admin.FairLock(lockName).ForceUnlock(ctx)
+	case "rw":
+		r.admin.ReadWriteLock(lockName).WriteLock().ForceUnlock(ctx)
+	default:
+		r.admin.Lock(lockName).ForceUnlock(ctx)
+	}
 }
 
 var faults = []fault{
 	{name: "pause-holder", apply: func(r *run) {
 		// Longer than the TTL: the lock expires under the paused process.
-		r.paused = r.rng.IntN(len(r.workers))
-		p := r.workers[r.paused].Process
+		r.target = r.holder()
+		p := r.workers[r.target].Process
 		p.Signal(syscall.SIGSTOP)
 		time.Sleep(timeout + time.Duration(r.rng.IntN(400))*time.Millisecond)
 		p.Signal(syscall.SIGCONT)
@@ -83,48 +126,83 @@ var faults = []fault{
 	{name: "client-kill", apply: func(r *run) { r.redis.Do("CLIENT", "KILL", "TYPE", "normal") }},
 	{name: "client-kill-pubsub", apply: func(r *run) { r.redis.Do("CLIENT", "KILL", "TYPE", "pubsub") }},
 	{name: "delete-key", apply: func(r *run) { r.redis.Do("DEL", lockName) }},
+	{name: "force-unlock", apply: func(r *run) { r.forceUnlock() }},
 	{name: "client-pause", apply: func(r *run) {
 		ms := 50 + r.rng.IntN(300)
 		r.redis.Do("CLIENT", "PAUSE", strconv.Itoa(ms))
 		time.Sleep(time.Duration(ms) * time.Millisecond)
 	}},
 	{name: "latency", apply: func(r *run) {
-		r.proxy.setLatency(time.Duration(5+r.rng.IntN(60)) * time.Millisecond)
+		d := time.Duration(5+r.rng.IntN(60)) * time.Millisecond
+		r.eachProxy(func(p *proxy) { p.setLatency(d) })
 		time.Sleep(time.Duration(200+r.rng.IntN(800)) * time.Millisecond)
-		r.proxy.setLatency(0)
+		r.eachProxy(func(p *proxy) { p.setLatency(0) })
 	}},
 	{name: "blackhole", apply: func(r *run) {
-		lift := r.proxy.blackhole()
+		var lifts []func()
+		r.eachProxy(func(p *proxy) { lifts = append(lifts, p.blackhole()) })
 		time.Sleep(time.Duration(100+r.rng.IntN(900)) * time.Millisecond)
+		for _, lift := range lifts {
+			lift()
+		}
+	}},
+	{name: "partition-holder", apply: func(r *run) {
+		// The holder's renewal replies come late (100-250ms each way, so
+		// a deadline counted from the reply would outlast the key), then
+		// its link goes dark for longer than the TTL while the others go
+		// on: it must stop believing at the deadline counted from the
+		// last confirmed renewal's send, before another can take the lock.
+		r.target = r.holder()
+		p := r.proxies[r.target]
+		p.setLatency(time.Duration(100+r.rng.IntN(150)) * time.Millisecond)
+		time.Sleep(time.Duration(300+r.rng.IntN(300)) * time.Millisecond)
+		lift := p.blackhole()
+		time.Sleep(time.Duration(700+r.rng.IntN(500)) * time.Millisecond)
+		p.setLatency(0)
 		lift()
 	}},
-	{name: "reset", apply: func(r *run) { r.proxy.reset() }},
-	{name: "lose-reply", apply: func(r *run) { r.proxy.loseReply() }},
+	{name: "reset", apply: func(r *run) { r.eachProxy(func(p *proxy) { p.reset() }) }},
+	{name: "lose-reply", apply: func(r *run) { r.proxies[r.rng.IntN(len(r.proxies))].loseReply() }},
 	{name: "data-loss", apply: func(r *run) { r.redis.RestartEmpty() }},
 }
 
 // inherent are the faults under which no lease-based lock can keep
-// exclusion: a holder paused through its lease, and Redis forgetting a held
-// lock. Under every other fault the lock history must be linearizable.
-var inherent = []string{"pause-holder", "delete-key", "data-loss"}
+// exclusion: a holder paused through its lease, and Redis forgetting or
+// dropping a held lock behind its holder's back. Under every other fault
+// the lock history must be linearizable.
+var inherent = []string{"pause-holder", "delete-key", "data-loss", "force-unlock"}
 
-// TestChaosAllFaults injects every fault and checks oracles A, B and D.
-func TestChaosAllFaults(t *testing.T) { chaos(t, false) }
+// TestChaosAllFaults injects every fault and checks oracles A, B, D, E and
+// F, for each workload.
+func TestChaosAllFaults(t *testing.T) { eachWorkload(t, false) }
 
 // TestChaosLinearizable injects every fault but the inherent ones and checks
-// oracle C, the linearizability of the lock history, besides A, B and D.
-func TestChaosLinearizable(t *testing.T) { chaos(t, true) }
+// oracle C, the linearizability of the lock history, besides the others.
+func TestChaosLinearizable(t *testing.T) { eachWorkload(t, true) }
 
-// chaos runs workers under a seeded schedule of faults, without the
-// inherent ones when linearizable is set, and judges the history.
-// RELOCK_CHAOS_SEED replays a run; RELOCK_CHAOS_ACQUISITIONS sets the
-// acquisitions per worker (default 5000, 4 workers); RELOCK_CHAOS_GAP the
-// mean time between faults (default 50ms, drawn from 0.4x to 1.6x);
-// RELOCK_CHAOS_BUDGET how long the run may take (default 8m).
-func chaos(t *testing.T, linearizable bool) {
+// eachWorkload runs the suite once per workload: RELOCK_CHAOS_WORKLOADS
+// (comma-separated) picks some; default all.
+func eachWorkload(t *testing.T, linearizable bool) {
 	if os.Getenv("RELOCK_CHAOS") != "1" {
 		t.Skip("set RELOCK_CHAOS=1 to run the fault-injection suite")
 	}
+	chosen := workloads
+	if s := os.Getenv("RELOCK_CHAOS_WORKLOADS"); s != "" {
+		chosen = strings.Split(s, ",")
+	}
+	for _, w := range chosen {
+		require.Contains(t, workloads, w, "RELOCK_CHAOS_WORKLOADS")
+		t.Run(w, func(t *testing.T) { chaos(t, w, linearizable) })
+	}
+}
+
+// chaos runs workers taking workload's lock under a seeded schedule of
+// faults, without the inherent ones when linearizable is set, and judges
+// the history. RELOCK_CHAOS_SEED replays a run; RELOCK_CHAOS_ACQUISITIONS
+// sets the acquisitions per worker (default 5000, 4 workers);
+// RELOCK_CHAOS_GAP the mean time between faults (default 50ms, drawn from
+// 0.4x to 1.6x); RELOCK_CHAOS_BUDGET how long the run may take (default 8m).
+func chaos(t *testing.T, workload string, linearizable bool) {
 	enabled := faults
 	if linearizable {
 		enabled = nil
@@ -152,12 +230,23 @@ func chaos(t *testing.T, linearizable bool) {
 		}
 	}()
 
-	r := &run{t: t, rng: rand.New(rand.NewPCG(seed, seed>>1)),
+	r := &run{t: t, rng: rand.New(rand.NewPCG(seed, seed>>1)), workload: workload,
 		redis: redistest.Start(t, "--appendonly", "yes", "--appendfsync", "always")}
-	p, err := newProxy(r.redis.Addr)
+	for range workers {
+		p, err := newProxy(r.redis.Addr)
+		require.NoError(t, err)
+		r.proxies = append(r.proxies, p)
+		defer p.close()
+	}
+	admin, err := reentrant.New(r.redis.Client(), reentrant.Options{Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
-	r.proxy = p
-	defer p.close()
+	r.admin = admin
+	defer admin.Close()
+	var samples *queueSamples
+	if workload == "fair" {
+		samples = sampleQueue(r.redis.Client())
+		defer samples.stop()
+	}
 
 	st := &store{}
 	socket := filepath.Join(t.TempDir(), "store.sock")
@@ -174,7 +263,7 @@ func chaos(t *testing.T, linearizable bool) {
 	var wg sync.WaitGroup
 	for id := 0; id < workers; id++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d|%s|%s|%d|%d", workerEnv, id, r.proxy.addr(), socket, perWorker, seed))
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d|%s|%s|%d|%d|%s", workerEnv, id, r.proxies[id].addr(), socket, perWorker, seed, workload))
 		cmd.Stderr = os.Stderr
 		out, err := cmd.StdoutPipe()
 		require.NoError(t, err)
@@ -192,6 +281,8 @@ func chaos(t *testing.T, linearizable bool) {
 				}
 				mu.Lock()
 				switch {
+				case rec.Client != "":
+					r.clients.Store(rec.Client, id)
 				case rec.Interval != nil:
 					intervals = append(intervals, *rec.Interval)
 				case rec.Op != nil:
@@ -221,11 +312,14 @@ schedule:
 		ev := event{name: f.name, start: mono(), worker: -1}
 		f.apply(r)
 		ev.end = mono()
-		if f.name == "pause-holder" {
-			ev.worker = r.paused
+		if f.name == "pause-holder" || f.name == "partition-holder" {
+			ev.worker = r.target
 		}
 		r.log = append(r.log, ev)
 	}
+	var lost []int64
+	r.eachProxy(func(p *proxy) { lost = append(lost, p.lostReplies()...) })
+	slices.Sort(lost)
 
 	// Oracle A: fencing.
 	total := 0
@@ -244,11 +338,16 @@ schedule:
 	for _, ev := range r.log {
 		faultCount[ev.name]++
 	}
-	t.Logf("%d acquisitions, %d faults %v, %d waits cancelled at random; %d script replies lost; worker errors %v",
-		total, len(r.log), faultCount, cancelled, r.proxy.lostReplies(), errs)
+	t.Logf("%s: %d acquisitions, %d faults %v, %d waits cancelled at random; %d script replies lost; worker errors %v",
+		workload, total, len(r.log), faultCount, cancelled, len(lost), errs)
 	t.Logf("store: %d writes accepted, %d stale reads or writes refused, %d lost updates, value %d", st.accepted, st.stale, st.lost, st.value)
-	assert.Zero(t, st.lost, "oracle A: lost or duplicated increments")
-	assert.Equal(t, st.accepted, st.value, "oracle A: every accepted write is one increment")
+	// Only a fenced lock can keep a store safe from a holder that lost its
+	// lock without knowing (the inherent faults); without those faults
+	// every lock must.
+	if workload == "fenced" || linearizable {
+		assert.Zero(t, st.lost, "oracle A: lost or duplicated increments")
+		assert.Equal(t, st.accepted, st.value, "oracle A: every accepted write is one increment")
+	}
 
 	// Oracle B: overlaps between processes. An overlap is inherent only
 	// when one side is a holder that could not know better: paused through
@@ -262,8 +361,8 @@ schedule:
 			if b.Start >= a.End {
 				break
 			}
-			if a.Worker == b.Worker {
-				continue
+			if a.Worker == b.Worker || (a.Read && b.Read) || b.End <= b.Start {
+				continue // read holds share the lock; b never believed it held
 			}
 			if r.explained(a) || r.explained(b) {
 				inherent++
@@ -287,9 +386,18 @@ schedule:
 	t.Logf("oracle B: %d overlapping pairs, each with a holder paused through its lease or whose lock Redis forgot, told within one renewal period; %d unexplained; %d told late",
 		inherent, unexplained, late)
 
+	// Oracle E: no wait longer than the holds and faults explain.
+	r.liveness(intervals, ops, lost)
+
+	// Oracle F: the fair lock serves live waiters in queue order.
+	if samples != nil {
+		r.fairOrder(samples.stop(), intervals, lost)
+	}
+
 	// Oracle C: with benign faults only, the history of lock calls is
-	// linearizable against a mutex that allows unknown outcomes.
-	if linearizable {
+	// linearizable against a mutex that allows unknown outcomes. Read holds
+	// share the lock, which a mutex does not: not for the read-write lock.
+	if linearizable && workload != "rw" {
 		start := time.Now()
 		unknown, longest := 0, int64(0)
 		for _, o := range ops {
@@ -381,7 +489,7 @@ func (r *run) blame(x interval) (event, bool) {
 		switch {
 		case ev.name == "pause-holder" && ev.worker == x.Worker && x.Sent <= ev.end && x.End >= ev.start:
 			return ev, true
-		case (ev.name == "delete-key" || ev.name == "data-loss") && x.Sent <= ev.end && x.End >= ev.start:
+		case (ev.name == "delete-key" || ev.name == "data-loss" || ev.name == "force-unlock") && x.Sent <= ev.end && x.End >= ev.start:
 			return ev, true
 		}
 	}

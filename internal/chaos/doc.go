@@ -1,13 +1,22 @@
 // Package chaos is relock's fault-injection suite: lock holders in separate
-// processes, real redis-server faults, network faults from an in-process
-// proxy, and checkers that judge the history instead of counting.
+// processes, real redis-server faults, network faults from in-process
+// proxies (one per worker, so one worker can be cut off while the others go
+// on), and checkers that judge the history instead of counting.
+//
+// Workloads, one run each: the fenced lock, the plain lock, the read-write
+// lock (7 reads in 10) and the fair lock. Faults include a force unlock and
+// a partition of the holder whose renewal replies first come late.
 //
 // Oracles: A, a fencing-checking store that refuses stale tokens and detects
-// lost or duplicated increments; B, an overlap detector over the intervals
-// each process believed it held the lock, on CLOCK_MONOTONIC (shared by all
-// processes of a host); C, the linearizability of the lock history against a
-// mutex model that allows unknown outcomes (porcupine); D, leaks (lock keys,
-// channels, goroutines) after the run.
+// lost or duplicated increments (strict for the fenced lock; for the others
+// only without the inherent faults); B, an overlap detector over the
+// intervals each process believed it held the lock (read holds may share
+// it), on CLOCK_MONOTONIC (shared by all processes of a host); C, the
+// linearizability of the lock history against a mutex model that allows
+// unknown outcomes (porcupine; not for the read-write lock); D, leaks (lock
+// keys, queues, channels, goroutines) after the run; E, liveness: no wait
+// longer than the holds and faults around it explain; F, for the fair lock,
+// live waiters served in queue order.
 //
 // The suite runs when RELOCK_CHAOS=1 (see docs/safety.md for the commands).
 package chaos

@@ -3,6 +3,7 @@ package chaos
 import (
 	"bytes"
 	"net"
+	"slices"
 	"sync"
 	"time"
 )
@@ -21,7 +22,7 @@ type proxy struct {
 	latency  time.Duration
 	hole     chan struct{} // closed when the blackhole lifts; nil when there is none
 	loseNext int           // replies to scripts still to lose
-	lost     int           // replies lost so far
+	lostAt   []int64       // when each reply was lost, on CLOCK_MONOTONIC
 	wg       sync.WaitGroup
 }
 
@@ -112,7 +113,7 @@ func (p *proxy) pipe(l *link, src, dst net.Conn, fromClient bool) {
 			l.ranScript = bytes.Contains(c.b, []byte("EVAL"))
 		} else if l.ranScript && p.loseNext > 0 {
 			p.loseNext--
-			p.lost++
+			p.lostAt = append(p.lostAt, mono())
 			p.mu.Unlock()
 			return // drop the reply and reset the link
 		}
@@ -177,11 +178,11 @@ func (p *proxy) loseReply() {
 	p.mu.Unlock()
 }
 
-// lostReplies returns how many replies were lost.
-func (p *proxy) lostReplies() int {
+// lostReplies returns when each reply was lost.
+func (p *proxy) lostReplies() []int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.lost
+	return slices.Clone(p.lostAt)
 }
 
 func (p *proxy) close() {

@@ -26,11 +26,16 @@ import (
 // the earliest of Unlock's start and the held context's cancellation, on
 // CLOCK_MONOTONIC in nanoseconds.
 type interval struct {
-	Worker int   `json:"w"`
-	Sent   int64 `json:"a"` // when the acquire that won was sent: the hold may exist from then
-	Start  int64 `json:"s"`
-	End    int64 `json:"e"`
-	Token  int64 `json:"t"`
+	Worker int    `json:"w"`
+	Owner  string `json:"o"`
+	Read   bool   `json:"rd,omitempty"` // a read hold of the read-write lock
+	Sent   int64  `json:"a"`            // when the acquire that won was sent: the hold may exist from then
+	Start  int64  `json:"s"`
+	End    int64  `json:"e"`
+	// Freed is when Unlock returned, having released the hold (the lock
+	// was free from then on, and waiters told); 0 when it did not.
+	Freed int64 `json:"f,omitempty"`
+	Token int64 `json:"t"`
 }
 
 // op is one lock call as its process saw it, for the linearizability check
@@ -45,10 +50,14 @@ type op struct {
 	Call   int64  `json:"c"`
 	Ret    int64  `json:"r"`
 	Out    string `json:"o"`
+	// Done is when a call whose outcome is unknown returned (its Ret is
+	// left open for the linearizability check).
+	Done int64 `json:"d,omitempty"`
 }
 
 // record is one line of a worker's output.
 type record struct {
+	Client   string    `json:"client,omitempty"` // the worker's client id, first
 	Interval *interval `json:"iv,omitempty"`
 	Op       *op       `json:"op,omitempty"`
 	Summary  *summary  `json:"sum,omitempty"`
@@ -70,23 +79,65 @@ func mono() int64 {
 
 // Environment of a worker process.
 const (
-	workerEnv = "RELOCK_CHAOS_WORKER" // "id|redis addr|store socket|acquisitions|seed"
+	workerEnv = "RELOCK_CHAOS_WORKER" // "id|redis addr|store socket|acquisitions|seed|workload"
 	lockName  = "chaos"
 	timeout   = 600 * time.Millisecond // watchdog timeout: renewal every 200ms
+	repoll    = time.Second            // RepollInterval, the default
+	// fairTurn is the fair lock's FairWaitTimeout: a waiter left in the
+	// queue by a bug holds the others up this long, which the liveness
+	// oracle sees.
+	fairTurn = 3 * time.Second
 )
 
-// runWorker is a worker process: it takes the fenced lock n times, each time
-// incrementing the store's counter by read-modify-write, and prints one JSON
-// interval per acquisition, then a summary. One wait in 20 gets a deadline
-// of 0-30 ms, so waiters are cancelled at random points.
+// The workloads: which lock the workers take.
+var workloads = []string{"fenced", "plain", "rw", "fair"}
+
+// locker takes and gives back one kind of lock.
+type locker interface {
+	Lock(ctx context.Context, opts ...reentrant.Option) (context.Context, error)
+	Unlock(ctx context.Context) error
+}
+
+// fencedLocker is a FencedLock as a locker; the token is in the held ctx.
+type fencedLocker struct{ *reentrant.FencedLock }
+
+func (f fencedLocker) Lock(ctx context.Context, opts ...reentrant.Option) (context.Context, error) {
+	held, _, err := f.FencedLock.Lock(ctx, opts...)
+	return held, err
+}
+
+// pick returns the lock for the next acquisition of workload w, and
+// whether it is a read hold: the read-write workload reads 7 times in 10.
+func pick(c *reentrant.Client, w string, rng *rand.Rand) (locker, bool) {
+	switch w {
+	case "plain":
+		return c.Lock(lockName), false
+	case "fair":
+		return c.FairLock(lockName), false
+	case "rw":
+		if rng.IntN(10) < 7 {
+			return c.ReadWriteLock(lockName).ReadLock(), true
+		}
+		return c.ReadWriteLock(lockName).WriteLock(), false
+	}
+	return fencedLocker{c.FencedLock(lockName)}, false
+}
+
+// runWorker is a worker process: it takes the workload's lock n times, each
+// time incrementing the store's counter by read-modify-write (a read hold
+// only reads; only the fenced lock has a token to fence with), and prints
+// one JSON interval per acquisition, then a summary. One wait in 20 gets a
+// deadline of 0-30 ms, so waiters are cancelled at random points. Between
+// acquisitions it thinks for 0-4ms.
 func runWorker(spec string) {
 	var id, n int
 	var addr, socket string
-	fields := strings.SplitN(spec, "|", 5)
+	fields := strings.SplitN(spec, "|", 6)
 	id, _ = strconv.Atoi(fields[0])
 	addr, socket = fields[1], fields[2]
 	n, _ = strconv.Atoi(fields[3])
 	seed, _ := strconv.ParseUint(fields[4], 10, 64)
+	workload := fields[5]
 	rng := rand.New(rand.NewPCG(seed, uint64(id)))
 
 	rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
@@ -95,17 +146,18 @@ func runWorker(spec string) {
 	}
 	// Warnings only: reconnects under faults are expected and many.
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	c, err := reentrant.New(rdb, reentrant.Options{WatchdogTimeout: timeout, RepollInterval: 100 * time.Millisecond, Logger: logger})
+	c, err := reentrant.New(rdb, reentrant.Options{WatchdogTimeout: timeout, RepollInterval: repoll, FairWaitTimeout: fairTurn, Logger: logger})
 	if err != nil {
 		fatal(err)
 	}
 	st := newStoreClient(socket)
 	out := json.NewEncoder(os.Stdout)
 	sum := summary{Errors: map[string]int{}}
-	f := c.FencedLock(lockName)
 	var acq int64 // acquisitions tried
 	emit := func(r record) { out.Encode(r) }
+	emit(record{Client: c.ID()})
 	for sum.Acquired < n {
+		f, read := pick(c, workload, rng)
 		wait := 5 * time.Second
 		if rng.IntN(20) == 0 {
 			wait = time.Duration(rng.IntN(30_000)) * time.Microsecond
@@ -115,14 +167,14 @@ func runWorker(spec string) {
 		acq++
 		q := int64(id)<<40 | acq
 		call := mono()
-		held, token, err := f.Lock(ctx)
+		held, err := f.Lock(ctx)
 		ret := mono()
 		if err != nil {
 			sum.Errors[kind(err)]++
 			// An error reply means the script did not run: nothing to
 			// check. Anything else leaves the outcome open.
 			if !scripts.IsReply(err) {
-				emit(record{Op: &op{Worker: id, Acq: q, Kind: "acquire", Call: call, Ret: math.MaxInt64, Out: "unknown"}})
+				emit(record{Op: &op{Worker: id, Acq: q, Kind: "acquire", Call: call, Ret: math.MaxInt64, Out: "unknown", Done: ret}})
 			}
 			cancel()
 			continue
@@ -142,9 +194,15 @@ func runWorker(spec string) {
 				lostAt.Store(now)
 			}
 		})
-		if v, ok, err := st.read(token); err != nil {
+		token, _ := reentrant.TokenFrom(held)
+		owner, _ := reentrant.OwnerFrom(held)
+		// Work only under a hold still believed: a reply that came after
+		// the lease's local deadline (a partition) gives a held context
+		// already cancelled.
+		if held.Err() != nil {
+		} else if v, ok, err := st.read(token); err != nil {
 			sum.Errors["store"]++
-		} else if ok {
+		} else if ok && !read {
 			if _, err := st.write(token, v); err != nil {
 				sum.Errors["store"]++
 			}
@@ -167,19 +225,28 @@ func runWorker(spec string) {
 			emit(record{Op: &op{Worker: id, Acq: q, Kind: "lost", Call: at, Ret: at, Out: "ok"}})
 		}
 		rel := op{Worker: id, Acq: q, Kind: "release", Call: call, Ret: ret, Out: "ok"}
+		freed := ret
+		if err != nil {
+			freed = 0
+		}
 		switch {
 		case errors.Is(err, reentrant.ErrLockLost) || errors.Is(err, reentrant.ErrNotHeld):
 			rel.Out = "notheld"
 		case err != nil:
-			rel.Out, rel.Ret = "unknown", math.MaxInt64
+			rel.Out, rel.Ret, rel.Done = "unknown", math.MaxInt64, ret
 		}
 		if err != nil {
 			sum.Errors[kind(err)]++
 		}
 		emit(record{Op: &rel})
-		emit(record{Interval: &interval{Worker: id, Sent: sent, Start: start, End: end, Token: token}})
+		emit(record{Interval: &interval{Worker: id, Owner: owner.String(), Read: read, Sent: sent, Start: start, End: end, Freed: freed, Token: token}})
 		sum.Acquired++
 		cancel()
+		// Think time: the lock is sometimes free with waiters waiting, so
+		// a release that fails to wake them shows as an unexplained wait
+		// (oracle E) instead of being hidden by the releaser taking the
+		// lock straight back.
+		time.Sleep(time.Duration(rng.IntN(4000)) * time.Microsecond)
 	}
 	c.Close()
 	rdb.Close()

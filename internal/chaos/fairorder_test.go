@@ -1,0 +1,118 @@
+package chaos
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/relock-go/relock/scripts"
+)
+
+// queueSamples watches the fair lock's queue from outside the workers, on
+// its own connection to Redis (no proxy, no network fault).
+type queueSamples struct {
+	once    sync.Once
+	done    chan struct{}
+	stopped chan struct{}
+	seen    []queueSample
+}
+
+// queueSample is the queue as one LRANGE saw it, at or after at.
+type queueSample struct {
+	at    int64
+	queue []string
+}
+
+// sampleQueue samples the queue every 2ms until stop, keeping each change
+// that has two waiters or more (order needs two).
+func sampleQueue(rdb rueidis.Client) *queueSamples {
+	s := &queueSamples{done: make(chan struct{}), stopped: make(chan struct{})}
+	go func() {
+		defer close(s.stopped)
+		key := scripts.FairQueue(lockName)
+		var last []string
+		for {
+			select {
+			case <-s.done:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			at := mono()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			q, err := rdb.Do(ctx, rdb.B().Lrange().Key(key).Start(0).Stop(-1).Build()).AsStrSlice()
+			cancel()
+			if err != nil || len(q) < 2 || slices.Equal(q, last) {
+				continue
+			}
+			last = q
+			s.seen = append(s.seen, queueSample{at, q})
+		}
+	}()
+	return s
+}
+
+// stop ends the sampling and returns the samples.
+func (s *queueSamples) stop() []queueSample {
+	s.once.Do(func() { close(s.done) })
+	<-s.stopped
+	return s.seen
+}
+
+// breaksConnections are the faults that may lose the reply of a waiter's
+// winning attempt. A waiter whose grant reply is lost undoes it and joins
+// the queue again at its end: it loses its place, legitimately. data-loss
+// wipes the queue.
+var breaksConnections = []string{"reset", "client-kill", "kill-restart-redis", "data-loss"}
+
+// fairOrder is oracle F: whenever the queue showed waiter a ahead of
+// waiter b, and both went on, within the same wait, to take the lock, a
+// took it first. A pair is excused when a fault that breaks connections, or
+// a lost reply, came between the sample and a's turn.
+func (r *run) fairOrder(samples []queueSample, intervals []interval, lost []int64) {
+	turn := map[string]int64{}
+	for _, x := range intervals {
+		turn[x.Owner] = x.Start
+	}
+	excused := func(from, to int64) bool {
+		for _, ev := range r.log {
+			if ev.end >= from && ev.start <= to && slices.Contains(breaksConnections, ev.name) {
+				return true
+			}
+		}
+		i, _ := slices.BinarySearch(lost, from)
+		return i < len(lost) && lost[i] <= to
+	}
+	pairs, bypassed, excusedN := 0, 0, 0
+	for _, s := range samples {
+		for i, a := range s.queue {
+			ta, ok := turn[a]
+			if !ok {
+				continue
+			}
+			for _, b := range s.queue[i+1:] {
+				tb, ok := turn[b]
+				if !ok {
+					continue
+				}
+				pairs++
+				if tb > ta {
+					continue
+				}
+				if excused(s.at, ta) {
+					excusedN++
+					continue
+				}
+				bypassed++
+				if bypassed <= 10 {
+					r.t.Errorf("oracle F: %s was ahead of %s in the queue at %d but took the lock %v after it; faults near: %s",
+						a, b, s.at, time.Duration(ta-tb), r.near(tb))
+				}
+			}
+		}
+	}
+	r.t.Logf("oracle F: %d queue samples, %d ordered pairs of waiters that took the lock: %d out of order with a connection fault between, %d out of order unexplained",
+		len(samples), pairs, excusedN, bypassed)
+}

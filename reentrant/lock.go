@@ -68,7 +68,9 @@ func (l *Lock) Name() string { return l.name }
 // held. The held context is cancelled when Unlock gives the hold back
 // (cause context.Canceled), or as soon as the client learns the lock may be
 // lost (cause ErrLockLost; see context.Cause), or by Close (cause
-// ErrClosed).
+// ErrClosed). It can be cancelled from the start: when the acquire's reply
+// came after the hold's local deadline (a network stall of 0.9 TTL), the
+// lock may already be gone. Work under the lock with the held context.
 //
 // If ctx ends first, Lock returns promptly with ctx's error wrapped. The wait
 // options (NoWait, WaitAtMost, RetryCount) make it give up with

@@ -180,14 +180,23 @@ func (c *Client) newRequestID() string {
 	return c.id + ":" + strconv.FormatUint(c.nextRequest.Add(1), 36)
 }
 
-// ID returns the client's id, the UUID that prefixes its owners.
-func (c *Client) ID() string { return c.id }
+// ID returns the client's id, the UUID that prefixes its owners ("" for a
+// nil Client).
+func (c *Client) ID() string {
+	if c == nil {
+		return ""
+	}
+	return c.id
+}
 
 // Close stops the client and waits for its goroutines to end. Locks it
 // still holds are no longer renewed and expire after their TTL; their held
 // contexts are cancelled with cause ErrClosed. Every later call returns
 // ErrClosed. Close is idempotent.
 func (c *Client) Close() error {
+	if !c.usable() {
+		return fmt.Errorf("%w: Close of a nil Client or one not made by New", ErrInvalidArgument)
+	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -205,6 +214,9 @@ func (c *Client) Close() error {
 	}
 	return nil
 }
+
+// usable reports whether c was made by New: not nil, not a zero Client.
+func (c *Client) usable() bool { return c != nil && c.done != nil }
 
 func (c *Client) checkOpen() error {
 	select {

@@ -3,6 +3,7 @@ package reentrant
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // Do takes the lock, runs fn with the held context, and releases the lock,
@@ -10,6 +11,9 @@ import (
 // release). It returns fn's error joined with Unlock's. fn should watch its
 // context: it is cancelled if the lock is lost.
 func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error, opts ...Option) (err error) {
+	if fn == nil {
+		return fmt.Errorf("%w: Do with a nil func", ErrInvalidArgument)
+	}
 	held, err := l.Lock(ctx, opts...)
 	if err != nil {
 		return err

@@ -15,6 +15,15 @@ type FencedLock struct {
 	l *Lock
 }
 
+// lock returns the Lock underneath: nil for a nil FencedLock, whose methods
+// then return ErrInvalidArgument.
+func (f *FencedLock) lock() *Lock {
+	if f == nil {
+		return nil
+	}
+	return f.l
+}
+
 // FencedLock returns a handle on the fenced lock name.
 func (c *Client) FencedLock(name string) *FencedLock {
 	return &FencedLock{l: &Lock{c: c, name: name, kind: fencedLock}}
@@ -31,12 +40,12 @@ func TokenFrom(ctx context.Context) (int64, bool) {
 
 // Lock is Lock.Lock, and also returns the acquisition's token.
 func (f *FencedLock) Lock(ctx context.Context, opts ...Option) (context.Context, int64, error) {
-	return f.l.acquire(ctx, newAcquireConfig(-1, opts))
+	return f.lock().acquire(ctx, newAcquireConfig(-1, opts))
 }
 
 // TryLock is Lock.TryLock, and also returns the acquisition's token.
 func (f *FencedLock) TryLock(ctx context.Context, opts ...Option) (held context.Context, token int64, ok bool, err error) {
-	held, ok, err = f.l.TryLock(ctx, opts...)
+	held, ok, err = f.lock().TryLock(ctx, opts...)
 	if ok {
 		token, _ = TokenFrom(held)
 	}
@@ -44,22 +53,24 @@ func (f *FencedLock) TryLock(ctx context.Context, opts ...Option) (held context.
 }
 
 // Name returns the lock's key.
-func (f *FencedLock) Name() string { return f.l.name }
+func (f *FencedLock) Name() string { return f.lock().Name() }
 
 // Unlock is Lock.Unlock.
-func (f *FencedLock) Unlock(ctx context.Context) error { return f.l.Unlock(ctx) }
+func (f *FencedLock) Unlock(ctx context.Context) error { return f.lock().Unlock(ctx) }
 
 // ForceUnlock is Lock.ForceUnlock.
-func (f *FencedLock) ForceUnlock(ctx context.Context) (bool, error) { return f.l.ForceUnlock(ctx) }
+func (f *FencedLock) ForceUnlock(ctx context.Context) (bool, error) { return f.lock().ForceUnlock(ctx) }
 
 // IsLocked is Lock.IsLocked.
-func (f *FencedLock) IsLocked(ctx context.Context) (bool, error) { return f.l.IsLocked(ctx) }
+func (f *FencedLock) IsLocked(ctx context.Context) (bool, error) { return f.lock().IsLocked(ctx) }
 
 // IsHeld is Lock.IsHeld.
-func (f *FencedLock) IsHeld(ctx context.Context) (bool, error) { return f.l.IsHeld(ctx) }
+func (f *FencedLock) IsHeld(ctx context.Context) (bool, error) { return f.lock().IsHeld(ctx) }
 
 // HoldCount is Lock.HoldCount.
-func (f *FencedLock) HoldCount(ctx context.Context) (int, error) { return f.l.HoldCount(ctx) }
+func (f *FencedLock) HoldCount(ctx context.Context) (int, error) { return f.lock().HoldCount(ctx) }
 
 // RemainTTL is Lock.RemainTTL.
-func (f *FencedLock) RemainTTL(ctx context.Context) (time.Duration, error) { return f.l.RemainTTL(ctx) }
+func (f *FencedLock) RemainTTL(ctx context.Context) (time.Duration, error) {
+	return f.lock().RemainTTL(ctx)
+}

@@ -14,7 +14,7 @@ const NoExpiry time.Duration = -1
 
 // IsLocked reports whether anyone holds the lock.
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
-	if err := l.check(nil); err != nil {
+	if err := l.check(ctx, nil); err != nil {
 		return false, err
 	}
 	n, err := l.c.rdb.Do(ctx, l.c.rdb.B().Exists().Key(l.name).Build()).AsInt64()
@@ -34,7 +34,7 @@ func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
 // HoldCount returns how many times ctx's owner holds the lock, as Redis
 // counts it (0 when it does not).
 func (l *Lock) HoldCount(ctx context.Context) (int, error) {
-	if err := l.check(nil); err != nil {
+	if err := l.check(ctx, nil); err != nil {
 		return 0, err
 	}
 	owner, ok := OwnerFrom(ctx)
@@ -54,7 +54,7 @@ func (l *Lock) HoldCount(ctx context.Context) (int, error) {
 // RemainTTL returns how long the lock's key has left to live: 0 when the
 // lock is free, NoExpiry when the key has no TTL.
 func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) {
-	if err := l.check(nil); err != nil {
+	if err := l.check(ctx, nil); err != nil {
 		return 0, err
 	}
 	ms, err := l.c.rdb.Do(ctx, l.c.rdb.B().Pttl().Key(l.name).Build()).AsInt64()
@@ -75,7 +75,7 @@ func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) {
 // once: their held contexts are cancelled with cause ErrLockLost. A key of
 // another type is left alone and reported as ErrWrongType.
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
-	if err := l.check(nil); err != nil {
+	if err := l.check(ctx, nil); err != nil {
 		return false, err
 	}
 	l.c.loseHolds(func(k holdKey) bool { return k.name == l.name }, ErrLockLost)

@@ -53,8 +53,13 @@ func (l *Lock) channel(owner Owner) string {
 	return scripts.LockChannel(l.name)
 }
 
-// Name returns the lock's key.
-func (l *Lock) Name() string { return l.name }
+// Name returns the lock's key ("" for a nil Lock).
+func (l *Lock) Name() string {
+	if l == nil {
+		return ""
+	}
+	return l.name
+}
 
 // Lock takes the lock, waiting as long as it is held by another owner, and
 // returns the held context: ctx, carrying the owner (a new one if ctx had
@@ -104,7 +109,7 @@ func (l *Lock) TryLock(ctx context.Context, opts ...Option) (held context.Contex
 
 // acquire takes the lock; for a fenced lock it also returns the token drawn.
 func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Context, token int64, err error) {
-	if err := l.check(cfg.err); err != nil {
+	if err := l.check(ctx, cfg.err); err != nil {
 		return nil, 0, err
 	}
 	owner, ok := OwnerFrom(ctx)
@@ -439,9 +444,15 @@ func (l *Lock) notAcquired() error {
 	return fmt.Errorf("relock: lock %q: %w", l.name, ErrNotAcquired)
 }
 
-// check returns the first reason the handle cannot be used.
-func (l *Lock) check(err error) error {
+// check returns the first reason the handle cannot be used with ctx.
+func (l *Lock) check(ctx context.Context, err error) error {
 	switch {
+	case l == nil:
+		return fmt.Errorf("%w: nil lock", ErrInvalidArgument)
+	case !l.c.usable():
+		return fmt.Errorf("%w: lock %q comes from a nil Client or one not made by New", ErrInvalidArgument, l.name)
+	case ctx == nil:
+		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
 	case l.name == "":
 		return fmt.Errorf("%w: empty lock name", ErrInvalidArgument)
 	case l.c.cluster && !scripts.SlotSafe(l.name):
@@ -475,7 +486,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 
 // unlock is Unlock, retrying for at most window.
 func (l *Lock) unlock(ctx context.Context, window time.Duration) error {
-	if err := l.check(nil); err != nil {
+	if err := l.check(ctx, nil); err != nil {
 		return err
 	}
 	owner, ok := OwnerFrom(ctx)

@@ -44,8 +44,11 @@ func (m *MultiLock) Lock(ctx context.Context, opts ...Option) (context.Context, 
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
-	if len(m.locks) == 0 {
-		return nil, fmt.Errorf("%w: a multi-lock needs at least one lock", ErrInvalidArgument)
+	if m == nil {
+		return nil, fmt.Errorf("%w: nil MultiLock", ErrInvalidArgument)
+	}
+	if err := checkParts(ctx, "multi-lock", m.locks); err != nil {
+		return nil, err
 	}
 	if _, ok := OwnerFrom(ctx); !ok {
 		ctx = WithOwner(ctx, m.locks[0].c.NewOwner())
@@ -149,6 +152,9 @@ func (m *MultiLock) TryLock(ctx context.Context, opts ...Option) (held context.C
 // Unlock releases every lock taken by the Lock that returned ctx, and
 // reports every failure.
 func (m *MultiLock) Unlock(ctx context.Context) error {
+	if m == nil || ctx == nil {
+		return fmt.Errorf("%w: multi-lock unlock with a nil MultiLock or context", ErrInvalidArgument)
+	}
 	h, ok := ctx.Value(multiKey{}).(*multiHeld)
 	if !ok || h.m != m {
 		return fmt.Errorf("relock: multi-lock unlock: %w (not a context this multi-lock returned)", ErrNotHeld)

@@ -144,6 +144,10 @@ type acquireConfig struct {
 func newAcquireConfig(wait time.Duration, opts []Option) acquireConfig {
 	cfg := acquireConfig{wait: wait, retries: -1}
 	for _, o := range opts {
+		if o == nil {
+			cfg.invalid("nil Option")
+			continue
+		}
 		o(&cfg)
 	}
 	return cfg

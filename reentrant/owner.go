@@ -24,8 +24,12 @@ type Owner struct {
 	id string
 }
 
-// NewOwner returns a new owner, unique to this client.
+// NewOwner returns a new owner, unique to this client; the zero Owner,
+// which no lock accepts, for a nil Client or one not made by New.
 func (c *Client) NewOwner() Owner {
+	if !c.usable() {
+		return Owner{}
+	}
 	return Owner{id: c.id + ":" + strconv.FormatInt(c.nextOwner.Add(1), 10)}
 }
 

@@ -55,8 +55,11 @@ func (r *Redlock) Lock(ctx context.Context, opts ...Option) (context.Context, ti
 	if cfg.err != nil {
 		return nil, 0, cfg.err
 	}
-	if len(r.locks) == 0 {
-		return nil, 0, fmt.Errorf("%w: a Redlock needs at least one master", ErrInvalidArgument)
+	if r == nil {
+		return nil, 0, fmt.Errorf("%w: nil Redlock", ErrInvalidArgument)
+	}
+	if err := checkParts(ctx, "Redlock", r.locks); err != nil {
+		return nil, 0, err
 	}
 	lease := cfg.lease
 	if lease == 0 {
@@ -176,6 +179,9 @@ func (h *redlockHeld) release(ctx context.Context, lease time.Duration) error {
 
 // Unlock releases the Redlock on every master, and reports every failure.
 func (r *Redlock) Unlock(ctx context.Context) error {
+	if r == nil || ctx == nil {
+		return fmt.Errorf("%w: Redlock unlock with a nil Redlock or context", ErrInvalidArgument)
+	}
 	h, ok := ctx.Value(redlockKey{}).(*redlockHeld)
 	if !ok || h.r != r {
 		return fmt.Errorf("relock: redlock unlock: %w (not a context this Redlock returned)", ErrNotHeld)

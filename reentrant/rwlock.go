@@ -24,7 +24,20 @@ func (c *Client) ReadWriteLock(name string) *ReadWriteLock {
 }
 
 // ReadLock returns the read side: a Lock that many owners can hold at once.
-func (rw *ReadWriteLock) ReadLock() *Lock { return rw.read }
+// Of a nil ReadWriteLock it is a nil Lock, whose methods return
+// ErrInvalidArgument.
+func (rw *ReadWriteLock) ReadLock() *Lock {
+	if rw == nil {
+		return nil
+	}
+	return rw.read
+}
 
 // WriteLock returns the write side: a Lock that excludes every other owner.
-func (rw *ReadWriteLock) WriteLock() *Lock { return rw.write }
+// Of a nil ReadWriteLock it is a nil Lock.
+func (rw *ReadWriteLock) WriteLock() *Lock {
+	if rw == nil {
+		return nil
+	}
+	return rw.write
+}

@@ -50,6 +50,10 @@ type Client struct {
 	closed bool
 	done   chan struct{} // closed by Close
 	holds  map[holdKey]*hold
+	tasks  sync.WaitGroup // background cleanups, which Close waits for
+	// closing is cancelled by Close, for calls that background tasks make.
+	closing  context.Context
+	shutdown context.CancelFunc
 }
 
 // New returns a Client that keeps locks on rdb.
@@ -76,6 +80,7 @@ func New(rdb rueidis.Client, opts Options) (*Client, error) {
 		done:    make(chan struct{}),
 		holds:   make(map[holdKey]*hold),
 	}
+	c.closing, c.shutdown = context.WithCancel(context.Background())
 	if opts.PubSub == pubsub.Sharded {
 		c.publish = scripts.PublishSharded
 	}
@@ -204,15 +209,32 @@ func (c *Client) Close() error {
 	}
 	c.closed = true
 	close(c.done)
+	c.shutdown()
 	holds := c.holds
 	c.holds = nil
 	c.mu.Unlock()
+	c.tasks.Wait()
 	c.watchdog.Close()
 	c.sub.Close()
 	for _, h := range holds {
 		h.cancelAll(ErrClosed)
 	}
 	return nil
+}
+
+// background runs task in a goroutine that Close waits for; task must
+// return soon after c.done is closed. After Close it does not run.
+func (c *Client) background(task func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	c.tasks.Add(1)
+	go func() {
+		defer c.tasks.Done()
+		task()
+	}()
 }
 
 // usable reports whether c was made by New: not nil, not a zero Client.

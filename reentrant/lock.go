@@ -131,7 +131,14 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Con
 	subscribe := cfg.retryDelay == 0 && l.spin == nil
 	spin := time.Duration(0)
 	woken := false // the last attempt followed a wake-up
+	// unreachable is the last attempt's error while no attempt since has
+	// had a reply: a wait that ends then ended for want of Redis, not
+	// because the lock was held, and says so.
+	var unreachable error
 	defer func() {
+		if err != nil && unreachable != nil && !errors.Is(err, unreachable) {
+			err = outageError(l.name, err, unreachable)
+		}
 		if w != nil {
 			if err != nil && woken {
 				w.PassOn() // the wake-up was not used: the next waiter may
@@ -147,6 +154,10 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Con
 		ttl := l.c.acquireTTL(key, cfg.lease)
 		sent := time.Now()
 		acquired, pttl, token, err := l.attempt(ctx, owner, ttl, cfg)
+		unreachable = nil
+		if err != nil && (!scripts.IsReply(err) || scripts.IsUnavailable(err)) {
+			unreachable = err
+		}
 		if err != nil {
 			// The outcome is unknown unless Redis replied with an error. A
 			// hold that may exist is not recorded, so nothing renews it: it
@@ -239,6 +250,17 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Con
 	}
 }
 
+// outageError is the error of a wait that ended (err) while Redis did not
+// answer (last, the last attempt's error). It wraps last, so errors.Is
+// reaches the connection error, and it does not wrap ErrNotAcquired: the
+// lock was not found held by someone else, Redis could not be asked.
+func outageError(name string, err, last error) error {
+	if errors.Is(err, ErrNotAcquired) {
+		return fmt.Errorf("relock: lock %q: no answer from Redis before the wait ran out: %w", name, last)
+	}
+	return fmt.Errorf("%w (last attempt: %w)", err, last)
+}
+
 // transient reports whether an attempt's error is a broken or stalled
 // connection on an open client, which a later attempt may not meet.
 func (l *Lock) transient(err error) bool {
@@ -321,24 +343,40 @@ func (l *Lock) undoCancelled(ctx context.Context, owner Owner, ttl time.Duration
 // without the lock, as Redisson's acquireFailed does, so that those behind
 // it need not wait for its deadline: a waiter left at the head of the queue
 // would hold up everyone for its whole turn. It runs even when ctx is
-// cancelled, and tries again while Redis gives no reply, for up to the
-// release window: leaving twice is the same as leaving once. If it still
-// fails, the owner's deadline drops it from the queue.
+// cancelled. When Redis gives no answer, it tries again in the background,
+// for up to the release window or until Close, so that the wait that gave
+// up returns at once; leaving twice is the same as leaving once. If every
+// try fails, the owner's deadline drops it from the queue.
 func (l *Lock) leaveQueue(ctx context.Context, owner Owner, turn time.Duration) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWindow)
-	defer cancel()
-	for backoff := 10 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
-		err := scripts.FairLeave(ctx, l.c.rdb, l.name, owner.id, turn, l.c.publish)
-		if err == nil || (scripts.IsReply(err) && !scripts.IsUnavailable(err)) || l.c.checkOpen() != nil {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			l.c.opts.Logger.Warn("relock: could not leave a fair lock's queue; the entry is dropped when its turn ends", "lock", l.name, "error", err)
-			return
-		case <-time.After(backoff):
-		}
+	if l.leftQueue(ctx, owner, turn) {
+		cancel()
+		return
 	}
+	l.c.background(func() {
+		defer cancel()
+		defer context.AfterFunc(l.c.closing, cancel)()
+		for backoff := 10 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+			select {
+			case <-ctx.Done():
+				l.c.opts.Logger.Warn("relock: could not leave a fair lock's queue; the entry is dropped when its turn ends", "lock", l.name)
+				return
+			case <-l.c.done:
+				return
+			case <-time.After(backoff):
+			}
+			if l.leftQueue(ctx, owner, turn) {
+				return
+			}
+		}
+	})
+}
+
+// leftQueue runs the leave script once and reports whether it is done:
+// Redis answered, or no later try could help.
+func (l *Lock) leftQueue(ctx context.Context, owner Owner, turn time.Duration) bool {
+	err := scripts.FairLeave(ctx, l.c.rdb, l.name, owner.id, turn, l.c.publish)
+	return err == nil || (scripts.IsReply(err) && !scripts.IsUnavailable(err)) || l.c.checkOpen() != nil
 }
 
 // attempt runs the lock's acquire script once.

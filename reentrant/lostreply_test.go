@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -250,4 +251,49 @@ func TestCancelledAttemptLeavesNoHold(t *testing.T) {
 		require.NoError(t, err)
 		assert.Zero(t, n, "%s: the cut attempt's hold is still there", l.Name())
 	}
+}
+
+// With Redis unreachable for a whole wait, every way of waiting says so:
+// an error that wraps the connection error, never "not acquired" (which
+// means held by someone else). With Redis up and the lock held, a wait that
+// runs out is "not acquired", as before.
+func TestOutageIsNotNotAcquired(t *testing.T) {
+	s := redistest.Start(t)
+	c, err := reentrant.New(s.Client(), reentrant.Options{RepollInterval: 50 * time.Millisecond})
+	require.NoError(t, err)
+	defer c.Close()
+	holder, err := reentrant.New(s.Client(), reentrant.Options{})
+	require.NoError(t, err)
+	defer holder.Close()
+
+	held, err := holder.Lock("busy").Lock(bg(), reentrant.LeaseFor(time.Minute))
+	require.NoError(t, err)
+	_, ok, err := c.Lock("busy").TryLock(bg(), reentrant.WaitAtMost(100*time.Millisecond))
+	require.NoError(t, err, "held by someone else")
+	assert.False(t, ok)
+	require.NoError(t, holder.Lock("busy").Unlock(held))
+
+	s.Kill()
+	refused := func(t *testing.T, err error) {
+		t.Helper()
+		require.Error(t, err)
+		assert.True(t, errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, io.EOF), "the connection error is in the chain: %v", err)
+		assert.NotErrorIs(t, err, reentrant.ErrNotAcquired, "an outage is not a lock held by someone else")
+	}
+	_, ok, err = c.Lock("x").TryLock(bg(), reentrant.WaitAtMost(300*time.Millisecond))
+	assert.False(t, ok)
+	refused(t, err)
+	_, ok, err = c.Lock("x").TryLock(bg())
+	assert.False(t, ok)
+	refused(t, err)
+	ctx, cancel := context.WithTimeout(bg(), 300*time.Millisecond)
+	defer cancel()
+	_, err = c.Lock("x").Lock(ctx)
+	refused(t, err)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	refused(t, c.Do(bg(), "x", func(context.Context) error { return nil }, reentrant.WaitAtMost(300*time.Millisecond)))
+	_, err = c.FairLock("x").Lock(bg(), reentrant.WaitAtMost(300*time.Millisecond))
+	refused(t, err)
+	_, err = c.Lock("x").Lock(bg(), reentrant.RetryCount(2), reentrant.RetryDelay(10*time.Millisecond))
+	refused(t, err)
 }

@@ -1,5 +1,12 @@
 package reentrant
 
+import (
+	"context"
+	"time"
+
+	"github.com/relock-go/relock/scripts"
+)
+
 // FairLock returns a handle on the fair lock name, Redisson's RFairLock: a
 // reentrant lock granted in the order waiters arrived, across clients and
 // processes, Java Redisson's included. Waiters queue in Redis (LIST
@@ -24,4 +31,60 @@ package reentrant
 // waiters.
 func (c *Client) FairLock(name string) *Lock {
 	return &Lock{c: c, name: name, kind: fairLock}
+}
+
+// fairTurn is the turn a fair lock's waiter is given in the queue,
+// Redisson's threadWaitTime: the wait limit when the call has one, as with
+// Redisson's tryLock(waitTime, ...), else Options.FairWaitTimeout.
+func (l *Lock) fairTurn(cfg acquireConfig) time.Duration {
+	if cfg.wait > 0 {
+		return cfg.wait
+	}
+	return l.c.opts.FairWaitTimeout
+}
+
+// fairIdle is the next wait of a fair waiter whose turn has not come while
+// the lock is free: double prev, from 1ms up to repoll.
+func fairIdle(prev, repoll time.Duration) time.Duration {
+	return min(max(2*prev, time.Millisecond), repoll)
+}
+
+// leaveQueue takes owner out of a fair lock's queue after a wait that ended
+// without the lock, as Redisson's acquireFailed does, so that those behind
+// it need not wait for its deadline: a waiter left at the head of the queue
+// would hold up everyone for its whole turn. It runs even when ctx is
+// cancelled. When Redis gives no answer, it tries again in the background,
+// for up to the release window or until Close, so that the wait that gave
+// up returns at once; leaving twice is the same as leaving once. If every
+// try fails, the owner's deadline drops it from the queue.
+func (l *Lock) leaveQueue(ctx context.Context, owner Owner, turn time.Duration) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWindow)
+	if l.leftQueue(ctx, owner, turn) {
+		cancel()
+		return
+	}
+	l.c.background(func() {
+		defer cancel()
+		defer context.AfterFunc(l.c.closing, cancel)()
+		for backoff := 10 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+			select {
+			case <-ctx.Done():
+				l.c.opts.Logger.Warn("relock: could not leave a fair lock's queue; the entry is dropped when its turn ends", "lock", l.name)
+				return
+			case <-l.c.done:
+				return
+			case <-time.After(backoff):
+			}
+			if l.leftQueue(ctx, owner, turn) {
+				return
+			}
+		}
+	})
+}
+
+// leftQueue runs the leave script once and reports whether it is done:
+// Redis answered, or no later try could help.
+func (l *Lock) leftQueue(ctx context.Context, owner Owner, turn time.Duration) bool {
+	err := scripts.FairLeave(ctx, l.c.rdb, l.name, owner.id, turn, l.c.publish)
+	return err == nil || (scripts.IsReply(err) && !scripts.IsUnavailable(err)) || l.c.checkOpen() != nil
 }

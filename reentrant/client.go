@@ -104,7 +104,7 @@ func (c *Client) group(l *Lock) uint32 {
 	if c.cluster {
 		g = uint32(scripts.Slot(l.name))
 	}
-	if l.kind == readLock {
+	if l.kind.spec().renewedApart {
 		g |= readGroup
 	}
 	return g

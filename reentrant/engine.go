@@ -98,7 +98,7 @@ func (c *cycle) heard(err error) {
 // hold records the lock just taken and returns its held context.
 func (c *cycle) hold(ttl time.Duration, sent time.Time, token int64) (context.Context, int64, error) {
 	ctx := c.ctx
-	if c.l.kind == fencedLock {
+	if token > 0 { // a fenced lock's; tokens start at 1
 		ctx = context.WithValue(ctx, tokenKey{}, token)
 	}
 	held, err := c.l.c.addHold(ctx, c.key, c.l.c.group(c.l), c.cfg.lease, ttl, sent)
@@ -194,7 +194,7 @@ func (c *cycle) nextSleep(pttl time.Duration) time.Duration {
 	case l.spin != nil:
 		c.backoff = l.spin.next(c.backoff)
 		d = c.backoff
-	case l.kind == fairLock && pttl == 0:
+	case l.kind.spec().queued && pttl == 0:
 		// Queued, and the lock is free (or expiring now) but the turn is
 		// another waiter's. Redisson's Java waiters retry at once on this
 		// reply; relock backs off from 1ms up to the re-poll interval
@@ -224,7 +224,7 @@ func (c *cycle) end(err error) error {
 		}
 		c.sub.Leave()
 	}
-	if err != nil && c.l.kind == fairLock && c.cfg.wait != 0 {
+	if err != nil && c.l.kind.spec().queued && c.cfg.wait != 0 {
 		c.l.leaveQueue(c.ctx, c.owner, c.l.fairTurn(c.cfg))
 	}
 	return err

@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
-
-	"github.com/relock-go/relock/scripts"
 )
 
 // NoExpiry is what RemainTTL returns for a lock whose key has no TTL.
@@ -79,18 +77,7 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	l.c.loseHolds(func(k holdKey) bool { return k.name == l.name }, ErrLockLost)
-	var deleted bool
-	var err error
-	switch l.kind {
-	case fairLock:
-		// Waiters listen on their own channels: the head of the queue is
-		// told.
-		deleted, err = scripts.FairForceUnlock(ctx, l.c.rdb, l.name, l.c.publish)
-	case readLock, writeLock:
-		deleted, err = scripts.ForceUnlock(ctx, l.c.rdb, l.name, scripts.RWChannel(l.name), scripts.WakeAllMessage, l.c.publish)
-	default:
-		deleted, err = scripts.ForceUnlock(ctx, l.c.rdb, l.name, scripts.LockChannel(l.name), scripts.UnlockMessage, l.c.publish)
-	}
+	deleted, err := l.kind.spec().forceUnlock(ctx, l.c.rdb, l.name, l.c.publish)
 	if err != nil {
 		return false, redisError("force unlock", l.name, err)
 	}

@@ -20,36 +20,6 @@ type Lock struct {
 	spin *Backoff // waiters back off instead of subscribing; releases announce nothing (SpinLock)
 }
 
-// lockKind says which scripts, hash field and channel a Lock uses.
-type lockKind uint8
-
-const (
-	plainLock  lockKind = iota // RLock
-	fencedLock                 // RFencedLock: each acquire draws a token
-	readLock                   // RReadWriteLock's read side
-	writeLock                  // RReadWriteLock's write side
-	fairLock                   // RFairLock: waiters queue in Redis, in order
-)
-
-// field returns the hash field that records owner's holds.
-func (l *Lock) field(owner Owner) string {
-	if l.kind == writeLock {
-		return scripts.WriteField(owner.id)
-	}
-	return owner.id
-}
-
-// channel returns the channel on which owner, waiting, hears releases.
-func (l *Lock) channel(owner Owner) string {
-	switch l.kind {
-	case readLock, writeLock:
-		return scripts.RWChannel(l.name)
-	case fairLock:
-		return scripts.FairChannel(l.name, owner.id)
-	}
-	return scripts.LockChannel(l.name)
-}
-
 // Name returns the lock's key ("" for a nil Lock).
 func (l *Lock) Name() string {
 	if l == nil {
@@ -112,20 +82,7 @@ func (l *Lock) attempt(ctx context.Context, owner Owner, ttl time.Duration, cfg 
 		defer cancel()
 	}
 	rdb := *l.c.scripted.Load()
-	switch l.kind {
-	case fencedLock:
-		acquired, pttl, token, err = scripts.FencedAcquire(ctx, rdb, l.name, owner.id, ttl)
-	case readLock:
-		acquired, pttl, err = scripts.ReadAcquire(ctx, rdb, l.name, owner.id, ttl)
-	case writeLock:
-		acquired, pttl, err = scripts.WriteAcquire(ctx, rdb, l.name, owner.id, ttl)
-	case fairLock:
-		// A call that would not wait tries once and leaves no queue
-		// entry behind, as Redisson's tryLock() does.
-		acquired, pttl, err = scripts.FairAcquire(ctx, rdb, l.name, owner.id, ttl, l.fairTurn(cfg), cfg.wait != 0)
-	default:
-		acquired, pttl, err = scripts.Acquire(ctx, rdb, l.name, owner.id, ttl)
-	}
+	acquired, pttl, token, err = l.kind.spec().acquire(ctx, rdb, l.name, owner.id, ttl, l.fairTurn(cfg), cfg.wait != 0)
 	if acquired && err != nil {
 		err = l.unsynced(ctx, owner, ttl, err)
 	}
@@ -166,15 +123,7 @@ func (l *Lock) release(ctx context.Context, owner Owner, restore time.Duration, 
 		LatchTTL:  releaseWindow,
 		Publish:   l.publish(),
 	}
-	switch l.kind {
-	case readLock:
-		return scripts.ReadRelease(ctx, rdb, rel)
-	case writeLock:
-		return scripts.WriteRelease(ctx, rdb, rel)
-	case fairLock:
-		return scripts.FairRelease(ctx, rdb, rel)
-	}
-	return rel.Run(ctx, rdb)
+	return l.kind.spec().release(ctx, rdb, rel)
 }
 
 // publish is the command the lock's releases announce themselves with.

@@ -1,0 +1,118 @@
+package reentrant
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/relock-go/relock/scripts"
+)
+
+// lockKind says which Redisson layout a Lock uses; kinds[k] says how.
+type lockKind uint8
+
+const (
+	plainLock  lockKind = iota // RLock
+	fencedLock                 // RFencedLock: each acquire draws a token
+	readLock                   // RReadWriteLock's read side
+	writeLock                  // RReadWriteLock's write side
+	fairLock                   // RFairLock: waiters queue in Redis, in order
+)
+
+// kind is everything that differs between the kinds of lock; waiting,
+// holding, renewing and releasing with retries are shared.
+type kind struct {
+	// field is the hash field that records owner's holds.
+	field func(owner string) string
+	// channel is the channel on which owner, waiting for lock name, hears
+	// releases.
+	channel func(name, owner string) string
+	// acquire runs the acquire script once. turn and join matter to a fair
+	// lock only: the waiter's turn in the queue, and whether it may join
+	// the queue (a call that will not wait tries once and leaves no trace).
+	acquire func(ctx context.Context, rdb rueidis.Client, name, owner string, ttl, turn time.Duration, join bool) (acquired bool, pttl time.Duration, token int64, err error)
+	// release runs the release script once.
+	release func(ctx context.Context, rdb rueidis.Client, r scripts.Release) (scripts.Released, error)
+	// forceUnlock deletes the lock whoever holds it and wakes its waiters.
+	forceUnlock func(ctx context.Context, rdb rueidis.Client, name string, pub scripts.Publish) (bool, error)
+	// renewedApart: holds are renewed by another script (read holds
+	// extend their timeout keys too), so they are batched apart.
+	renewedApart bool
+	// queued: waiters queue in Redis. One that gives up leaves the queue;
+	// one told "free, but not your turn" backs off instead of retrying.
+	queued bool
+}
+
+var kinds = [...]kind{
+	plainLock: {
+		field:   ownField,
+		channel: lockChannel,
+		acquire: acquireWith(scripts.Acquire),
+		release: func(ctx context.Context, rdb rueidis.Client, r scripts.Release) (scripts.Released, error) {
+			return r.Run(ctx, rdb)
+		},
+		forceUnlock: forceUnlockOn(scripts.LockChannel, scripts.UnlockMessage),
+	},
+	fencedLock: {
+		field:   ownField,
+		channel: lockChannel,
+		acquire: func(ctx context.Context, rdb rueidis.Client, name, owner string, ttl, _ time.Duration, _ bool) (bool, time.Duration, int64, error) {
+			return scripts.FencedAcquire(ctx, rdb, name, owner, ttl)
+		},
+		release: func(ctx context.Context, rdb rueidis.Client, r scripts.Release) (scripts.Released, error) {
+			return r.Run(ctx, rdb)
+		},
+		forceUnlock: forceUnlockOn(scripts.LockChannel, scripts.UnlockMessage),
+	},
+	readLock: {
+		field:        ownField,
+		channel:      rwChannel,
+		acquire:      acquireWith(scripts.ReadAcquire),
+		release:      scripts.ReadRelease,
+		forceUnlock:  forceUnlockOn(scripts.RWChannel, scripts.WakeAllMessage),
+		renewedApart: true,
+	},
+	writeLock: {
+		field:       scripts.WriteField,
+		channel:     rwChannel,
+		acquire:     acquireWith(scripts.WriteAcquire),
+		release:     scripts.WriteRelease,
+		forceUnlock: forceUnlockOn(scripts.RWChannel, scripts.WakeAllMessage),
+	},
+	fairLock: {
+		field:   ownField,
+		channel: scripts.FairChannel,
+		acquire: func(ctx context.Context, rdb rueidis.Client, name, owner string, ttl, turn time.Duration, join bool) (bool, time.Duration, int64, error) {
+			acquired, pttl, err := scripts.FairAcquire(ctx, rdb, name, owner, ttl, turn, join)
+			return acquired, pttl, 0, err
+		},
+		release: scripts.FairRelease,
+		// Waiters listen on their own channels: the head of the queue is
+		// told.
+		forceUnlock: scripts.FairForceUnlock,
+		queued:      true,
+	},
+}
+
+func ownField(owner string) string         { return owner }
+func lockChannel(name, _ string) string    { return scripts.LockChannel(name) }
+func rwChannel(name, _ string) string      { return scripts.RWChannel(name) }
+func (k lockKind) spec() *kind             { return &kinds[k] }
+func (l *Lock) field(owner Owner) string   { return l.kind.spec().field(owner.id) }
+func (l *Lock) channel(owner Owner) string { return l.kind.spec().channel(l.name, owner.id) }
+
+// acquireWith adapts an acquire script that draws no token and has no queue.
+func acquireWith(run func(ctx context.Context, rdb rueidis.Client, name, owner string, ttl time.Duration) (bool, time.Duration, error)) func(context.Context, rueidis.Client, string, string, time.Duration, time.Duration, bool) (bool, time.Duration, int64, error) {
+	return func(ctx context.Context, rdb rueidis.Client, name, owner string, ttl, _ time.Duration, _ bool) (bool, time.Duration, int64, error) {
+		acquired, pttl, err := run(ctx, rdb, name, owner, ttl)
+		return acquired, pttl, 0, err
+	}
+}
+
+// forceUnlockOn deletes a lock and publishes message on its channel.
+func forceUnlockOn(channel func(string) string, message string) func(context.Context, rueidis.Client, string, scripts.Publish) (bool, error) {
+	return func(ctx context.Context, rdb rueidis.Client, name string, pub scripts.Publish) (bool, error) {
+		return scripts.ForceUnlock(ctx, rdb, name, channel(name), message, pub)
+	}
+}

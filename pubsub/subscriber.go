@@ -39,9 +39,13 @@ func (m Mode) String() string {
 // ErrClosed is returned by Subscribe after Close.
 var ErrClosed = errors.New("pubsub: subscriber closed")
 
-// Messages understood on a channel.
+// The messages understood on a channel, Redisson's payloads: decimal
+// integers, since Java Redisson parses them as numbers (and ignores any but
+// these two). Releases publish them; this package acts on them.
 const (
+	// WakeOne: the lock is free; one waiter of each client tries.
 	WakeOne = "0"
+	// WakeAll: a writer left a read-write lock; every waiter tries.
 	WakeAll = "1"
 )
 

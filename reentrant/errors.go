@@ -1,6 +1,10 @@
 package reentrant
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/relock-go/relock/scripts"
+)
 
 // Errors returned by this package, to be tested with errors.Is. Returned
 // errors wrap them with the operation and lock name.
@@ -32,7 +36,7 @@ var (
 	// ErrNotSynced: with Options.ReplicaSync, fewer replicas than asked
 	// confirmed an acquire before the sync timeout. The acquire was rolled
 	// back; the caller may try again.
-	ErrNotSynced = errors.New("relock: lock not confirmed by enough replicas; acquire rolled back")
+	ErrNotSynced = scripts.ErrNotSynced
 
 	// ErrSyncUnavailable: Options.ReplicaSync.Required is set and the
 	// server refuses WAIT, so no lock can be confirmed on replicas.

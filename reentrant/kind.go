@@ -7,6 +7,8 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/relock-go/relock/scripts"
+
+	"github.com/relock-go/relock/pubsub"
 )
 
 // lockKind says which Redisson layout a Lock uses; kinds[k] says how.
@@ -52,7 +54,7 @@ var kinds = [...]kind{
 		release: func(ctx context.Context, rdb rueidis.Client, r scripts.Release) (scripts.Released, error) {
 			return r.Run(ctx, rdb)
 		},
-		forceUnlock: forceUnlockOn(scripts.LockChannel, scripts.UnlockMessage),
+		forceUnlock: forceUnlockOn(scripts.LockChannel, pubsub.WakeOne),
 	},
 	fencedLock: {
 		field:   ownField,
@@ -63,14 +65,14 @@ var kinds = [...]kind{
 		release: func(ctx context.Context, rdb rueidis.Client, r scripts.Release) (scripts.Released, error) {
 			return r.Run(ctx, rdb)
 		},
-		forceUnlock: forceUnlockOn(scripts.LockChannel, scripts.UnlockMessage),
+		forceUnlock: forceUnlockOn(scripts.LockChannel, pubsub.WakeOne),
 	},
 	readLock: {
 		field:        ownField,
 		channel:      rwChannel,
 		acquire:      acquireWith(scripts.ReadAcquire),
 		release:      scripts.ReadRelease,
-		forceUnlock:  forceUnlockOn(scripts.RWChannel, scripts.WakeAllMessage),
+		forceUnlock:  forceUnlockOn(scripts.RWChannel, pubsub.WakeAll),
 		renewedApart: true,
 	},
 	writeLock: {
@@ -78,7 +80,7 @@ var kinds = [...]kind{
 		channel:     rwChannel,
 		acquire:     acquireWith(scripts.WriteAcquire),
 		release:     scripts.WriteRelease,
-		forceUnlock: forceUnlockOn(scripts.RWChannel, scripts.WakeAllMessage),
+		forceUnlock: forceUnlockOn(scripts.RWChannel, pubsub.WakeAll),
 	},
 	fairLock: {
 		field:   ownField,

@@ -107,7 +107,7 @@ func (l *Lock) unsynced(ctx context.Context, owner Owner, ttl time.Duration, syn
 	if errors.Is(syncErr, scripts.ErrSyncRefused) {
 		return fmt.Errorf("%w (%v)", ErrSyncUnavailable, syncErr)
 	}
-	return fmt.Errorf("%w (%v)", ErrNotSynced, syncErr)
+	return fmt.Errorf("%w; acquire rolled back", syncErr) // wraps ErrNotSynced
 }
 
 // release runs the lock's release script once for owner's newest hold;

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/relock-go/relock/pubsub"
 )
 
 // fairLib holds the functions every fair-lock script shares; it is
@@ -65,14 +67,14 @@ func FairAcquire(ctx context.Context, c rueidis.Client, key, owner string, lease
 // FairRelease runs fairrelease.lua for r.
 func FairRelease(ctx context.Context, c rueidis.Client, r Release) (Released, error) {
 	keys := append(fairKeys(r.Key), UnlockLatch(r.Key, r.RequestID))
-	args := []string{UnlockMessage, millis(r.Lease), r.Owner, string(r.Publish), millis(r.LatchTTL)}
+	args := []string{pubsub.WakeOne, millis(r.Lease), r.Owner, string(r.Publish), millis(r.LatchTTL)}
 	return releaseReply(fairReleaseScript.exec(ctx, c, keys, args))
 }
 
 // FairLeave runs fairleave.lua: owner, which joined key's queue with turn
 // wait, stops waiting.
 func FairLeave(ctx context.Context, c rueidis.Client, key, owner string, wait time.Duration, pub Publish) error {
-	r, _ := fairLeaveScript.exec(ctx, c, fairKeys(key), []string{UnlockMessage, owner, string(pub), millis(wait)})
+	r, _ := fairLeaveScript.exec(ctx, c, fairKeys(key), []string{pubsub.WakeOne, owner, string(pub), millis(wait)})
 	return r.Error()
 }
 
@@ -80,7 +82,7 @@ func FairLeave(ctx context.Context, c rueidis.Client, key, owner string, wait ti
 // whoever holds it and tells the head of its queue. It reports whether
 // there was a lock.
 func FairForceUnlock(ctx context.Context, c rueidis.Client, key string, pub Publish) (bool, error) {
-	r, _ := fairForceUnlockScript.exec(ctx, c, fairKeys(key), []string{UnlockMessage, string(pub)})
+	r, _ := fairForceUnlockScript.exec(ctx, c, fairKeys(key), []string{pubsub.WakeOne, string(pub)})
 	n, err := r.AsInt64()
 	return n == 1, err
 }

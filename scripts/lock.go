@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/relock-go/relock/pubsub"
 )
 
 // Publish is the command a script uses to announce a release: classic
@@ -22,10 +24,6 @@ const (
 	// PublishNone announces nothing, as Redisson's spin lock releases.
 	PublishNone Publish = ""
 )
-
-// UnlockMessage is the payload published when a lock becomes free. Java
-// Redisson parses payloads as numbers, so it is a decimal integer.
-const UnlockMessage = "0"
 
 var (
 	//go:embed acquire.lua
@@ -115,7 +113,7 @@ type Release struct {
 // Run runs release.lua.
 func (r Release) Run(ctx context.Context, c rueidis.Client) (Released, error) {
 	keys := []string{r.Key, LockChannel(r.Key), UnlockLatch(r.Key, r.RequestID)}
-	args := []string{UnlockMessage, millis(r.Lease), r.Owner, string(r.Publish), millis(r.LatchTTL)}
+	args := []string{pubsub.WakeOne, millis(r.Lease), r.Owner, string(r.Publish), millis(r.LatchTTL)}
 	return releaseReply(releaseScript.exec(ctx, c, keys, args))
 }
 

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/relock-go/relock/pubsub"
 )
 
 var (
@@ -79,17 +81,13 @@ func acquireReply(r rueidis.RedisResult, syncErr error) (bool, time.Duration, er
 // r.Lease is not used: the remaining read holds decide the TTL.
 func ReadRelease(ctx context.Context, c rueidis.Client, r Release) (Released, error) {
 	keys := []string{r.Key, RWChannel(r.Key), readTimeoutPrefix(r.Key, r.Owner), keyPrefix(r.Key), UnlockLatch(r.Key, r.RequestID)}
-	return releaseReply(readReleaseScript.exec(ctx, c, keys, []string{UnlockMessage, r.Owner, string(r.Publish), millis(r.LatchTTL)}))
+	return releaseReply(readReleaseScript.exec(ctx, c, keys, []string{pubsub.WakeOne, r.Owner, string(r.Publish), millis(r.LatchTTL)}))
 }
-
-// WakeAllMessage is published when a writer leaves: every waiter, reader or
-// writer, tries again.
-const WakeAllMessage = "1"
 
 // WriteRelease runs writerelease.lua for r.Owner's newest write hold.
 func WriteRelease(ctx context.Context, c rueidis.Client, r Release) (Released, error) {
 	keys := []string{r.Key, RWChannel(r.Key), UnlockLatch(r.Key, r.RequestID)}
-	args := []string{WakeAllMessage, millis(r.Lease), WriteField(r.Owner), string(r.Publish), millis(r.LatchTTL)}
+	args := []string{pubsub.WakeAll, millis(r.Lease), WriteField(r.Owner), string(r.Publish), millis(r.LatchTTL)}
 	return releaseReply(writeReleaseScript.exec(ctx, c, keys, args))
 }
 

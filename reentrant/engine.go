@@ -134,7 +134,7 @@ func (c *cycle) failed(attempt int, ttl time.Duration, err error) error {
 	switch {
 	case waiting && scripts.IsUnavailable(err):
 		_, err := l.sleep(c.ctx, c.giveUp, nil, c.unavailable)
-		c.unavailable = min(2*c.unavailable, time.Second)
+		c.unavailable = doubled(c.unavailable, 0, time.Second)
 		return err
 	case !c.private || c.cfg.timeout > 0 || !l.transient(err):
 		return redisError("lock", l.name, err)
@@ -199,7 +199,7 @@ func (c *cycle) nextSleep(pttl time.Duration) time.Duration {
 		// another waiter's. Redisson's Java waiters retry at once on this
 		// reply; relock backs off from 1ms up to the re-poll interval
 		// instead: its own turn comes with a message.
-		c.backoff = fairIdle(c.backoff, d)
+		c.backoff = doubled(c.backoff, time.Millisecond, d)
 		return c.backoff
 	}
 	if pttl >= 0 && pttl < d {
@@ -268,7 +268,7 @@ func (l *Lock) clearAttempt(ctx context.Context, owner Owner, ttl time.Duration,
 		if _, err := l.sleep(ctx, giveUp, nil, backoff); err != nil {
 			return err
 		}
-		backoff = min(2*backoff, time.Second)
+		backoff = doubled(backoff, 0, time.Second)
 		if _, err := l.release(ctx, owner, ttl, requestID); err == nil || scripts.IsReply(err) {
 			return nil
 		}

@@ -211,11 +211,12 @@ func ExampleRedlock() {
 		masters = append(masters, c.Lock("payout"))
 	}
 	rl := reentrant.NewRedlock(masters...)
-	held, validity, err := rl.Lock(context.Background(), reentrant.LeaseFor(10*time.Second))
+	held, err := rl.Lock(context.Background(), reentrant.LeaseFor(10*time.Second))
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("valid for most of the lease:", validity > 9*time.Second)
+	valid, _ := held.Deadline() // the end of the validity
+	fmt.Println("valid for most of the lease:", time.Until(valid) > 9*time.Second)
 	rl.Unlock(held)
 	// Output: valid for most of the lease: true
 }

@@ -43,12 +43,6 @@ func (l *Lock) fairTurn(cfg acquireConfig) time.Duration {
 	return l.c.opts.FairWaitTimeout
 }
 
-// fairIdle is the next wait of a fair waiter whose turn has not come while
-// the lock is free: double prev, from 1ms up to repoll.
-func fairIdle(prev, repoll time.Duration) time.Duration {
-	return min(max(2*prev, time.Millisecond), repoll)
-}
-
 // leaveQueue takes owner out of a fair lock's queue after a wait that ended
 // without the lock, as Redisson's acquireFailed does, so that those behind
 // it need not wait for its deadline: a waiter left at the head of the queue
@@ -66,14 +60,13 @@ func (l *Lock) leaveQueue(ctx context.Context, owner Owner, turn time.Duration) 
 	l.c.background(func() {
 		defer cancel()
 		defer context.AfterFunc(l.c.closing, cancel)()
-		for backoff := 10 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
-			select {
-			case <-ctx.Done():
-				l.c.opts.Logger.Warn("relock: could not leave a fair lock's queue; the entry is dropped when its turn ends", "lock", l.name)
+		for backoff := time.Duration(0); ; {
+			backoff = doubled(backoff, 10*time.Millisecond, time.Second)
+			if _, err := l.sleep(ctx, nil, nil, backoff); err != nil {
+				if ctx.Err() != nil && l.c.checkOpen() == nil {
+					l.c.opts.Logger.Warn("relock: could not leave a fair lock's queue; the entry is dropped when its turn ends", "lock", l.name)
+				}
 				return
-			case <-l.c.done:
-				return
-			case <-time.After(backoff):
 			}
 			if l.leftQueue(ctx, owner, turn) {
 				return

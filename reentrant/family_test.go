@@ -279,12 +279,15 @@ func TestRedlock(t *testing.T) {
 	rl, rival := reentrant.NewRedlock(locks...), reentrant.NewRedlock(others...)
 	const lease = 5 * time.Second
 
-	held, validity, err := rl.Lock(bg(), reentrant.LeaseFor(lease))
+	held, err := rl.Lock(bg(), reentrant.LeaseFor(lease))
 	require.NoError(t, err)
+	valid, ok := held.Deadline()
+	require.True(t, ok, "the validity is the held context's deadline")
+	validity := time.Until(valid)
 	assert.Greater(t, validity, lease*9/10)
 	assert.Less(t, validity, lease)
 	// Reentrant on every master.
-	again, _, err := rl.Lock(held, reentrant.LeaseFor(lease))
+	again, err := rl.Lock(held, reentrant.LeaseFor(lease))
 	require.NoError(t, err)
 	require.NoError(t, rl.Unlock(again))
 	n, err := locks[0].HoldCount(held)
@@ -294,7 +297,7 @@ func TestRedlock(t *testing.T) {
 	// A master restarted without its data does not let a rival in while a
 	// quorum still holds.
 	servers[4].Restart()
-	_, _, err = rival.Lock(bg(), reentrant.LeaseFor(lease), reentrant.RetryCount(2))
+	_, err = rival.Lock(bg(), reentrant.LeaseFor(lease), reentrant.RetryCount(2))
 	assert.ErrorIs(t, err, reentrant.ErrNoQuorum)
 	assert.ErrorIs(t, err, reentrant.ErrNotAcquired)
 	assert.NoError(t, held.Err())
@@ -307,11 +310,11 @@ func TestRedlock(t *testing.T) {
 	// and leaves nothing on the live ones.
 	servers[0].Kill()
 	servers[1].Kill()
-	held, _, err = rl.Lock(bg(), reentrant.LeaseFor(lease))
+	held, err = rl.Lock(bg(), reentrant.LeaseFor(lease))
 	require.NoError(t, err)
 	require.NoError(t, rl.Unlock(held))
 	servers[2].Kill()
-	_, _, err = rl.Lock(bg(), reentrant.LeaseFor(lease), reentrant.RetryCount(1))
+	_, err = rl.Lock(bg(), reentrant.LeaseFor(lease), reentrant.RetryCount(1))
 	assert.ErrorIs(t, err, reentrant.ErrNoQuorum)
 	for _, s := range servers[3:] {
 		assert.Equal(t, int64(0), mustInt(t, s, "EXISTS", "red"))
@@ -330,13 +333,19 @@ func TestRedlockValidityShrinks(t *testing.T) {
 	}
 	rl := reentrant.NewRedlock(locks...)
 	const lease = 2 * time.Second
-	held, fast, err := rl.Lock(bg(), reentrant.LeaseFor(lease))
+	validity := func(held context.Context) time.Duration {
+		d, _ := held.Deadline()
+		return time.Until(d)
+	}
+	held, err := rl.Lock(bg(), reentrant.LeaseFor(lease))
 	require.NoError(t, err)
+	fast := validity(held)
 	require.NoError(t, rl.Unlock(held))
 	servers[2].Pause()
 	defer servers[2].Resume()
-	held, slow, err := rl.Lock(bg(), reentrant.LeaseFor(lease))
+	held, err = rl.Lock(bg(), reentrant.LeaseFor(lease))
 	require.NoError(t, err)
+	slow := validity(held)
 	t.Logf("validity %v with every master answering, %v with one paused", fast, slow)
 	assert.Less(t, slow, fast-lease/20, "the paused master's timeout is taken off")
 	<-held.Done()

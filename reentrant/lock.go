@@ -197,36 +197,45 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) error {
 	// connection stalls (ConnWriteTimeout, 10s by default). Retries run
 	// within the window.
 	ctx = context.WithoutCancel(ctx)
-	var giveUp time.Time
-	for backoff := 10 * time.Millisecond; ; backoff *= 2 {
+	for try, backoff := 0, time.Duration(0); ; try++ {
 		res, err := l.release(ctx, owner, restore, requestID)
-		switch {
-		case err == nil && res != scripts.NotHeld:
-			return nil
-		case err == nil && found:
-			// Redis has no hold where this client had one: every other
-			// acquisition of it here is lost too.
-			l.c.loseHolds(func(k holdKey) bool { return k == key }, ErrLockLost)
-			return fmt.Errorf("relock: unlock %q: %w", l.name, ErrLockLost)
-		case err == nil:
-			return fmt.Errorf("relock: unlock %q: %w", l.name, ErrNotHeld)
-		case scripts.IsUnavailable(err) && l.c.checkOpen() == nil:
-			// The server cannot run scripts for now (loading, demoted by
-			// a failover); the release did not run, so trying again is
-			// safe for every kind of lock.
-		case scripts.IsReply(err) || l.c.checkOpen() != nil:
+		if err == nil {
+			return l.released(res, found, key)
+		}
+		if !l.retryRelease(err) {
 			return redisError("unlock", l.name, err)
 		}
-		if giveUp.IsZero() {
-			giveUp = time.Now().Add(window)
+		if try == 0 {
 			var cancel context.CancelFunc
-			ctx, cancel = context.WithDeadline(ctx, giveUp)
+			ctx, cancel = context.WithTimeout(ctx, window)
 			defer cancel()
 		}
-		select {
-		case <-ctx.Done():
+		backoff = doubled(backoff, 10*time.Millisecond, time.Second)
+		if _, serr := l.sleep(ctx, nil, nil, backoff); serr != nil {
 			return redisError("unlock", l.name, err)
-		case <-time.After(backoff):
 		}
 	}
+}
+
+// released turns a release's reply into Unlock's result. found says
+// whether this client had the hold.
+func (l *Lock) released(res scripts.Released, found bool, key holdKey) error {
+	switch {
+	case res != scripts.NotHeld:
+		return nil
+	case found:
+		// Redis has no hold where this client had one: every other
+		// acquisition of it here is lost too.
+		l.c.loseHolds(func(k holdKey) bool { return k == key }, ErrLockLost)
+		return fmt.Errorf("relock: unlock %q: %w", l.name, ErrLockLost)
+	}
+	return fmt.Errorf("relock: unlock %q: %w", l.name, ErrNotHeld)
+}
+
+// retryRelease reports whether a release that failed with err may be sent
+// again: it got no reply (the unlock latch answers a retry of a release
+// that ran), or the server could not run scripts for now (the release did
+// not run); and the client is open.
+func (l *Lock) retryRelease(err error) bool {
+	return l.c.checkOpen() == nil && (!scripts.IsReply(err) || scripts.IsUnavailable(err))
 }

@@ -104,7 +104,7 @@ func TestMisuse(t *testing.T) {
 		{"empty multi-lock and Redlock", func(t *testing.T, c *reentrant.Client) {
 			_, err := reentrant.NewMultiLock().Lock(bg())
 			assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
-			_, _, err = reentrant.NewRedlock().Lock(bg())
+			_, err = reentrant.NewRedlock().Lock(bg())
 			assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
 		}},
 		{"use after Close", func(t *testing.T, c *reentrant.Client) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 )
 
@@ -57,61 +56,69 @@ func (m *MultiLock) Lock(ctx context.Context, opts ...Option) (context.Context, 
 	if cfg.wait >= 0 {
 		deadline = time.Now().Add(cfg.wait)
 	}
-	part := func(wait time.Duration) []Option {
-		o := []Option{WaitAtMost(wait)}
-		if cfg.lease > 0 {
-			o = append(o, LeaseFor(cfg.lease))
-		}
-		return o
-	}
-	first, backoff := 0, time.Millisecond
+	first, backoff := 0, time.Duration(0)
 	for {
-		wait := time.Hour // bounded so that the loop sees the deadline
-		if !deadline.IsZero() {
-			wait = max(0, time.Until(deadline))
-		}
-		held, err := m.locks[first].Lock(ctx, part(wait)...)
+		held, taken, err := m.round(ctx, cfg, first, deadline)
 		switch {
-		case errors.Is(err, ErrNotAcquired) && deadline.IsZero():
-			continue
-		case err != nil:
-			return nil, err
-		}
-		parts := make([]context.Context, len(m.locks))
-		parts[first] = held
-		taken := -1
-		for i, l := range m.locks {
-			if i == first {
-				continue
-			}
-			h, err := l.Lock(ctx, part(0)...)
-			if errors.Is(err, ErrNotAcquired) {
-				taken = i
-				break
-			}
-			if err != nil {
-				m.release(parts)
-				return nil, err
-			}
-			parts[i] = h
-		}
-		if taken < 0 {
-			return m.join(ctx, parts), nil
-		}
-		m.release(parts)
-		if !deadline.IsZero() && !time.Now().Before(deadline) {
+		case err != nil || held != nil:
+			return held, err
+		case !deadline.IsZero() && !time.Now().Before(deadline):
 			return nil, fmt.Errorf("relock: multi-lock: %w", ErrNotAcquired)
+		case taken == first:
+			continue // an hour's wait for it ran out: wait again
 		}
 		first = taken
-		backoff = min(2*backoff, 64*time.Millisecond)
-		t := time.NewTimer(backoff/2 + rand.N(backoff/2))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, waitError(ctx, "multi-lock")
-		case <-t.C:
+		backoff = doubled(backoff, 2*time.Millisecond, 64*time.Millisecond)
+		if _, err := m.locks[first].sleep(ctx, nil, nil, jittered(backoff)); err != nil {
+			return nil, err
 		}
 	}
+}
+
+// round waits (until deadline, or an hour when there is none, so that the
+// caller's loop comes round) for lock first with nothing held, then tries
+// the others without waiting. It returns the held context when it took
+// them all; else it releases what it took and returns the lock it found
+// held, or an error.
+func (m *MultiLock) round(ctx context.Context, cfg acquireConfig, first int, deadline time.Time) (context.Context, int, error) {
+	wait := time.Hour
+	if !deadline.IsZero() {
+		wait = max(0, time.Until(deadline))
+	}
+	held, err := m.locks[first].Lock(ctx, cfg.part(wait)...)
+	if errors.Is(err, ErrNotAcquired) && deadline.IsZero() {
+		return nil, first, nil
+	}
+	if err != nil {
+		return nil, -1, err
+	}
+	parts := make([]context.Context, len(m.locks))
+	parts[first] = held
+	for i, l := range m.locks {
+		if i == first {
+			continue
+		}
+		h, err := l.Lock(ctx, cfg.part(0)...)
+		if err != nil {
+			m.release(parts)
+			if errors.Is(err, ErrNotAcquired) {
+				return nil, i, nil
+			}
+			return nil, -1, err
+		}
+		parts[i] = h
+	}
+	return m.join(ctx, parts), -1, nil
+}
+
+// part returns the options of one part's Lock in a composite lock: the
+// lease asked for, and a wait of its own.
+func (cfg acquireConfig) part(wait time.Duration) []Option {
+	o := []Option{WaitAtMost(wait)}
+	if cfg.lease > 0 {
+		o = append(o, LeaseFor(cfg.lease))
+	}
+	return o
 }
 
 // join makes the held context of a whole MultiLock.

@@ -76,7 +76,7 @@ func TestNilAndZeroValues(t *testing.T) {
 			_, err = nilMulti.Lock(bg())
 			invalid(t, err)
 			invalid(t, nilMulti.Unlock(bg()))
-			_, _, err = nilRedlock.Lock(bg())
+			_, err = nilRedlock.Lock(bg())
 			invalid(t, err)
 			invalid(t, nilRedlock.Unlock(bg()))
 		},
@@ -85,7 +85,7 @@ func TestNilAndZeroValues(t *testing.T) {
 			invalid(t, err)
 			_, err = reentrant.NewMultiLock(c.Lock("a"), nil).Lock(bg())
 			invalid(t, err)
-			_, _, err = reentrant.NewRedlock(nil, c.Lock("a")).Lock(bg())
+			_, err = reentrant.NewRedlock(nil, c.Lock("a")).Lock(bg())
 			invalid(t, err)
 		},
 		"nil option": func(t *testing.T) {

@@ -111,22 +111,37 @@ func (o Options) withDefaults() (Options, error) {
 	case o.FairWaitTimeout < o.RepollInterval:
 		return o, fmt.Errorf("%w: FairWaitTimeout %v is below RepollInterval %v: live waiters would be skipped", ErrInvalidArgument, o.FairWaitTimeout, o.RepollInterval)
 	}
-	switch {
-	case o.ReplicaSync.Replicas < 0:
-		return o, fmt.Errorf("%w: ReplicaSync.Replicas %d is negative", ErrInvalidArgument, o.ReplicaSync.Replicas)
-	case o.ReplicaSync.Timeout < 0:
-		return o, fmt.Errorf("%w: ReplicaSync.Timeout %v is negative", ErrInvalidArgument, o.ReplicaSync.Timeout)
-	case o.ReplicaSync.Replicas > 0 && o.ReplicaSync.Timeout == 0:
-		o.ReplicaSync.Timeout = time.Second
-	case o.ReplicaSync.Replicas > 0 && o.ReplicaSync.Timeout < time.Millisecond:
-		return o, fmt.Errorf("%w: ReplicaSync.Timeout %v is below 1ms (WAIT counts milliseconds; 0 would wait forever)", ErrInvalidArgument, o.ReplicaSync.Timeout)
+	if err := o.ReplicaSync.check(); err != nil {
+		return o, err
 	}
+	o.ReplicaSync = o.ReplicaSync.withDefaults()
 	switch o.PubSub {
 	case 0, pubsub.Classic, pubsub.Sharded:
 	default:
 		return o, fmt.Errorf("%w: unknown PubSub mode %d", ErrInvalidArgument, o.PubSub)
 	}
 	return o, nil
+}
+
+// check returns the first reason s cannot be used.
+func (s ReplicaSync) check() error {
+	switch {
+	case s.Replicas < 0:
+		return fmt.Errorf("%w: ReplicaSync.Replicas %d is negative", ErrInvalidArgument, s.Replicas)
+	case s.Timeout < 0:
+		return fmt.Errorf("%w: ReplicaSync.Timeout %v is negative", ErrInvalidArgument, s.Timeout)
+	case s.Replicas > 0 && s.Timeout > 0 && s.Timeout < time.Millisecond:
+		return fmt.Errorf("%w: ReplicaSync.Timeout %v is below 1ms (WAIT counts milliseconds; 0 would wait forever)", ErrInvalidArgument, s.Timeout)
+	}
+	return nil
+}
+
+// withDefaults fills in the timeout when sync is on.
+func (s ReplicaSync) withDefaults() ReplicaSync {
+	if s.Replicas > 0 && s.Timeout == 0 {
+		s.Timeout = time.Second
+	}
+	return s
 }
 
 // An Option changes how Lock and TryLock acquire.

@@ -44,22 +44,23 @@ type redlockHeld struct {
 	cancel context.CancelCauseFunc
 }
 
-// Lock takes the Redlock and returns the held context and the validity: how
-// long from now the lock is safe to use. The held context ends when the
-// validity does (cause ErrLockLost), or when fewer than a quorum of the
-// masters still hold it, or on Unlock. LeaseFor sets the lease (default: the
-// first client's WatchdogTimeout); NoWait, WaitAtMost and RetryCount bound
-// the attempts; RetryDelay replaces the random delay between attempts.
-func (r *Redlock) Lock(ctx context.Context, opts ...Option) (context.Context, time.Duration, error) {
+// Lock takes the Redlock and returns the held context. Its deadline is the
+// end of the validity: how long from now the lock is safe to use
+// (held.Deadline()). The held context ends then (cause ErrLockLost), or when
+// fewer than a quorum of the masters still hold it, or on Unlock. LeaseFor
+// sets the lease (default: the first client's WatchdogTimeout); NoWait,
+// WaitAtMost and RetryCount bound the attempts; RetryDelay replaces the
+// random delay between attempts.
+func (r *Redlock) Lock(ctx context.Context, opts ...Option) (context.Context, error) {
 	cfg := newAcquireConfig(-1, opts)
 	if cfg.err != nil {
-		return nil, 0, cfg.err
+		return nil, cfg.err
 	}
 	if r == nil {
-		return nil, 0, fmt.Errorf("%w: nil Redlock", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: nil Redlock", ErrInvalidArgument)
 	}
 	if err := checkParts(ctx, "Redlock", r.locks); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	lease := cfg.lease
 	if lease == 0 {
@@ -72,38 +73,37 @@ func (r *Redlock) Lock(ctx context.Context, opts ...Option) (context.Context, ti
 	if cfg.wait >= 0 {
 		deadline = time.Now().Add(cfg.wait)
 	}
-	var last error
 	for attempt := 0; ; attempt++ {
-		held, validity, err := r.attempt(ctx, lease)
-		if err == nil {
-			return held, validity, nil
+		held, err := r.attempt(ctx, lease)
+		switch {
+		case err == nil:
+			return held, nil
+		case ctx.Err() != nil:
+			return nil, waitError(ctx, "redlock")
+		case cfg.retries >= 0 && attempt >= cfg.retries, !deadline.IsZero() && !time.Now().Before(deadline):
+			return nil, err
 		}
-		if ctx.Err() != nil {
-			return nil, 0, waitError(ctx, "redlock")
-		}
-		last = err
-		if cfg.retries >= 0 && attempt >= cfg.retries || !deadline.IsZero() && !time.Now().Before(deadline) {
-			return nil, 0, last
-		}
-		delay := cfg.retryDelay
-		if delay == 0 {
-			delay = 50*time.Millisecond + rand.N(100*time.Millisecond)
-		}
-		if !deadline.IsZero() {
-			delay = min(delay, time.Until(deadline))
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, 0, waitError(ctx, "redlock")
-		case <-t.C:
+		if _, err := r.locks[0].sleep(ctx, nil, nil, retryDelay(cfg, deadline)); err != nil {
+			return nil, err
 		}
 	}
 }
 
+// retryDelay is the pause between two Redlock attempts: RetryDelay, or a
+// random 50-150ms so that rivals drift apart, cut short by the deadline.
+func retryDelay(cfg acquireConfig, deadline time.Time) time.Duration {
+	delay := cfg.retryDelay
+	if delay == 0 {
+		delay = 50*time.Millisecond + rand.N(100*time.Millisecond)
+	}
+	if !deadline.IsZero() {
+		delay = min(delay, time.Until(deadline))
+	}
+	return delay
+}
+
 // attempt is one round of the algorithm.
-func (r *Redlock) attempt(ctx context.Context, lease time.Duration) (context.Context, time.Duration, error) {
+func (r *Redlock) attempt(ctx context.Context, lease time.Duration) (context.Context, error) {
 	n := len(r.locks)
 	quorum := n/2 + 1
 	h := &redlockHeld{r: r, lease: lease, parts: make([]context.Context, n), maybe: make([]bool, n)}
@@ -134,14 +134,13 @@ func (r *Redlock) attempt(ctx context.Context, lease time.Duration) (context.Con
 	validity := lease - time.Since(start) - (lease/100 + 2*time.Millisecond)
 	if granted < quorum || validity <= 0 {
 		h.release(ctx, lease)
-		return nil, 0, fmt.Errorf("%w: %d of %d masters granted the lock (quorum %d), validity %v: %w",
+		return nil, fmt.Errorf("%w: %d of %d masters granted the lock (quorum %d), validity %v: %w",
 			ErrNoQuorum, granted, n, quorum, validity, errors.Join(errs...))
 	}
-	held, cancel := context.WithCancelCause(context.WithValue(ctx, redlockKey{}, h))
-	h.cancel = cancel
 	lost := fmt.Errorf("%w: redlock validity ended", ErrLockLost)
-	t := time.AfterFunc(validity, func() { cancel(lost) })
-	context.AfterFunc(held, func() { t.Stop() })
+	valid, stop := context.WithDeadlineCause(context.WithValue(ctx, redlockKey{}, h), start.Add(validity), lost)
+	held, cancel := context.WithCancelCause(valid)
+	h.cancel = func(cause error) { cancel(cause); stop() }
 	var alive atomic.Int64
 	alive.Store(int64(granted))
 	for _, p := range h.parts {
@@ -153,7 +152,7 @@ func (r *Redlock) attempt(ctx context.Context, lease time.Duration) (context.Con
 			})
 		}
 	}
-	return held, validity, nil
+	return held, nil
 }
 
 // release gives back the lock on every master that holds it, and tries

@@ -1,9 +1,6 @@
 package reentrant
 
-import (
-	"math/rand/v2"
-	"time"
-)
+import "time"
 
 // Backoff bounds a spin lock's waits: the first is about Min, each next one
 // doubles, up to Max, and each is drawn with jitter from the upper half of
@@ -20,8 +17,7 @@ const (
 
 // next returns the wait after one of bound prev (0 before the first).
 func (b *Backoff) next(prev time.Duration) time.Duration {
-	bound := min(max(2*prev, b.Min), b.Max)
-	return bound/2 + rand.N(bound/2+1)
+	return jittered(doubled(prev, b.Min, b.Max))
 }
 
 // SpinLock returns a handle on the reentrant lock name that waits like

@@ -35,9 +35,9 @@ type Client struct {
 	watchdog    *watchdog.Watchdog
 	sub         *pubsub.Subscriber
 	degraded    atomic.Bool // waiting by polling: subscribing failed
-	// scripted runs the lock scripts: rdb, or rdb with WAIT after each
-	// script when replica sync is on.
-	scripted atomic.Pointer[rueidis.Client]
+	// conn runs the lock scripts: rdb, with the replica sync in use (off
+	// once the server refused WAIT).
+	conn atomic.Pointer[scripts.Conn]
 
 	// hookBeforeSubscribe, set by tests, runs between a failed attempt and
 	// the subscription that follows it.
@@ -140,8 +140,7 @@ func detectPubSub(rdb rueidis.Client, cluster bool) (pubsub.Mode, error) {
 // cannot be reached now is tried as configured.
 func (c *Client) startSync() error {
 	rs := c.opts.ReplicaSync
-	run := scripts.Sync(c.rdb, rs.Replicas, rs.Timeout)
-	c.scripted.Store(&run)
+	c.conn.Store(&scripts.Conn{Client: c.rdb, Replicas: rs.Replicas, Timeout: rs.Timeout})
 	if rs.Replicas == 0 {
 		return nil
 	}
@@ -159,7 +158,7 @@ func (c *Client) syncRefused(err error) error {
 	if c.opts.ReplicaSync.Required {
 		return fmt.Errorf("%w: %v", ErrSyncUnavailable, err)
 	}
-	if old := c.scripted.Swap(&c.rdb); *old != c.rdb {
+	if old := c.conn.Swap(&scripts.Conn{Client: c.rdb}); old.Replicas > 0 {
 		c.opts.Logger.Warn("relock: the server refuses WAIT; replica sync is off (set ReplicaSync.Required to fail instead)", "error", err)
 	}
 	return nil
@@ -169,7 +168,7 @@ func (c *Client) syncRefused(err error) error {
 // (Replicas 0) when the server refused WAIT. An operator can check it
 // matches the Java side's checkLockSyncedSlaves.
 func (c *Client) ReplicaSync() ReplicaSync {
-	if *c.scripted.Load() == c.rdb {
+	if c.conn.Load().Replicas == 0 {
 		return ReplicaSync{}
 	}
 	return c.opts.ReplicaSync
@@ -236,6 +235,10 @@ func (c *Client) background(task func()) {
 		task()
 	}()
 }
+
+// scriptConn returns where the lock scripts run: the client, with the replica
+// sync in use. Every script that changes a lock runs there.
+func (c *Client) scriptConn() scripts.Conn { return *c.conn.Load() }
 
 // usable reports whether c was made by New: not nil, not a zero Client.
 func (c *Client) usable() bool { return c != nil && c.done != nil }

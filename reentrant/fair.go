@@ -47,7 +47,8 @@ func (l *Lock) fairTurn(cfg acquireConfig) time.Duration {
 // without the lock, as Redisson's acquireFailed does, so that those behind
 // it need not wait for its deadline: a waiter left at the head of the queue
 // would hold up everyone for its whole turn. It runs even when ctx is
-// cancelled. When Redis gives no answer, it tries again in the background,
+// cancelled, and waits for replicas as a release does. When Redis gives no
+// answer, it tries again in the background,
 // for up to the release window or until Close, so that the wait that gave
 // up returns at once; leaving twice is the same as leaving once. If every
 // try fails, the owner's deadline drops it from the queue.
@@ -78,6 +79,6 @@ func (l *Lock) leaveQueue(ctx context.Context, owner Owner, turn time.Duration) 
 // leftQueue runs the leave script once and reports whether it is done:
 // Redis answered, or no later try could help.
 func (l *Lock) leftQueue(ctx context.Context, owner Owner, turn time.Duration) bool {
-	err := scripts.FairLeave(ctx, l.c.rdb, l.name, owner.id, turn, l.c.publish)
+	err := scripts.FairLeave(ctx, l.c.scriptConn(), l.name, owner.id, turn, l.c.publish)
 	return err == nil || (scripts.IsReply(err) && !scripts.IsUnavailable(err)) || l.c.checkOpen() != nil
 }

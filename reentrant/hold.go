@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/relock-go/relock/scripts"
 	"github.com/relock-go/relock/watchdog"
 )
@@ -198,7 +196,7 @@ func (c *Client) renew(ctx context.Context, ttl time.Duration, batches [][]*watc
 	errs := make([]error, len(batches))
 	for _, part := range []struct {
 		idx []int
-		run func(context.Context, rueidis.Client, time.Duration, [][]scripts.Held) ([][]bool, []error)
+		run func(context.Context, scripts.Conn, time.Duration, [][]scripts.Held) ([][]bool, []error)
 	}{{plain, scripts.Renew}, {read, scripts.ReadRenew}} {
 		if len(part.idx) == 0 {
 			continue
@@ -207,7 +205,7 @@ func (c *Client) renew(ctx context.Context, ttl time.Duration, batches [][]*watc
 		for k, i := range part.idx {
 			sub[k] = held[i]
 		}
-		r, e := part.run(ctx, *c.scripted.Load(), ttl, sub)
+		r, e := part.run(ctx, c.scriptConn(), ttl, sub)
 		for k, i := range part.idx {
 			renewed[i], errs[i] = r[k], e[k]
 		}

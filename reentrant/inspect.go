@@ -69,7 +69,10 @@ func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) {
 }
 
 // ForceUnlock releases the lock whoever holds it and wakes a waiter; it
-// reports whether the lock was held. This client's own holds of it end at
+// reports whether the lock was held. With Options.ReplicaSync it waits for
+// the replicas as a release does; a deletion they did not confirm still
+// stands on the master (a failover before they have it can bring the lock
+// back until its TTL ends). This client's own holds of it end at
 // once: their held contexts are cancelled with cause ErrLockLost. A key of
 // another type is left alone and reported as ErrWrongType.
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
@@ -77,7 +80,7 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	l.c.loseHolds(func(k holdKey) bool { return k.name == l.name }, ErrLockLost)
-	deleted, err := l.kind.spec().forceUnlock(ctx, l.c.rdb, l.name, l.c.publish)
+	deleted, err := l.kind.spec().forceUnlock(ctx, l.c.scriptConn(), l.name, l.c.publish)
 	if err != nil {
 		return false, redisError("force unlock", l.name, err)
 	}

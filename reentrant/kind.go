@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/relock-go/relock/scripts"
 
 	"github.com/relock-go/relock/pubsub"
@@ -33,11 +31,11 @@ type kind struct {
 	// acquire runs the acquire script once. turn and join matter to a fair
 	// lock only: the waiter's turn in the queue, and whether it may join
 	// the queue (a call that will not wait tries once and leaves no trace).
-	acquire func(ctx context.Context, rdb rueidis.Client, name, owner string, ttl, turn time.Duration, join bool) (acquired bool, pttl time.Duration, token int64, err error)
+	acquire func(ctx context.Context, rdb scripts.Conn, name, owner string, ttl, turn time.Duration, join bool) (acquired bool, pttl time.Duration, token int64, err error)
 	// release runs the release script once.
-	release func(ctx context.Context, rdb rueidis.Client, r scripts.Release) (scripts.Released, error)
+	release func(ctx context.Context, rdb scripts.Conn, r scripts.Release) (scripts.Released, error)
 	// forceUnlock deletes the lock whoever holds it and wakes its waiters.
-	forceUnlock func(ctx context.Context, rdb rueidis.Client, name string, pub scripts.Publish) (bool, error)
+	forceUnlock func(ctx context.Context, rdb scripts.Conn, name string, pub scripts.Publish) (bool, error)
 	// renewedApart: holds are renewed by another script (read holds
 	// extend their timeout keys too), so they are batched apart.
 	renewedApart bool
@@ -51,7 +49,7 @@ var kinds = [...]kind{
 		field:   ownField,
 		channel: lockChannel,
 		acquire: acquireWith(scripts.Acquire),
-		release: func(ctx context.Context, rdb rueidis.Client, r scripts.Release) (scripts.Released, error) {
+		release: func(ctx context.Context, rdb scripts.Conn, r scripts.Release) (scripts.Released, error) {
 			return r.Run(ctx, rdb)
 		},
 		forceUnlock: forceUnlockOn(scripts.LockChannel, pubsub.WakeOne),
@@ -59,10 +57,10 @@ var kinds = [...]kind{
 	fencedLock: {
 		field:   ownField,
 		channel: lockChannel,
-		acquire: func(ctx context.Context, rdb rueidis.Client, name, owner string, ttl, _ time.Duration, _ bool) (bool, time.Duration, int64, error) {
+		acquire: func(ctx context.Context, rdb scripts.Conn, name, owner string, ttl, _ time.Duration, _ bool) (bool, time.Duration, int64, error) {
 			return scripts.FencedAcquire(ctx, rdb, name, owner, ttl)
 		},
-		release: func(ctx context.Context, rdb rueidis.Client, r scripts.Release) (scripts.Released, error) {
+		release: func(ctx context.Context, rdb scripts.Conn, r scripts.Release) (scripts.Released, error) {
 			return r.Run(ctx, rdb)
 		},
 		forceUnlock: forceUnlockOn(scripts.LockChannel, pubsub.WakeOne),
@@ -85,7 +83,7 @@ var kinds = [...]kind{
 	fairLock: {
 		field:   ownField,
 		channel: scripts.FairChannel,
-		acquire: func(ctx context.Context, rdb rueidis.Client, name, owner string, ttl, turn time.Duration, join bool) (bool, time.Duration, int64, error) {
+		acquire: func(ctx context.Context, rdb scripts.Conn, name, owner string, ttl, turn time.Duration, join bool) (bool, time.Duration, int64, error) {
 			acquired, pttl, err := scripts.FairAcquire(ctx, rdb, name, owner, ttl, turn, join)
 			return acquired, pttl, 0, err
 		},
@@ -105,16 +103,16 @@ func (l *Lock) field(owner Owner) string   { return l.kind.spec().field(owner.id
 func (l *Lock) channel(owner Owner) string { return l.kind.spec().channel(l.name, owner.id) }
 
 // acquireWith adapts an acquire script that draws no token and has no queue.
-func acquireWith(run func(ctx context.Context, rdb rueidis.Client, name, owner string, ttl time.Duration) (bool, time.Duration, error)) func(context.Context, rueidis.Client, string, string, time.Duration, time.Duration, bool) (bool, time.Duration, int64, error) {
-	return func(ctx context.Context, rdb rueidis.Client, name, owner string, ttl, _ time.Duration, _ bool) (bool, time.Duration, int64, error) {
+func acquireWith(run func(ctx context.Context, rdb scripts.Conn, name, owner string, ttl time.Duration) (bool, time.Duration, error)) func(context.Context, scripts.Conn, string, string, time.Duration, time.Duration, bool) (bool, time.Duration, int64, error) {
+	return func(ctx context.Context, rdb scripts.Conn, name, owner string, ttl, _ time.Duration, _ bool) (bool, time.Duration, int64, error) {
 		acquired, pttl, err := run(ctx, rdb, name, owner, ttl)
 		return acquired, pttl, 0, err
 	}
 }
 
 // forceUnlockOn deletes a lock and publishes message on its channel.
-func forceUnlockOn(channel func(string) string, message string) func(context.Context, rueidis.Client, string, scripts.Publish) (bool, error) {
-	return func(ctx context.Context, rdb rueidis.Client, name string, pub scripts.Publish) (bool, error) {
+func forceUnlockOn(channel func(string) string, message string) func(context.Context, scripts.Conn, string, scripts.Publish) (bool, error) {
+	return func(ctx context.Context, rdb scripts.Conn, name string, pub scripts.Publish) (bool, error) {
 		return scripts.ForceUnlock(ctx, rdb, name, channel(name), message, pub)
 	}
 }

@@ -81,7 +81,7 @@ func (l *Lock) attempt(ctx context.Context, owner Owner, ttl time.Duration, cfg 
 		ctx, cancel = context.WithTimeout(ctx, cfg.timeout)
 		defer cancel()
 	}
-	rdb := *l.c.scripted.Load()
+	rdb := l.c.scriptConn()
 	acquired, pttl, token, err = l.kind.spec().acquire(ctx, rdb, l.name, owner.id, ttl, l.fairTurn(cfg), cfg.wait != 0)
 	if acquired && err != nil {
 		err = l.unsynced(ctx, owner, ttl, err)
@@ -114,7 +114,7 @@ func (l *Lock) unsynced(ctx context.Context, owner Owner, ttl time.Duration, syn
 // restore is the TTL left to the holds that remain. requestID names the
 // release for the unlock latch: the same id across retries of one release.
 func (l *Lock) release(ctx context.Context, owner Owner, restore time.Duration, requestID string) (scripts.Released, error) {
-	rdb := *l.c.scripted.Load()
+	rdb := l.c.scriptConn()
 	rel := scripts.Release{
 		Key:       l.name,
 		Owner:     owner.id,

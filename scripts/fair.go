@@ -5,8 +5,6 @@ import (
 	_ "embed"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/relock-go/relock/pubsub"
 )
 
@@ -56,7 +54,7 @@ func fairKeys(name string) []string {
 // the next attempt: the lock's PTTL, or how long the turns ahead may last;
 // 0 means another waiter's turn. Without join it only tries once and
 // changes nothing when the lock is not free for it.
-func FairAcquire(ctx context.Context, c rueidis.Client, key, owner string, lease, wait time.Duration, join bool) (acquired bool, ttl time.Duration, err error) {
+func FairAcquire(ctx context.Context, c Conn, key, owner string, lease, wait time.Duration, join bool) (acquired bool, ttl time.Duration, err error) {
 	mode := "0"
 	if join {
 		mode = "1"
@@ -65,7 +63,7 @@ func FairAcquire(ctx context.Context, c rueidis.Client, key, owner string, lease
 }
 
 // FairRelease runs fairrelease.lua for r.
-func FairRelease(ctx context.Context, c rueidis.Client, r Release) (Released, error) {
+func FairRelease(ctx context.Context, c Conn, r Release) (Released, error) {
 	keys := append(fairKeys(r.Key), UnlockLatch(r.Key, r.RequestID))
 	args := []string{pubsub.WakeOne, millis(r.Lease), r.Owner, string(r.Publish), millis(r.LatchTTL)}
 	return releaseReply(fairReleaseScript.exec(ctx, c, keys, args))
@@ -73,7 +71,7 @@ func FairRelease(ctx context.Context, c rueidis.Client, r Release) (Released, er
 
 // FairLeave runs fairleave.lua: owner, which joined key's queue with turn
 // wait, stops waiting.
-func FairLeave(ctx context.Context, c rueidis.Client, key, owner string, wait time.Duration, pub Publish) error {
+func FairLeave(ctx context.Context, c Conn, key, owner string, wait time.Duration, pub Publish) error {
 	r, _ := fairLeaveScript.exec(ctx, c, fairKeys(key), []string{pubsub.WakeOne, owner, string(pub), millis(wait)})
 	return r.Error()
 }
@@ -81,7 +79,7 @@ func FairLeave(ctx context.Context, c rueidis.Client, key, owner string, wait ti
 // FairForceUnlock runs fairforceunlock.lua: it deletes fair lock key
 // whoever holds it and tells the head of its queue. It reports whether
 // there was a lock.
-func FairForceUnlock(ctx context.Context, c rueidis.Client, key string, pub Publish) (bool, error) {
+func FairForceUnlock(ctx context.Context, c Conn, key string, pub Publish) (bool, error) {
 	r, _ := fairForceUnlockScript.exec(ctx, c, fairKeys(key), []string{pubsub.WakeOne, string(pub)})
 	n, err := r.AsInt64()
 	return n == 1, err

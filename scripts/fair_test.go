@@ -22,9 +22,9 @@ import (
 // the other: on one machine they differ by the few milliseconds between
 // the two calls.
 func TestFairMatchesRedisson(t *testing.T) {
-	each(t, func(t *testing.T, rdb rueidis.Client, do func(...string) rueidis.RedisResult) {
+	each(t, func(t *testing.T, rdb scripts.Conn, do func(...string) rueidis.RedisResult) {
 		ctx := context.Background()
-		java := redissontest.New(rdb)
+		java := redissontest.New(rdb.Client)
 		requests := 0
 		const long, short = 300 * time.Second, 5 * time.Second
 		type side struct {

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/relock-go/relock/pubsub"
 )
 
@@ -54,9 +52,9 @@ func millis(d time.Duration) string {
 // Acquire runs acquire.lua: owner takes lock key, or takes it once more,
 // with the given lease as the key's TTL. When the lock is held by someone
 // else it returns acquired false and the key's remaining TTL (-1ms when the
-// key has no expiry). On a [Synced] client, an acquire that replicas did not
+// key has no expiry). On a synced [Conn], an acquire that replicas did not
 // confirm returns acquired true with [ErrNotSynced] or [ErrSyncRefused].
-func Acquire(ctx context.Context, c rueidis.Client, key, owner string, lease time.Duration) (acquired bool, ttl time.Duration, err error) {
+func Acquire(ctx context.Context, c Conn, key, owner string, lease time.Duration) (acquired bool, ttl time.Duration, err error) {
 	return acquireReply(acquireScript.exec(ctx, c, []string{key}, []string{millis(lease), owner}))
 }
 
@@ -68,7 +66,7 @@ func TokenCounter(name string) string {
 
 // FencedAcquire runs fencedacquire.lua: Acquire, plus a fencing token drawn
 // from the lock's counter on every success.
-func FencedAcquire(ctx context.Context, c rueidis.Client, key, owner string, lease time.Duration) (acquired bool, ttl time.Duration, token int64, err error) {
+func FencedAcquire(ctx context.Context, c Conn, key, owner string, lease time.Duration) (acquired bool, ttl time.Duration, token int64, err error) {
 	res, syncErr := fencedAcquireScript.exec(ctx, c, []string{key, TokenCounter(key)}, []string{millis(lease), owner})
 	r, err := res.AsIntSlice()
 	if err != nil {
@@ -111,7 +109,7 @@ type Release struct {
 }
 
 // Run runs release.lua.
-func (r Release) Run(ctx context.Context, c rueidis.Client) (Released, error) {
+func (r Release) Run(ctx context.Context, c Conn) (Released, error) {
 	keys := []string{r.Key, LockChannel(r.Key), UnlockLatch(r.Key, r.RequestID)}
 	args := []string{pubsub.WakeOne, millis(r.Lease), r.Owner, string(r.Publish), millis(r.LatchTTL)}
 	return releaseReply(releaseScript.exec(ctx, c, keys, args))
@@ -127,11 +125,11 @@ type Held struct {
 // each held key's TTL to ttl if its owner still holds it. Every key of one
 // batch must be in the same cluster slot (see [Slot]). For each batch it
 // returns whether each lock was renewed, or the batch's error.
-func Renew(ctx context.Context, c rueidis.Client, ttl time.Duration, batches [][]Held) (renewed [][]bool, errs []error) {
+func Renew(ctx context.Context, c Conn, ttl time.Duration, batches [][]Held) (renewed [][]bool, errs []error) {
 	return renewWith(renewScript, ctx, c, ttl, batches)
 }
 
-func renewWith(s *script, ctx context.Context, c rueidis.Client, ttl time.Duration, batches [][]Held) (renewed [][]bool, errs []error) {
+func renewWith(s *script, ctx context.Context, c Conn, ttl time.Duration, batches [][]Held) (renewed [][]bool, errs []error) {
 	calls := make([]call, len(batches))
 	ms := millis(ttl)
 	for i, b := range batches {
@@ -164,7 +162,7 @@ func renewWith(s *script, ctx context.Context, c rueidis.Client, ttl time.Durati
 
 // ForceUnlock runs forceunlock.lua: it deletes lock key whoever holds it and
 // publishes message on channel. It reports whether there was a lock.
-func ForceUnlock(ctx context.Context, c rueidis.Client, key, channel, message string, pub Publish) (bool, error) {
+func ForceUnlock(ctx context.Context, c Conn, key, channel, message string, pub Publish) (bool, error) {
 	r, _ := forceUnlockScript.exec(ctx, c, []string{key, channel}, []string{message, string(pub)})
 	n, err := r.AsInt64()
 	if err != nil {

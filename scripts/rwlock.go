@@ -54,12 +54,12 @@ func keyPrefix(name string) string {
 }
 
 // ReadAcquire runs readacquire.lua, as Acquire does for a reentrant lock.
-func ReadAcquire(ctx context.Context, c rueidis.Client, key, owner string, lease time.Duration) (bool, time.Duration, error) {
+func ReadAcquire(ctx context.Context, c Conn, key, owner string, lease time.Duration) (bool, time.Duration, error) {
 	return acquireReply(readAcquireScript.exec(ctx, c, []string{key, readTimeoutPrefix(key, owner)}, []string{millis(lease), owner, WriteField(owner)}))
 }
 
 // WriteAcquire runs writeacquire.lua, as Acquire does for a reentrant lock.
-func WriteAcquire(ctx context.Context, c rueidis.Client, key, owner string, lease time.Duration) (bool, time.Duration, error) {
+func WriteAcquire(ctx context.Context, c Conn, key, owner string, lease time.Duration) (bool, time.Duration, error) {
 	return acquireReply(writeAcquireScript.exec(ctx, c, []string{key}, []string{millis(lease), WriteField(owner)}))
 }
 
@@ -79,13 +79,13 @@ func acquireReply(r rueidis.RedisResult, syncErr error) (bool, time.Duration, er
 
 // ReadRelease runs readrelease.lua for r.Owner's newest read hold.
 // r.Lease is not used: the remaining read holds decide the TTL.
-func ReadRelease(ctx context.Context, c rueidis.Client, r Release) (Released, error) {
+func ReadRelease(ctx context.Context, c Conn, r Release) (Released, error) {
 	keys := []string{r.Key, RWChannel(r.Key), readTimeoutPrefix(r.Key, r.Owner), keyPrefix(r.Key), UnlockLatch(r.Key, r.RequestID)}
 	return releaseReply(readReleaseScript.exec(ctx, c, keys, []string{pubsub.WakeOne, r.Owner, string(r.Publish), millis(r.LatchTTL)}))
 }
 
 // WriteRelease runs writerelease.lua for r.Owner's newest write hold.
-func WriteRelease(ctx context.Context, c rueidis.Client, r Release) (Released, error) {
+func WriteRelease(ctx context.Context, c Conn, r Release) (Released, error) {
 	keys := []string{r.Key, RWChannel(r.Key), UnlockLatch(r.Key, r.RequestID)}
 	args := []string{pubsub.WakeAll, millis(r.Lease), WriteField(r.Owner), string(r.Publish), millis(r.LatchTTL)}
 	return releaseReply(writeReleaseScript.exec(ctx, c, keys, args))
@@ -111,6 +111,6 @@ func releaseReply(r rueidis.RedisResult, _ error) (Released, error) {
 
 // ReadRenew is Renew for read holds: it also extends every read hold's
 // timeout key.
-func ReadRenew(ctx context.Context, c rueidis.Client, ttl time.Duration, batches [][]Held) ([][]bool, []error) {
+func ReadRenew(ctx context.Context, c Conn, ttl time.Duration, batches [][]Held) ([][]bool, []error) {
 	return renewWith(readRenewScript, ctx, c, ttl, batches)
 }

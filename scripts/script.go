@@ -25,20 +25,20 @@ func newScript(body string) *script {
 	return &script{body: body, sha: hex.EncodeToString(sum[:])}
 }
 
-func (s *script) evalsha(c rueidis.Client, keys, args []string) rueidis.Completed {
+func (s *script) evalsha(c Conn, keys, args []string) rueidis.Completed {
 	return c.B().Evalsha().Sha1(s.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
 }
 
-func (s *script) eval(c rueidis.Client, keys, args []string) rueidis.Completed {
+func (s *script) eval(c Conn, keys, args []string) rueidis.Completed {
 	return c.B().Eval().Script(s.body).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
 }
 
 // exec runs the script once. NOSCRIPT means the script did not run, so
-// sending it again as EVAL is safe; nothing else is resent. On a [Synced]
+// sending it again as EVAL is safe; nothing else is resent. On a synced [Conn]
 // client, syncErr says whether replicas confirmed the script's writes.
-func (s *script) exec(ctx context.Context, c rueidis.Client, keys, args []string) (r rueidis.RedisResult, syncErr error) {
-	if sc, ok := c.(Synced); ok {
-		return s.execSynced(ctx, sc, keys, args)
+func (s *script) exec(ctx context.Context, c Conn, keys, args []string) (r rueidis.RedisResult, syncErr error) {
+	if c.Replicas > 0 {
+		return s.execSynced(ctx, c, keys, args)
 	}
 	r = c.Do(ctx, s.evalsha(c, keys, args))
 	if isNoScript(r.Error()) {
@@ -54,11 +54,11 @@ type call struct {
 
 // execMulti runs the calls in one pipeline, then resends as EVAL, again in
 // one pipeline, just the calls the server answered with NOSCRIPT.
-// On a [Synced] client each call gets its own WAIT, and a call whose writes
+// On a synced [Conn] client each call gets its own WAIT, and a call whose writes
 // replicas did not confirm gets an error result.
-func (s *script) execMulti(ctx context.Context, c rueidis.Client, calls []call) []rueidis.RedisResult {
-	if sc, ok := c.(Synced); ok {
-		return s.execMultiSynced(ctx, sc, calls)
+func (s *script) execMulti(ctx context.Context, c Conn, calls []call) []rueidis.RedisResult {
+	if c.Replicas > 0 {
+		return s.execMultiSynced(ctx, c, calls)
 	}
 	cmds := make(rueidis.Commands, len(calls))
 	for i, cl := range calls {

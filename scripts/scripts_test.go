@@ -52,14 +52,14 @@ func TestSlotMatchesRedis(t *testing.T) {
 	}
 }
 
-func each(t *testing.T, f func(t *testing.T, rdb rueidis.Client, do func(...string) rueidis.RedisResult)) {
+func each(t *testing.T, f func(t *testing.T, rdb scripts.Conn, do func(...string) rueidis.RedisResult)) {
 	t.Run("redis", func(t *testing.T) {
 		s := redistest.Start(t)
-		f(t, s.Client(), s.Do)
+		f(t, scripts.Conn{Client: s.Client()}, s.Do)
 	})
 	t.Run("miniredis", func(t *testing.T) {
 		_, c := redistest.Miniredis(t)
-		f(t, c, func(a ...string) rueidis.RedisResult {
+		f(t, scripts.Conn{Client: c}, func(a ...string) rueidis.RedisResult {
 			return c.Do(context.Background(), c.B().Arbitrary(a...).Build())
 		})
 	})
@@ -72,40 +72,40 @@ func TestReleaseLatch(t *testing.T) {
 	type kind struct {
 		name    string
 		field   string
-		acquire func(rdb rueidis.Client) (bool, time.Duration, error)
-		release func(rdb rueidis.Client, r scripts.Release) (scripts.Released, error)
+		acquire func(rdb scripts.Conn) (bool, time.Duration, error)
+		release func(rdb scripts.Conn, r scripts.Release) (scripts.Released, error)
 	}
 	kinds := []kind{
 		{"lock", "o:1",
-			func(rdb rueidis.Client) (bool, time.Duration, error) {
+			func(rdb scripts.Conn) (bool, time.Duration, error) {
 				return scripts.Acquire(ctx, rdb, "l", "o:1", time.Minute)
 			},
-			func(rdb rueidis.Client, r scripts.Release) (scripts.Released, error) { return r.Run(ctx, rdb) }},
+			func(rdb scripts.Conn, r scripts.Release) (scripts.Released, error) { return r.Run(ctx, rdb) }},
 		{"read", "o:1",
-			func(rdb rueidis.Client) (bool, time.Duration, error) {
+			func(rdb scripts.Conn) (bool, time.Duration, error) {
 				return scripts.ReadAcquire(ctx, rdb, "l", "o:1", time.Minute)
 			},
-			func(rdb rueidis.Client, r scripts.Release) (scripts.Released, error) {
+			func(rdb scripts.Conn, r scripts.Release) (scripts.Released, error) {
 				return scripts.ReadRelease(ctx, rdb, r)
 			}},
 		{"write", "o:1:write",
-			func(rdb rueidis.Client) (bool, time.Duration, error) {
+			func(rdb scripts.Conn) (bool, time.Duration, error) {
 				return scripts.WriteAcquire(ctx, rdb, "l", "o:1", time.Minute)
 			},
-			func(rdb rueidis.Client, r scripts.Release) (scripts.Released, error) {
+			func(rdb scripts.Conn, r scripts.Release) (scripts.Released, error) {
 				return scripts.WriteRelease(ctx, rdb, r)
 			}},
 		{"fair", "o:1",
-			func(rdb rueidis.Client) (bool, time.Duration, error) {
+			func(rdb scripts.Conn) (bool, time.Duration, error) {
 				return scripts.FairAcquire(ctx, rdb, "l", "o:1", time.Minute, time.Minute, true)
 			},
-			func(rdb rueidis.Client, r scripts.Release) (scripts.Released, error) {
+			func(rdb scripts.Conn, r scripts.Release) (scripts.Released, error) {
 				return scripts.FairRelease(ctx, rdb, r)
 			}},
 	}
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
-			each(t, func(t *testing.T, rdb rueidis.Client, do func(...string) rueidis.RedisResult) {
+			each(t, func(t *testing.T, rdb scripts.Conn, do func(...string) rueidis.RedisResult) {
 				for i := 0; i < 2; i++ {
 					ok, _, err := k.acquire(rdb)
 					require.NoError(t, err)
@@ -142,7 +142,7 @@ func TestReleaseLatch(t *testing.T) {
 // Renewal extends only the named owner's existing hold, and reports the
 // rest, without touching them.
 func TestRenewOnlyOwnHolds(t *testing.T) {
-	each(t, func(t *testing.T, rdb rueidis.Client, do func(...string) rueidis.RedisResult) {
+	each(t, func(t *testing.T, rdb scripts.Conn, do func(...string) rueidis.RedisResult) {
 		ctx := context.Background()
 		for _, k := range []string{"mine", "theirs"} {
 			owner := map[string]string{"mine": "o:1", "theirs": "o:2"}[k]
@@ -169,7 +169,7 @@ func TestRenewOnlyOwnHolds(t *testing.T) {
 
 // A failed acquire returns the holder's PTTL; a key without expiry gives -1.
 func TestAcquireReturnsPTTL(t *testing.T) {
-	each(t, func(t *testing.T, rdb rueidis.Client, do func(...string) rueidis.RedisResult) {
+	each(t, func(t *testing.T, rdb scripts.Conn, do func(...string) rueidis.RedisResult) {
 		ctx := context.Background()
 		_, _, err := scripts.Acquire(ctx, rdb, "l", "o:1", 5*time.Second)
 		require.NoError(t, err)

@@ -18,34 +18,27 @@ var ErrNotSynced = errors.New("relock: lock not confirmed by enough replicas")
 // do), so no script's writes can be confirmed on replicas. The script ran.
 var ErrSyncRefused = errors.New("the server refused WAIT")
 
-// Synced is a client whose scripts are each followed, in the same pipeline
-// on the same connection, by WAIT replicas timeout: the reply then says
-// whether the script's writes reached that many replicas. WAIT sent apart
-// would run on another connection and prove nothing about this one's
-// writes.
-type Synced struct {
+// Conn is where scripts run: a rueidis client, and the replica sync every
+// script gets. With Replicas above 0, each script is followed, in the same
+// pipeline on the same connection, by WAIT Replicas Timeout: the reply then
+// says whether the script's writes reached that many replicas (WAIT sent
+// apart would run on another connection and prove nothing about this one's
+// writes), and a script whose writes were not confirmed reports
+// [ErrNotSynced] or [ErrSyncRefused] beside its result.
+type Conn struct {
 	rueidis.Client
-	Replicas int
+	Replicas int // 0: no sync
 	Timeout  time.Duration
 }
 
-// Sync returns c with its scripts synced to replicas, or c itself when
-// replicas is 0 or less.
-func Sync(c rueidis.Client, replicas int, timeout time.Duration) rueidis.Client {
-	if replicas <= 0 {
-		return c
-	}
-	return Synced{Client: c, Replicas: replicas, Timeout: timeout}
-}
-
-func (s Synced) wait() rueidis.Completed {
+func (s Conn) wait() rueidis.Completed {
 	return s.B().Wait().Numreplicas(int64(s.Replicas)).Timeout(s.Timeout.Milliseconds()).Build()
 }
 
 // check turns WAIT's reply into nil, ErrNotSynced (with the count) or
 // ErrSyncRefused (with the server's words). An error that is not a reply
 // leaves the count unknown: reported as not synced.
-func (s Synced) check(r rueidis.RedisResult) error {
+func (s Conn) check(r rueidis.RedisResult) error {
 	n, err := r.AsInt64()
 	switch {
 	case IsReply(err):
@@ -61,7 +54,7 @@ func (s Synced) check(r rueidis.RedisResult) error {
 // execSynced runs one call and its WAIT in one pipeline, and again as EVAL
 // when the server did not know the script. syncErr is nil when the script's
 // reply is an error or unknown: then there is nothing to confirm.
-func (s *script) execSynced(ctx context.Context, c Synced, keys, args []string) (r rueidis.RedisResult, syncErr error) {
+func (s *script) execSynced(ctx context.Context, c Conn, keys, args []string) (r rueidis.RedisResult, syncErr error) {
 	rs := c.pipeline(ctx, keys, func() rueidis.Commands { return rueidis.Commands{s.evalsha(c, keys, args), c.wait()} })
 	if isNoScript(rs[0].Error()) {
 		rs = c.pipeline(ctx, keys, func() rueidis.Commands { return rueidis.Commands{s.eval(c, keys, args), c.wait()} })
@@ -79,7 +72,7 @@ func (s *script) execSynced(ctx context.Context, c Synced, keys, args []string) 
 // slot changed hands; the script did not run) is followed by a keyed
 // command, which makes rueidis refresh its slot map, and the pipeline is
 // built and sent again, a few times at most.
-func (c Synced) pipeline(ctx context.Context, keys []string, build func() rueidis.Commands) []rueidis.RedisResult {
+func (c Conn) pipeline(ctx context.Context, keys []string, build func() rueidis.Commands) []rueidis.RedisResult {
 	if c.Mode() != rueidis.ClientModeCluster {
 		return c.DoMulti(ctx, build()...)
 	}
@@ -127,7 +120,7 @@ func ProbeWait(ctx context.Context, c rueidis.Client) error {
 // execMultiSynced runs each call with its own WAIT, the calls side by side:
 // on a cluster, a keyless WAIT may only share a pipeline with keys of one
 // slot. A call whose writes were not confirmed gets an error result.
-func (s *script) execMultiSynced(ctx context.Context, c Synced, calls []call) []rueidis.RedisResult {
+func (s *script) execMultiSynced(ctx context.Context, c Conn, calls []call) []rueidis.RedisResult {
 	results := make([]rueidis.RedisResult, len(calls))
 	var wg sync.WaitGroup
 	for i, cl := range calls {

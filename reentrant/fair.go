@@ -48,10 +48,10 @@ func (l *Lock) fairTurn(cfg acquireConfig) time.Duration {
 // it need not wait for its deadline: a waiter left at the head of the queue
 // would hold up everyone for its whole turn. It runs even when ctx is
 // cancelled, and waits for replicas as a release does. When Redis gives no
-// answer, it tries again in the background,
-// for up to the release window or until Close, so that the wait that gave
-// up returns at once; leaving twice is the same as leaving once. If every
-// try fails, the owner's deadline drops it from the queue.
+// answer, it tries again in the background, for up to the release window or
+// until Close, so that the wait that gave up returns at once; leaving twice
+// is the same as leaving once. If every try fails, the owner's deadline
+// drops it from the queue.
 func (l *Lock) leaveQueue(ctx context.Context, owner Owner, turn time.Duration) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWindow)
 	if l.leftQueue(ctx, owner, turn) {

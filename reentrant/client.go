@@ -176,7 +176,7 @@ func (c *Client) ReplicaSync() ReplicaSync {
 
 // PubSubMode returns the kind of pub/sub the client announces and awaits
 // releases on, detected or configured; it must match the Java side's.
-func (c *Client) PubSubMode() pubsub.Mode { return c.opts.PubSub }
+func (c *Client) PubSubMode() PubSubMode { return c.opts.PubSub }
 
 // newRequestID names one release request for Redisson's unlock latch:
 // unique per request, the client's id and a counter.

@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/internal/redistest"
-	"github.com/relock-go/relock/pubsub"
 	"github.com/relock-go/relock/reentrant"
 	"github.com/relock-go/relock/scripts"
 )
@@ -50,7 +49,7 @@ func TestCluster(t *testing.T) {
 	// sharded pub/sub, detected on Redis 7.
 	t.Run("every kind on every master", func(t *testing.T) {
 		c, other := client(t, reentrant.Options{}), client(t, reentrant.Options{})
-		assert.Equal(t, pubsub.Sharded, c.PubSubMode())
+		assert.Equal(t, reentrant.PubSubSharded, c.PubSubMode())
 		masters := cl.Masters()
 		require.Len(t, masters, 3)
 		for _, m := range masters {

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/relock-go/relock/scripts"
+	"github.com/relock-go/relock/watchdog"
 )
 
 // Errors returned by this package, to be tested with errors.Is. Returned
@@ -37,6 +38,19 @@ var (
 	// confirmed an acquire before the sync timeout. The acquire was rolled
 	// back; the caller may try again.
 	ErrNotSynced = scripts.ErrNotSynced
+
+	// Why a hold was lost: the cause of a held context cancelled with
+	// ErrLockLost wraps one of these three as well.
+
+	// ErrNotRenewed: a renewal reached Redis and found the hold gone (the
+	// key deleted, expired, force-unlocked or taken by another).
+	ErrNotRenewed = watchdog.ErrNotRenewed
+	// ErrUnconfirmed: no renewal was confirmed before the local deadline
+	// (Redis down, paused or cut off).
+	ErrUnconfirmed = watchdog.ErrUnconfirmed
+	// ErrLeaseEnded: a LeaseFor lease reached its end. It is how such a
+	// hold ends, not a fault.
+	ErrLeaseEnded = watchdog.ErrLeaseEnded
 
 	// ErrSyncUnavailable: Options.ReplicaSync.Required is set and the
 	// server refuses WAIT, so no lock can be confirmed on replicas.

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/reentrant"
-	"github.com/relock-go/relock/watchdog"
 )
 
 // Misuse gets a clear error or a documented behaviour: never a panic, and
@@ -90,7 +89,7 @@ func TestMisuse(t *testing.T) {
 			held, err := c.Lock("short").Lock(bg(), reentrant.LeaseFor(5*time.Millisecond))
 			require.NoError(t, err)
 			<-held.Done()
-			assert.ErrorIs(t, context.Cause(held), watchdog.ErrLeaseEnded)
+			assert.ErrorIs(t, context.Cause(held), reentrant.ErrLeaseEnded)
 			eventually(t, "the key to expire", func() bool { return e.int(t, "EXISTS", "short") == 0 })
 		}},
 		{"unlock without lock", func(t *testing.T, c *reentrant.Client) {

@@ -28,11 +28,12 @@ type Options struct {
 	// Logger receives a warning for each lost hold. Default slog.Default().
 	Logger *slog.Logger
 
-	// PubSub is the kind of pub/sub that lock releases are announced on.
+	// PubSub is the kind of pub/sub that lock releases are announced on
+	// (PubSubClassic or PubSubSharded).
 	// It must match the Java Redisson services sharing the locks. Zero
 	// means detect: sharded (SPUBLISH/SSUBSCRIBE) on a Redis 7+ cluster, as
 	// Redisson 3.22+ does, classic everywhere else.
-	PubSub pubsub.Mode
+	PubSub PubSubMode
 
 	// RepollInterval is the longest a waiting Lock sleeps without a release
 	// message before trying again; a wait is also bounded by the holder's
@@ -55,6 +56,17 @@ type Options struct {
 	// Redisson's checkLockSyncedSlaves does. Off by default.
 	ReplicaSync ReplicaSync
 }
+
+// PubSubMode is the kind of pub/sub that lock releases are announced on.
+type PubSubMode = pubsub.Mode
+
+// The pub/sub modes.
+const (
+	// PubSubClassic is PUBLISH and SUBSCRIBE.
+	PubSubClassic = pubsub.Classic
+	// PubSubSharded is SPUBLISH and SSUBSCRIBE (Redis 7+ cluster).
+	PubSubSharded = pubsub.Sharded
+)
 
 // ReplicaSync makes every acquire, renewal and release send WAIT in the
 // same pipeline as its script, on the same connection, so the reply says

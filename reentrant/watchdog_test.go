@@ -23,7 +23,6 @@ import (
 
 	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/reentrant"
-	"github.com/relock-go/relock/watchdog"
 )
 
 // countingConn counts the commands written that contain a marker.
@@ -114,7 +113,7 @@ func TestWatchdogKeyDeleted(t *testing.T) {
 		<-held.Done()
 		assert.LessOrEqual(t, time.Since(deleted), 10*time.Second, "within one renewal period")
 		assert.ErrorIs(t, context.Cause(held), reentrant.ErrLockLost)
-		assert.ErrorIs(t, context.Cause(held), watchdog.ErrNotRenewed)
+		assert.ErrorIs(t, context.Cause(held), reentrant.ErrNotRenewed)
 		synctest.Wait()
 		assert.Contains(t, hooked.Load(), "deleted")
 
@@ -137,7 +136,7 @@ func TestLeaseEndsContext(t *testing.T) {
 		<-held.Done()
 		assert.Equal(t, 4500*time.Millisecond, time.Since(start), "lease minus its 10%% margin")
 		assert.ErrorIs(t, context.Cause(held), reentrant.ErrLockLost)
-		assert.ErrorIs(t, context.Cause(held), watchdog.ErrLeaseEnded)
+		assert.ErrorIs(t, context.Cause(held), reentrant.ErrLeaseEnded)
 		assert.True(t, m.Exists("leased"), "the key still has its last 500ms")
 		time.Sleep(time.Second)
 		assert.False(t, m.Exists("leased"))
@@ -170,7 +169,7 @@ func TestMixedLeaseReentry(t *testing.T) {
 		require.NoError(t, c.Lock("mixed2").Unlock(kept))
 		assert.Equal(t, time.Minute, m.TTL("mixed2"), "release restores the lease")
 		<-leased.Done()
-		assert.ErrorIs(t, context.Cause(leased), watchdog.ErrLeaseEnded)
+		assert.ErrorIs(t, context.Cause(leased), reentrant.ErrLeaseEnded)
 		require.NoError(t, mu.Unlock(outer))
 	})
 }
@@ -203,7 +202,7 @@ func TestWatchdogRedisUnreachable(t *testing.T) {
 			}
 			cancelled := time.Now()
 			assert.ErrorIs(t, context.Cause(held), reentrant.ErrLockLost)
-			assert.ErrorIs(t, context.Cause(held), watchdog.ErrUnconfirmed)
+			assert.ErrorIs(t, context.Cause(held), reentrant.ErrUnconfirmed)
 			// The server's TTL runs from a renewal sent at or before
 			// lastSafe, and no renewal after the fault was confirmed.
 			assert.True(t, cancelled.Before(lastSafe.Add(timeout)), "cancelled %v after the fault; TTL %v", cancelled.Sub(lastSafe), timeout)

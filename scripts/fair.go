@@ -32,20 +32,20 @@ var (
 	fairForceUnlockScript = newScript(fairLib + fairForceUnlockLua)
 )
 
-// FairQueue returns the key of lock name's waiter queue:
+// fairQueue returns the key of lock name's waiter queue:
 // redisson_lock_queue:{name}.
-func FairQueue(name string) string { return Prefixed("redisson_lock_queue", name) }
+func fairQueue(name string) string { return prefixed("redisson_lock_queue", name) }
 
-// FairTimeouts returns the key of lock name's waiter deadlines:
+// fairTimeouts returns the key of lock name's waiter deadlines:
 // redisson_lock_timeout:{name}.
-func FairTimeouts(name string) string { return Prefixed("redisson_lock_timeout", name) }
+func fairTimeouts(name string) string { return prefixed("redisson_lock_timeout", name) }
 
 // FairChannel returns the channel on which owner, waiting for fair lock
 // name, is told it is its turn: redisson_lock__channel:{name}:owner.
 func FairChannel(name, owner string) string { return LockChannel(name) + ":" + owner }
 
 func fairKeys(name string) []string {
-	return []string{name, FairQueue(name), FairTimeouts(name), LockChannel(name)}
+	return []string{name, fairQueue(name), fairTimeouts(name), LockChannel(name)}
 }
 
 // FairAcquire runs fairacquire.lua. wait is the turn owner is given in the
@@ -64,7 +64,7 @@ func FairAcquire(ctx context.Context, c Conn, key, owner string, lease, wait tim
 
 // FairRelease runs fairrelease.lua for r.
 func FairRelease(ctx context.Context, c Conn, r Release) (Released, error) {
-	keys := append(fairKeys(r.Key), UnlockLatch(r.Key, r.RequestID))
+	keys := append(fairKeys(r.Key), unlockLatch(r.Key, r.RequestID))
 	args := []string{pubsub.WakeOne, millis(r.Lease), r.Owner, string(r.Publish), millis(r.LatchTTL)}
 	return releaseReply(fairReleaseScript.exec(ctx, c, keys, args))
 }

@@ -2,19 +2,19 @@ package scripts
 
 import "strings"
 
-// Prefixed returns Redisson's prefix form of a name derived from lock name:
+// prefixed returns Redisson's prefix form of a name derived from lock name:
 // prefix + ":" + name when name contains "{", else prefix + ":{" + name + "}".
 // Either way the result hashes to the same cluster slot as name.
-func Prefixed(prefix, name string) string {
+func prefixed(prefix, name string) string {
 	if strings.Contains(name, "{") {
 		return prefix + ":" + name
 	}
 	return prefix + ":{" + name + "}"
 }
 
-// Suffixed returns Redisson's suffix form of a name derived from lock name:
+// suffixed returns Redisson's suffix form of a name derived from lock name:
 // name + ":" + suffix when name contains "{", else "{" + name + "}:" + suffix.
-func Suffixed(name, suffix string) string {
+func suffixed(name, suffix string) string {
 	if strings.Contains(name, "{") {
 		return name + ":" + suffix
 	}
@@ -24,13 +24,13 @@ func Suffixed(name, suffix string) string {
 // LockChannel returns the channel on which releases of lock name are
 // published: redisson_lock__channel:{name}.
 func LockChannel(name string) string {
-	return Prefixed("redisson_lock__channel", name)
+	return prefixed("redisson_lock__channel", name)
 }
 
-// UnlockLatch returns the key that remembers the reply of one release
+// unlockLatch returns the key that remembers the reply of one release
 // request: redisson_unlock_latch:{name}:requestID.
-func UnlockLatch(name, requestID string) string {
-	return Prefixed("redisson_unlock_latch", name) + ":" + requestID
+func unlockLatch(name, requestID string) string {
+	return prefixed("redisson_unlock_latch", name) + ":" + requestID
 }
 
 // SlotSafe reports whether every name derived from lock name shares its

@@ -58,16 +58,16 @@ func Acquire(ctx context.Context, c Conn, key, owner string, lease time.Duration
 	return acquireReply(acquireScript.exec(ctx, c, []string{key}, []string{millis(lease), owner}))
 }
 
-// TokenCounter returns the key of lock name's fencing-token counter:
+// tokenCounter returns the key of lock name's fencing-token counter:
 // redisson_lock_token:{name}.
-func TokenCounter(name string) string {
-	return Prefixed("redisson_lock_token", name)
+func tokenCounter(name string) string {
+	return prefixed("redisson_lock_token", name)
 }
 
 // FencedAcquire runs fencedacquire.lua: Acquire, plus a fencing token drawn
 // from the lock's counter on every success.
 func FencedAcquire(ctx context.Context, c Conn, key, owner string, lease time.Duration) (acquired bool, ttl time.Duration, token int64, err error) {
-	res, syncErr := fencedAcquireScript.exec(ctx, c, []string{key, TokenCounter(key)}, []string{millis(lease), owner})
+	res, syncErr := fencedAcquireScript.exec(ctx, c, []string{key, tokenCounter(key)}, []string{millis(lease), owner})
 	r, err := res.AsIntSlice()
 	if err != nil {
 		return false, 0, 0, err
@@ -110,7 +110,7 @@ type Release struct {
 
 // Run runs release.lua.
 func (r Release) Run(ctx context.Context, c Conn) (Released, error) {
-	keys := []string{r.Key, LockChannel(r.Key), UnlockLatch(r.Key, r.RequestID)}
+	keys := []string{r.Key, LockChannel(r.Key), unlockLatch(r.Key, r.RequestID)}
 	args := []string{pubsub.WakeOne, millis(r.Lease), r.Owner, string(r.Publish), millis(r.LatchTTL)}
 	return releaseReply(releaseScript.exec(ctx, c, keys, args))
 }

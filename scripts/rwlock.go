@@ -36,7 +36,7 @@ var (
 
 // RWChannel returns the channel of read-write lock name:
 // redisson_rwlock:{name}.
-func RWChannel(name string) string { return Prefixed("redisson_rwlock", name) }
+func RWChannel(name string) string { return prefixed("redisson_rwlock", name) }
 
 // WriteField returns the hash field of owner's write hold: owner + ":write".
 func WriteField(owner string) string { return owner + ":write" }
@@ -44,13 +44,13 @@ func WriteField(owner string) string { return owner + ":write" }
 // readTimeoutPrefix returns {name}:<owner>:rwlock_timeout, the prefix of
 // owner's per-hold timeout keys.
 func readTimeoutPrefix(name, owner string) string {
-	return Suffixed(name, owner+":rwlock_timeout")
+	return suffixed(name, owner+":rwlock_timeout")
 }
 
 // keyPrefix returns the prefix that, with ":<field>:rwlock_timeout:<k>",
 // makes any owner's timeout key: "{name}", or name itself when it has "{".
 func keyPrefix(name string) string {
-	return strings.TrimSuffix(Suffixed(name, ""), ":")
+	return strings.TrimSuffix(suffixed(name, ""), ":")
 }
 
 // ReadAcquire runs readacquire.lua, as Acquire does for a reentrant lock.
@@ -80,13 +80,13 @@ func acquireReply(r rueidis.RedisResult, syncErr error) (bool, time.Duration, er
 // ReadRelease runs readrelease.lua for r.Owner's newest read hold.
 // r.Lease is not used: the remaining read holds decide the TTL.
 func ReadRelease(ctx context.Context, c Conn, r Release) (Released, error) {
-	keys := []string{r.Key, RWChannel(r.Key), readTimeoutPrefix(r.Key, r.Owner), keyPrefix(r.Key), UnlockLatch(r.Key, r.RequestID)}
+	keys := []string{r.Key, RWChannel(r.Key), readTimeoutPrefix(r.Key, r.Owner), keyPrefix(r.Key), unlockLatch(r.Key, r.RequestID)}
 	return releaseReply(readReleaseScript.exec(ctx, c, keys, []string{pubsub.WakeOne, r.Owner, string(r.Publish), millis(r.LatchTTL)}))
 }
 
 // WriteRelease runs writerelease.lua for r.Owner's newest write hold.
 func WriteRelease(ctx context.Context, c Conn, r Release) (Released, error) {
-	keys := []string{r.Key, RWChannel(r.Key), UnlockLatch(r.Key, r.RequestID)}
+	keys := []string{r.Key, RWChannel(r.Key), unlockLatch(r.Key, r.RequestID)}
 	args := []string{pubsub.WakeAll, millis(r.Lease), WriteField(r.Owner), string(r.Publish), millis(r.LatchTTL)}
 	return releaseReply(writeReleaseScript.exec(ctx, c, keys, args))
 }

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
-
-	"github.com/relock-go/relock/scripts"
 )
 
 // queueSamples watches the fair lock's queue from outside the workers, on
@@ -32,7 +30,7 @@ func sampleQueue(rdb rueidis.Client) *queueSamples {
 	s := &queueSamples{done: make(chan struct{}), stopped: make(chan struct{})}
 	go func() {
 		defer close(s.stopped)
-		key := scripts.FairQueue(lockName)
+		key := "redisson_lock_queue:{" + lockName + "}"
 		var last []string
 		for {
 			select {

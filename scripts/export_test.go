@@ -1,0 +1,9 @@
+package scripts
+
+// Names the tests use that the package keeps to itself.
+var (
+	Suffixed     = suffixed
+	UnlockLatch  = unlockLatch
+	FairQueue    = fairQueue
+	FairTimeouts = fairTimeouts
+)

@@ -3,6 +3,7 @@ package reentrant
 import (
 	"context"
 	"fmt"
+	"slices"
 )
 
 // checkParts returns the first reason a lock made of parts (a MultiLock, a
@@ -17,4 +18,13 @@ func checkParts(ctx context.Context, what string, parts []*Lock) error {
 		}
 	}
 	return nil
+}
+
+// sameLocks reports whether a and b are handles on the same locks, in the
+// same order: a composite lock may be released through any such handle,
+// not only the one that took it.
+func sameLocks(a, b []*Lock) bool {
+	return slices.EqualFunc(a, b, func(x, y *Lock) bool {
+		return x.c == y.c && x.name == y.name && x.kind == y.kind
+	})
 }

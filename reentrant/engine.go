@@ -23,7 +23,8 @@ import (
 // depends on a message arriving: the PTTL and re-poll bounds hold without.
 type cycle struct {
 	l       *Lock
-	ctx     context.Context // carries the owner
+	given   context.Context // as Lock was given it
+	ctx     context.Context // given, with the owner
 	cfg     acquireConfig
 	owner   Owner
 	private bool // owner was made for this call: a hold of it can only be this call's
@@ -71,7 +72,7 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Con
 }
 
 func (l *Lock) newCycle(ctx context.Context, cfg acquireConfig) *cycle {
-	c := &cycle{l: l, ctx: ctx, cfg: cfg, unavailable: 20 * time.Millisecond,
+	c := &cycle{l: l, given: ctx, ctx: ctx, cfg: cfg, unavailable: 20 * time.Millisecond,
 		subscribe: cfg.retryDelay == 0 && l.spin == nil}
 	owner, ok := OwnerFrom(ctx)
 	if c.private = !ok; c.private {
@@ -101,7 +102,7 @@ func (c *cycle) hold(ttl time.Duration, sent time.Time, token int64) (context.Co
 	if token > 0 { // a fenced lock's; tokens start at 1
 		ctx = context.WithValue(ctx, tokenKey{}, token)
 	}
-	held, err := c.l.c.addHold(ctx, c.key, c.l.c.group(c.l), c.cfg.lease, ttl, sent)
+	held, err := c.l.c.addHold(ctx, c.given, c.key, c.l.c.group(c.l), c.cfg.lease, ttl, sent)
 	return held, token, err
 }
 

@@ -2,7 +2,9 @@ package reentrant
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/relock-go/relock/scripts"
@@ -44,6 +46,7 @@ func LeaseDeadline(ctx context.Context) (deadline time.Time, ok bool) {
 type acquisition struct {
 	lease  time.Duration // 0: kept by the watchdog
 	cancel context.CancelCauseFunc
+	parent context.Context // the ctx given to Lock
 }
 
 // renewed reports whether the watchdog keeps the hold: while any of its
@@ -90,8 +93,8 @@ func (c *Client) acquireTTL(key holdKey, lease time.Duration) time.Duration {
 
 // addHold records an acquisition whose script was sent at sent with TTL
 // ttl, hands it to the watchdog, and returns its held context: parent with a
-// cancel that fires on release or loss.
-func (c *Client) addHold(parent context.Context, key holdKey, group uint32, lease, ttl time.Duration, sent time.Time) (context.Context, error) {
+// cancel that fires on release or loss. given is the ctx Lock was given.
+func (c *Client) addHold(parent, given context.Context, key holdKey, group uint32, lease, ttl time.Duration, sent time.Time) (context.Context, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -103,7 +106,7 @@ func (c *Client) addHold(parent context.Context, key holdKey, group uint32, leas
 		c.holds[key] = h
 	}
 	ctx, cancel := context.WithCancelCause(context.WithValue(parent, holdCtxKey{}, h))
-	h.acqs = append(h.acqs, acquisition{lease: lease, cancel: cancel})
+	h.acqs = append(h.acqs, acquisition{lease: lease, cancel: cancel, parent: given})
 	deadline := watchdog.Deadline(sent, ttl)
 	if h.lease == nil {
 		h.lease = c.watchdog.Add(key.name, key.owner, group, h.renewed(), deadline,
@@ -112,6 +115,22 @@ func (c *Client) addHold(parent context.Context, key holdKey, group uint32, leas
 		c.watchdog.Update(h.lease, h.renewed(), deadline)
 	}
 	return ctx, nil
+}
+
+// lockedWith reports whether ctx is the context some Lock of lock name on
+// this client was given (before it added an owner), with that hold still
+// here: an Unlock with ctx then got the wrong context.
+func (c *Client) lockedWith(ctx context.Context, name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, h := range c.holds {
+		for _, a := range h.acqs {
+			if k.name == name && a.parent == ctx {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // dropHold forgets the newest acquisition of key, if any, and returns it
@@ -148,7 +167,11 @@ func (c *Client) lost(h *hold, reason error) {
 	c.mu.Unlock()
 	cause := fmt.Errorf("%w: %q held by %s: %w", ErrLockLost, h.key.name, h.key.owner, reason)
 	h.cancelAll(cause)
-	c.opts.Logger.Warn("relock: lock lost", "lock", h.key.name, "owner", h.key.owner, "reason", reason.Error())
+	level := slog.LevelWarn
+	if errors.Is(reason, watchdog.ErrLeaseEnded) {
+		level = slog.LevelDebug // how a LeaseFor hold ends: nothing went wrong
+	}
+	c.opts.Logger.Log(context.Background(), level, "relock: lock lost", "lock", h.key.name, "owner", h.key.owner, "reason", reason.Error())
 	if c.opts.OnLockLost != nil {
 		c.opts.OnLockLost(h.key.name, Owner{id: h.key.owner}, cause)
 	}

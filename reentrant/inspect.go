@@ -2,6 +2,7 @@ package reentrant
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -10,16 +11,22 @@ import (
 // NoExpiry is what RemainTTL returns for a lock whose key has no TTL.
 const NoExpiry time.Duration = -1
 
-// IsLocked reports whether anyone holds the lock.
+// IsLocked reports whether anyone holds the lock. A key of another type
+// than a lock's hash is ErrWrongType.
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
 	if err := l.check(ctx, nil); err != nil {
 		return false, err
 	}
-	n, err := l.c.rdb.Do(ctx, l.c.rdb.B().Exists().Key(l.name).Build()).AsInt64()
-	if err != nil {
+	t, err := l.c.rdb.Do(ctx, l.c.rdb.B().Type().Key(l.name).Build()).ToString()
+	switch {
+	case err != nil:
 		return false, redisError("is locked", l.name, err)
+	case t == "none":
+		return false, nil
+	case t != "hash":
+		return false, fmt.Errorf("relock: is locked %q: %w (a %s)", l.name, ErrWrongType, t)
 	}
-	return n == 1, nil
+	return true, nil
 }
 
 // IsHeld reports whether ctx's owner holds the lock. A ctx without an owner
@@ -74,7 +81,9 @@ func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) {
 // stands on the master (a failover before they have it can bring the lock
 // back until its TTL ends). This client's own holds of it end at
 // once: their held contexts are cancelled with cause ErrLockLost. A key of
-// another type is left alone and reported as ErrWrongType.
+// another type is left alone and reported as ErrWrongType; a hash is taken
+// for a lock without a look at its fields, as Redisson does, so point
+// ForceUnlock at lock names only.
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := l.check(ctx, nil); err != nil {
 		return false, err

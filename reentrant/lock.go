@@ -184,6 +184,13 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) error {
 		return err
 	}
 	owner, ok := OwnerFrom(ctx)
+	if !ok && l.c.lockedWith(ctx, l.name) {
+		// The commonest slip: Unlock(ctx) where Unlock(held) was meant. It
+		// is logged, since a deferred Unlock's error is often dropped, and
+		// the lock would stay held and renewed until Close.
+		l.c.opts.Logger.Error("relock: Unlock was given the context passed to Lock, not the one Lock returned; the lock stays held", "lock", l.name)
+		return fmt.Errorf("relock: unlock %q: %w (this is the context given to Lock; pass the one Lock returned)", l.name, ErrNotHeld)
+	}
 	if !ok {
 		return fmt.Errorf("relock: unlock %q: %w (the context carries no owner)", l.name, ErrNotHeld)
 	}

@@ -2,6 +2,7 @@ package reentrant_test
 
 import (
 	"context"
+	"log/slog"
 	"math"
 	"strings"
 	"sync"
@@ -150,4 +151,88 @@ func TestMisuse(t *testing.T) {
 			assert.NoError(t, foreign.Err())
 		})
 	}
+}
+
+// logs is a slog handler that keeps what it is given.
+type logs struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (l *logs) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logs) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.records = append(l.records, r)
+	return nil
+}
+func (l *logs) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logs) WithGroup(string) slog.Handler      { return l }
+
+// at returns the messages logged at level or above.
+func (l *logs) at(level slog.Level) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, r := range l.records {
+		if r.Level >= level {
+			out = append(out, r.Message)
+		}
+	}
+	return out
+}
+
+// The traps a new user falls into each end in a clear answer.
+func TestMisuseTraps(t *testing.T) {
+	e := onRedis(t)
+	log := &logs{}
+	c := e.client(t, reentrant.Options{Logger: slog.New(log)})
+
+	t.Run("unlock with the context given to Lock", func(t *testing.T) {
+		type requestKey struct{}
+		ctx := context.WithValue(bg(), requestKey{}, "request") // a caller's own context
+		held, err := c.Lock("trap").Lock(ctx)
+		require.NoError(t, err)
+		err = c.Lock("trap").Unlock(ctx)
+		assert.ErrorIs(t, err, reentrant.ErrNotHeld)
+		assert.ErrorContains(t, err, "pass the one Lock returned")
+		assert.Contains(t, log.at(slog.LevelError), "relock: Unlock was given the context passed to Lock, not the one Lock returned; the lock stays held")
+		require.NoError(t, c.Lock("trap").Unlock(held))
+	})
+	t.Run("a lease that runs out is not a warning", func(t *testing.T) {
+		before := len(log.at(slog.LevelWarn))
+		held, err := c.Lock("leased").Lock(bg(), reentrant.LeaseFor(50*time.Millisecond))
+		require.NoError(t, err)
+		<-held.Done()
+		assert.ErrorIs(t, context.Cause(held), reentrant.ErrLeaseEnded)
+		assert.Len(t, log.at(slog.LevelWarn), before, "nothing logged at WARN or above")
+	})
+	t.Run("IsLocked on a key that is not a lock", func(t *testing.T) {
+		e.do(t, "SET", "a-string", "v")
+		_, err := c.Lock("a-string").IsLocked(bg())
+		assert.ErrorIs(t, err, reentrant.ErrWrongType)
+	})
+	t.Run("a multi-lock released through another handle", func(t *testing.T) {
+		held, err := reentrant.NewMultiLock(c.Lock("m1"), c.Lock("m2")).Lock(bg())
+		require.NoError(t, err)
+		require.NoError(t, reentrant.NewMultiLock(c.Lock("m1"), c.Lock("m2")).Unlock(held))
+		assert.Equal(t, int64(0), e.int(t, "EXISTS", "m1", "m2"))
+		held, err = reentrant.NewMultiLock(c.Lock("m1"), c.Lock("m2")).Lock(bg())
+		require.NoError(t, err)
+		assert.ErrorIs(t, reentrant.NewMultiLock(c.Lock("m2"), c.Lock("m3")).Unlock(held), reentrant.ErrNotHeld, "other locks")
+		require.NoError(t, reentrant.NewMultiLock(c.Lock("m1"), c.Lock("m2")).Unlock(held))
+	})
+	t.Run("a goroutine as a new owner", func(t *testing.T) {
+		held, err := c.Lock("job").Lock(bg())
+		require.NoError(t, err)
+		done := make(chan bool)
+		go func() {
+			// Given held itself, this would re-enter the caller's hold.
+			_, ok, err := c.Lock("job").TryLock(reentrant.WithoutOwner(held))
+			assert.NoError(t, err)
+			done <- ok
+		}()
+		assert.False(t, <-done, "a new owner waits like anyone else")
+		require.NoError(t, c.Lock("job").Unlock(held))
+	})
 }

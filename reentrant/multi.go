@@ -156,14 +156,14 @@ func (m *MultiLock) TryLock(ctx context.Context, opts ...Option) (held context.C
 	return held, true, nil
 }
 
-// Unlock releases every lock taken by the Lock that returned ctx, and
-// reports every failure.
+// Unlock releases every lock taken by the Lock that returned ctx (through m
+// or any MultiLock over the same locks), and reports every failure.
 func (m *MultiLock) Unlock(ctx context.Context) error {
 	if m == nil || ctx == nil {
 		return fmt.Errorf("%w: multi-lock unlock with a nil MultiLock or context", ErrInvalidArgument)
 	}
 	h, ok := ctx.Value(multiKey{}).(*multiHeld)
-	if !ok || h.m != m {
+	if !ok || !sameLocks(h.m.locks, m.locks) {
 		return fmt.Errorf("relock: multi-lock unlock: %w (not a context this multi-lock returned)", ErrNotHeld)
 	}
 	defer h.cancel(context.Canceled)

@@ -60,6 +60,15 @@ func WithOwner(ctx context.Context, o Owner) context.Context {
 	return context.WithValue(ctx, ownerKey{}, o)
 }
 
+// WithoutOwner returns a copy of ctx that carries no owner: a Lock with it
+// acts for a new owner, as a Java thread would. Start a goroutine with it
+// when the goroutine must not share the caller's holds: a goroutine given a
+// held context is the same owner, and its Lock of a lock the caller holds
+// succeeds at once (reentrancy), which Java users do not expect.
+func WithoutOwner(ctx context.Context) context.Context {
+	return context.WithValue(ctx, ownerKey{}, Owner{})
+}
+
 // OwnerFrom returns the owner ctx carries, if any.
 func OwnerFrom(ctx context.Context) (Owner, bool) {
 	o, ok := ctx.Value(ownerKey{}).(Owner)

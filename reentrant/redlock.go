@@ -176,13 +176,15 @@ func (h *redlockHeld) release(ctx context.Context, lease time.Duration) error {
 	return errors.Join(errs...)
 }
 
-// Unlock releases the Redlock on every master, and reports every failure.
+// Unlock releases the Redlock taken by the Lock that returned ctx (through
+// r or any Redlock over the same locks) on every master, and reports every
+// failure.
 func (r *Redlock) Unlock(ctx context.Context) error {
 	if r == nil || ctx == nil {
 		return fmt.Errorf("%w: Redlock unlock with a nil Redlock or context", ErrInvalidArgument)
 	}
 	h, ok := ctx.Value(redlockKey{}).(*redlockHeld)
-	if !ok || h.r != r {
+	if !ok || !sameLocks(h.r.locks, r.locks) {
 		return fmt.Errorf("relock: redlock unlock: %w (not a context this Redlock returned)", ErrNotHeld)
 	}
 	defer h.cancel(context.Canceled)

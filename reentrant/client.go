@@ -59,7 +59,7 @@ type Client struct {
 // New returns a Client that keeps locks on rdb.
 func New(rdb rueidis.Client, opts Options) (*Client, error) {
 	if rdb == nil {
-		return nil, fmt.Errorf("%w: nil rueidis client", ErrInvalidArgument)
+		return nil, fmt.Errorf("relock: %w: nil rueidis client", ErrInvalidArgument)
 	}
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -156,7 +156,7 @@ func (c *Client) startSync() error {
 // required, else sync off from now on, with a warning.
 func (c *Client) syncRefused(err error) error {
 	if c.opts.ReplicaSync.Required {
-		return fmt.Errorf("%w: %v", ErrSyncUnavailable, err)
+		return fmt.Errorf("relock: %w: %v", ErrSyncUnavailable, err)
 	}
 	if old := c.conn.Swap(&scripts.Conn{Client: c.rdb}); old.Replicas > 0 {
 		c.opts.Logger.Warn("relock: the server refuses WAIT; replica sync is off (set ReplicaSync.Required to fail instead)", "error", err)
@@ -199,7 +199,7 @@ func (c *Client) ID() string {
 // ErrClosed. Close is idempotent.
 func (c *Client) Close() error {
 	if !c.usable() {
-		return fmt.Errorf("%w: Close of a nil Client or one not made by New", ErrInvalidArgument)
+		return fmt.Errorf("relock: %w: Close of a nil Client or one not made by New", ErrInvalidArgument)
 	}
 	c.mu.Lock()
 	if c.closed {

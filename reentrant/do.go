@@ -12,7 +12,7 @@ import (
 // context: it is cancelled if the lock is lost.
 func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error, opts ...Option) (err error) {
 	if fn == nil {
-		return fmt.Errorf("%w: Do with a nil func", ErrInvalidArgument)
+		return fmt.Errorf("relock: %w: Do with a nil func", ErrInvalidArgument)
 	}
 	held, err := l.Lock(ctx, opts...)
 	if err != nil {

@@ -12,27 +12,27 @@ import (
 var (
 	// ErrNotHeld: the caller's owner does not hold the lock (it never did,
 	// it already released it, or its hold expired).
-	ErrNotHeld = errors.New("relock: lock not held by this owner")
+	ErrNotHeld = errors.New("lock not held by this owner")
 
 	// ErrLockLost: a hold this client believed in is gone, or can no longer
 	// be trusted (its key vanished, or renewal could not be confirmed before
 	// the local deadline). It is the cause of a held context's cancellation.
-	ErrLockLost = errors.New("relock: lock lost")
+	ErrLockLost = errors.New("lock lost")
 
 	// ErrClosed: the Client was closed.
-	ErrClosed = errors.New("relock: client closed")
+	ErrClosed = errors.New("client closed")
 
 	// ErrWrongType: the lock's key holds a value that is not a lock hash. It
 	// is left untouched.
-	ErrWrongType = errors.New("relock: key holds a value that is not a lock")
+	ErrWrongType = errors.New("key holds a value that is not a lock")
 
 	// ErrInvalidArgument: a name, duration, count or owner that cannot be
 	// used, such as an empty lock name or a negative lease.
-	ErrInvalidArgument = errors.New("relock: invalid argument")
+	ErrInvalidArgument = errors.New("invalid argument")
 
 	// ErrNotAcquired: a wait limit (NoWait, WaitAtMost, RetryCount) ran out
 	// before the lock could be taken. TryLock reports it as ok == false.
-	ErrNotAcquired = errors.New("relock: lock not acquired")
+	ErrNotAcquired = errors.New("lock not acquired")
 
 	// ErrNotSynced: with Options.ReplicaSync, fewer replicas than asked
 	// confirmed an acquire before the sync timeout. The acquire was rolled
@@ -54,5 +54,5 @@ var (
 
 	// ErrSyncUnavailable: Options.ReplicaSync.Required is set and the
 	// server refuses WAIT, so no lock can be confirmed on replicas.
-	ErrSyncUnavailable = errors.New("relock: the server refuses WAIT; replica sync unavailable")
+	ErrSyncUnavailable = errors.New("the server refuses WAIT; replica sync unavailable")
 )

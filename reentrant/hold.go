@@ -165,7 +165,7 @@ func (c *Client) lost(h *hold, reason error) {
 		delete(c.holds, h.key)
 	}
 	c.mu.Unlock()
-	cause := fmt.Errorf("%w: %q held by %s: %w", ErrLockLost, h.key.name, h.key.owner, reason)
+	cause := fmt.Errorf("relock: %w: %q held by %s: %w", ErrLockLost, h.key.name, h.key.owner, reason)
 	h.cancelAll(cause)
 	level := slog.LevelWarn
 	if errors.Is(reason, watchdog.ErrLeaseEnded) {

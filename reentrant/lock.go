@@ -105,9 +105,9 @@ func (l *Lock) unsynced(ctx context.Context, owner Owner, ttl time.Duration, syn
 		l.c.opts.Logger.Warn("relock: rolling back an acquire replicas did not confirm; the hold expires with its TTL", "lock", l.name, "error", err)
 	}
 	if errors.Is(syncErr, scripts.ErrSyncRefused) {
-		return fmt.Errorf("%w (%v)", ErrSyncUnavailable, syncErr)
+		return fmt.Errorf("relock: %w (%v)", ErrSyncUnavailable, syncErr)
 	}
-	return fmt.Errorf("%w; acquire rolled back", syncErr) // wraps ErrNotSynced
+	return fmt.Errorf("relock: lock %q: %w; acquire rolled back", l.name, syncErr) // wraps ErrNotSynced
 }
 
 // release runs the lock's release script once for owner's newest hold;
@@ -142,15 +142,15 @@ func (l *Lock) notAcquired() error {
 func (l *Lock) check(ctx context.Context, err error) error {
 	switch {
 	case l == nil:
-		return fmt.Errorf("%w: nil lock", ErrInvalidArgument)
+		return fmt.Errorf("relock: %w: nil lock", ErrInvalidArgument)
 	case !l.c.usable():
-		return fmt.Errorf("%w: lock %q comes from a nil Client or one not made by New", ErrInvalidArgument, l.name)
+		return fmt.Errorf("relock: %w: lock %q comes from a nil Client or one not made by New", ErrInvalidArgument, l.name)
 	case ctx == nil:
-		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+		return fmt.Errorf("relock: %w: nil context", ErrInvalidArgument)
 	case l.name == "":
-		return fmt.Errorf("%w: empty lock name", ErrInvalidArgument)
+		return fmt.Errorf("relock: %w: empty lock name", ErrInvalidArgument)
 	case l.c.cluster && !scripts.SlotSafe(l.name):
-		return fmt.Errorf("%w: lock name %q has a \"{\" but no non-empty hash tag, so its channel would fall in another cluster slot", ErrInvalidArgument, l.name)
+		return fmt.Errorf("relock: %w: lock name %q has a \"{\" but no non-empty hash tag, so its channel would fall in another cluster slot", ErrInvalidArgument, l.name)
 	case err != nil:
 		return err
 	}

@@ -222,6 +222,19 @@ func TestMisuseTraps(t *testing.T) {
 		assert.ErrorIs(t, reentrant.NewMultiLock(c.Lock("m2"), c.Lock("m3")).Unlock(held), reentrant.ErrNotHeld, "other locks")
 		require.NoError(t, reentrant.NewMultiLock(c.Lock("m1"), c.Lock("m2")).Unlock(held))
 	})
+	t.Run("errors say relock once", func(t *testing.T) {
+		held, err := c.Lock("once").Lock(bg())
+		require.NoError(t, err)
+		_, err = c.Lock("once").Lock(bg(), reentrant.NoWait())
+		var nilOpt reentrant.Option
+		_, err2 := c.Lock("once").Lock(bg(), nilOpt)
+		for _, err := range []error{err, err2, c.Lock("once").Unlock(bg()), c.Lock("").Unlock(bg())} {
+			require.Error(t, err)
+			assert.Equal(t, 1, strings.Count(err.Error(), "relock:"), "%q", err.Error())
+			assert.True(t, strings.HasPrefix(err.Error(), "relock: "), "%q", err.Error())
+		}
+		require.NoError(t, c.Lock("once").Unlock(held))
+	})
 	t.Run("a goroutine as a new owner", func(t *testing.T) {
 		held, err := c.Lock("job").Lock(bg())
 		require.NoError(t, err)

@@ -44,7 +44,7 @@ func (m *MultiLock) Lock(ctx context.Context, opts ...Option) (context.Context, 
 		return nil, cfg.err
 	}
 	if m == nil {
-		return nil, fmt.Errorf("%w: nil MultiLock", ErrInvalidArgument)
+		return nil, fmt.Errorf("relock: %w: nil MultiLock", ErrInvalidArgument)
 	}
 	if err := checkParts(ctx, "multi-lock", m.locks); err != nil {
 		return nil, err
@@ -160,7 +160,7 @@ func (m *MultiLock) TryLock(ctx context.Context, opts ...Option) (held context.C
 // or any MultiLock over the same locks), and reports every failure.
 func (m *MultiLock) Unlock(ctx context.Context) error {
 	if m == nil || ctx == nil {
-		return fmt.Errorf("%w: multi-lock unlock with a nil MultiLock or context", ErrInvalidArgument)
+		return fmt.Errorf("relock: %w: multi-lock unlock with a nil MultiLock or context", ErrInvalidArgument)
 	}
 	h, ok := ctx.Value(multiKey{}).(*multiHeld)
 	if !ok || !sameLocks(h.m.locks, m.locks) {

@@ -100,13 +100,13 @@ func (o Options) withDefaults() (Options, error) {
 	case o.WatchdogTimeout == 0:
 		o.WatchdogTimeout = defaultWatchdogTimeout
 	case o.WatchdogTimeout < minTimeout:
-		return o, fmt.Errorf("%w: WatchdogTimeout %v is below %v", ErrInvalidArgument, o.WatchdogTimeout, minTimeout)
+		return o, fmt.Errorf("relock: %w: WatchdogTimeout %v is below %v", ErrInvalidArgument, o.WatchdogTimeout, minTimeout)
 	}
 	switch {
 	case o.RenewBatchSize == 0:
 		o.RenewBatchSize = 100
 	case o.RenewBatchSize < 0:
-		return o, fmt.Errorf("%w: RenewBatchSize %d is negative", ErrInvalidArgument, o.RenewBatchSize)
+		return o, fmt.Errorf("relock: %w: RenewBatchSize %d is negative", ErrInvalidArgument, o.RenewBatchSize)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -115,13 +115,13 @@ func (o Options) withDefaults() (Options, error) {
 	case o.RepollInterval == 0:
 		o.RepollInterval = time.Second
 	case o.RepollInterval < time.Millisecond:
-		return o, fmt.Errorf("%w: RepollInterval %v is below 1ms", ErrInvalidArgument, o.RepollInterval)
+		return o, fmt.Errorf("relock: %w: RepollInterval %v is below 1ms", ErrInvalidArgument, o.RepollInterval)
 	}
 	switch {
 	case o.FairWaitTimeout == 0:
 		o.FairWaitTimeout = 300 * time.Second
 	case o.FairWaitTimeout < o.RepollInterval:
-		return o, fmt.Errorf("%w: FairWaitTimeout %v is below RepollInterval %v: live waiters would be skipped", ErrInvalidArgument, o.FairWaitTimeout, o.RepollInterval)
+		return o, fmt.Errorf("relock: %w: FairWaitTimeout %v is below RepollInterval %v: live waiters would be skipped", ErrInvalidArgument, o.FairWaitTimeout, o.RepollInterval)
 	}
 	if err := o.ReplicaSync.check(); err != nil {
 		return o, err
@@ -130,7 +130,7 @@ func (o Options) withDefaults() (Options, error) {
 	switch o.PubSub {
 	case 0, pubsub.Classic, pubsub.Sharded:
 	default:
-		return o, fmt.Errorf("%w: unknown PubSub mode %d", ErrInvalidArgument, o.PubSub)
+		return o, fmt.Errorf("relock: %w: unknown PubSub mode %d", ErrInvalidArgument, o.PubSub)
 	}
 	return o, nil
 }
@@ -139,11 +139,11 @@ func (o Options) withDefaults() (Options, error) {
 func (s ReplicaSync) check() error {
 	switch {
 	case s.Replicas < 0:
-		return fmt.Errorf("%w: ReplicaSync.Replicas %d is negative", ErrInvalidArgument, s.Replicas)
+		return fmt.Errorf("relock: %w: ReplicaSync.Replicas %d is negative", ErrInvalidArgument, s.Replicas)
 	case s.Timeout < 0:
-		return fmt.Errorf("%w: ReplicaSync.Timeout %v is negative", ErrInvalidArgument, s.Timeout)
+		return fmt.Errorf("relock: %w: ReplicaSync.Timeout %v is negative", ErrInvalidArgument, s.Timeout)
 	case s.Replicas > 0 && s.Timeout > 0 && s.Timeout < time.Millisecond:
-		return fmt.Errorf("%w: ReplicaSync.Timeout %v is below 1ms (WAIT counts milliseconds; 0 would wait forever)", ErrInvalidArgument, s.Timeout)
+		return fmt.Errorf("relock: %w: ReplicaSync.Timeout %v is below 1ms (WAIT counts milliseconds; 0 would wait forever)", ErrInvalidArgument, s.Timeout)
 	}
 	return nil
 }
@@ -182,7 +182,7 @@ func newAcquireConfig(wait time.Duration, opts []Option) acquireConfig {
 
 func (cfg *acquireConfig) invalid(format string, args ...any) {
 	if cfg.err == nil {
-		cfg.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidArgument}, args...)...)
+		cfg.err = fmt.Errorf("relock: %w: "+format, append([]any{ErrInvalidArgument}, args...)...)
 	}
 }
 

@@ -38,10 +38,10 @@ func (c *Client) NewOwner() Owner {
 func ParseOwner(s string) (Owner, error) {
 	id, n, ok := strings.Cut(s, ":")
 	if !ok || len(id) != 36 || strings.ToLower(id) != id || uuid.Validate(id) != nil {
-		return Owner{}, fmt.Errorf("%w: owner %q is not \"<uuid>:<int64>\"", ErrInvalidArgument, s)
+		return Owner{}, fmt.Errorf("relock: %w: owner %q is not \"<uuid>:<int64>\"", ErrInvalidArgument, s)
 	}
 	if _, err := strconv.ParseInt(n, 10, 64); err != nil {
-		return Owner{}, fmt.Errorf("%w: owner %q is not \"<uuid>:<int64>\"", ErrInvalidArgument, s)
+		return Owner{}, fmt.Errorf("relock: %w: owner %q is not \"<uuid>:<int64>\"", ErrInvalidArgument, s)
 	}
 	return Owner{id: s}, nil
 }

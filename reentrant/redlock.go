@@ -32,7 +32,7 @@ func NewRedlock(locks ...*Lock) *Redlock {
 
 // ErrNoQuorum is wrapped in the error of a Redlock attempt that ran out of
 // tries or time without a quorum; errors.Is(err, ErrNotAcquired) holds too.
-var ErrNoQuorum = fmt.Errorf("redlock: no quorum: %w", ErrNotAcquired)
+var ErrNoQuorum = fmt.Errorf("no quorum of Redlock masters: %w", ErrNotAcquired)
 
 type redlockKey struct{}
 
@@ -57,7 +57,7 @@ func (r *Redlock) Lock(ctx context.Context, opts ...Option) (context.Context, er
 		return nil, cfg.err
 	}
 	if r == nil {
-		return nil, fmt.Errorf("%w: nil Redlock", ErrInvalidArgument)
+		return nil, fmt.Errorf("relock: %w: nil Redlock", ErrInvalidArgument)
 	}
 	if err := checkParts(ctx, "Redlock", r.locks); err != nil {
 		return nil, err
@@ -134,10 +134,10 @@ func (r *Redlock) attempt(ctx context.Context, lease time.Duration) (context.Con
 	validity := lease - time.Since(start) - (lease/100 + 2*time.Millisecond)
 	if granted < quorum || validity <= 0 {
 		h.release(ctx, lease)
-		return nil, fmt.Errorf("%w: %d of %d masters granted the lock (quorum %d), validity %v: %w",
+		return nil, fmt.Errorf("relock: %w: %d of %d masters granted the lock (quorum %d), validity %v: %w",
 			ErrNoQuorum, granted, n, quorum, validity, errors.Join(errs...))
 	}
-	lost := fmt.Errorf("%w: redlock validity ended", ErrLockLost)
+	lost := fmt.Errorf("relock: %w: redlock validity ended", ErrLockLost)
 	valid, stop := context.WithDeadlineCause(context.WithValue(ctx, redlockKey{}, h), start.Add(validity), lost)
 	held, cancel := context.WithCancelCause(valid)
 	h.cancel = func(cause error) { cancel(cause); stop() }
@@ -181,7 +181,7 @@ func (h *redlockHeld) release(ctx context.Context, lease time.Duration) error {
 // failure.
 func (r *Redlock) Unlock(ctx context.Context) error {
 	if r == nil || ctx == nil {
-		return fmt.Errorf("%w: Redlock unlock with a nil Redlock or context", ErrInvalidArgument)
+		return fmt.Errorf("relock: %w: Redlock unlock with a nil Redlock or context", ErrInvalidArgument)
 	}
 	h, ok := ctx.Value(redlockKey{}).(*redlockHeld)
 	if !ok || !sameLocks(h.r.locks, r.locks) {

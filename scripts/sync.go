@@ -12,7 +12,7 @@ import (
 
 // ErrNotSynced says a script ran, but fewer replicas than asked acknowledged
 // its writes before the timeout: a failover now could lose them.
-var ErrNotSynced = errors.New("relock: lock not confirmed by enough replicas")
+var ErrNotSynced = errors.New("lock not confirmed by enough replicas")
 
 // ErrSyncRefused says the server refused WAIT (some managed Redis services
 // do), so no script's writes can be confirmed on replicas. The script ran.

@@ -21,12 +21,12 @@ func TestRetryCountAttempts(t *testing.T) {
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		name    string
-		opts    []reentrant.Option
+		opts    []reentrant.LockOption
 		retries int64
 	}{
-		{"waiting for wake-ups", []reentrant.Option{reentrant.RetryCount(3)}, 3},
-		{"at fixed delays", []reentrant.Option{reentrant.RetryCount(3), reentrant.RetryDelay(time.Millisecond)}, 3},
-		{"no retries", []reentrant.Option{reentrant.RetryCount(0)}, 0},
+		{"waiting for wake-ups", []reentrant.LockOption{reentrant.RetryCount(3)}, 3},
+		{"at fixed delays", []reentrant.LockOption{reentrant.RetryCount(3), reentrant.RetryDelay(time.Millisecond)}, 3},
+		{"no retries", []reentrant.LockOption{reentrant.RetryCount(0)}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e.do(t, "CONFIG", "RESETSTAT")

@@ -78,8 +78,9 @@ func TestCluster(t *testing.T) {
 					require.NoError(t, <-got, "%s %s: the waiter on another client", kind, name)
 				}
 				f := c.FencedLock(name + ":tokens")
-				held, token, err := f.Lock(bg())
+				held, err := f.Lock(bg())
 				require.NoError(t, err)
+				token, _ := reentrant.TokenFrom(held)
 				assert.Positive(t, token)
 				require.NoError(t, f.Unlock(held))
 			}

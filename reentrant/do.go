@@ -10,7 +10,7 @@ import (
 // even when fn returns an error or panics (the panic goes on after the
 // release). It returns fn's error joined with Unlock's. fn should watch its
 // context: it is cancelled if the lock is lost.
-func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error, opts ...Option) (err error) {
+func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error, opts ...LockOption) (err error) {
 	if fn == nil {
 		return fmt.Errorf("relock: %w: Do with a nil func", ErrInvalidArgument)
 	}
@@ -27,6 +27,6 @@ func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error, opts 
 }
 
 // Do is c.Lock(name).Do(ctx, fn, opts...).
-func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Context) error, opts ...Option) error {
+func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Context) error, opts ...LockOption) error {
 	return c.Lock(name).Do(ctx, fn, opts...)
 }

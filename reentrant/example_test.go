@@ -138,15 +138,17 @@ func ExampleErrLockLost() {
 
 // A fenced lock hands out a token that only grows; a store that refuses
 // smaller tokens turns away a holder whose lock expired.
-func ExampleFencedLock() {
+func ExampleClient_FencedLock() {
 	rdb, stop := exampleRedis()
 	defer stop()
 	locks, _ := reentrant.New(rdb, reentrant.Options{})
 	defer locks.Close()
 
 	f := locks.FencedLock("invoice:7")
-	held, token, _ := f.Lock(context.Background())
-	again, token2, _ := f.Lock(held) // a re-entry draws a new token
+	held, _ := f.Lock(context.Background())
+	again, _ := f.Lock(held) // a re-entry draws a new token
+	token, _ := reentrant.TokenFrom(held)
+	token2, _ := reentrant.TokenFrom(again)
 	fmt.Println("re-entry token is larger:", token2 > token)
 	f.Unlock(again)
 	f.Unlock(held)

@@ -21,17 +21,13 @@ func TestAcquireSetsLease(t *testing.T) {
 	c := e.client(t, reentrant.Options{WatchdogTimeout: watchdog})
 	type kind struct {
 		name   string
-		lock   func(ctx context.Context, opts ...reentrant.Option) (context.Context, error)
+		lock   func(ctx context.Context, opts ...reentrant.LockOption) (context.Context, error)
 		unlock func(ctx context.Context) error
 		keys   []string // keys whose TTL the acquire sets
 	}
-	fenced := c.FencedLock("fenced")
 	kinds := []kind{
 		{"plain", c.Lock("plain").Lock, c.Lock("plain").Unlock, []string{"plain"}},
-		{"fenced", func(ctx context.Context, opts ...reentrant.Option) (context.Context, error) {
-			held, _, err := fenced.Lock(ctx, opts...)
-			return held, err
-		}, fenced.Unlock, []string{"fenced"}},
+		{"fenced", c.FencedLock("fenced").Lock, c.FencedLock("fenced").Unlock, []string{"fenced"}},
 		{"read", c.ReadWriteLock("read").ReadLock().Lock, c.ReadWriteLock("read").ReadLock().Unlock, []string{"read"}},
 		{"write", c.ReadWriteLock("write").WriteLock().Lock, c.ReadWriteLock("write").WriteLock().Unlock, []string{"write"}},
 		{"fair", c.FairLock("fair").Lock, c.FairLock("fair").Unlock, []string{"fair"}},
@@ -40,9 +36,9 @@ func TestAcquireSetsLease(t *testing.T) {
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
 			for _, tc := range []struct {
-				opts []reentrant.Option
+				opts []reentrant.LockOption
 				ttl  time.Duration
-			}{{nil, watchdog}, {[]reentrant.Option{reentrant.LeaseFor(lease)}, lease}} {
+			}{{nil, watchdog}, {[]reentrant.LockOption{reentrant.LeaseFor(lease)}, lease}} {
 				held, err := k.lock(bg(), tc.opts...)
 				require.NoError(t, err)
 				keys := k.keys

@@ -55,7 +55,7 @@ func (l *Lock) Name() string {
 // can be undone: with an owner from WithOwner, a lost attempt's error is
 // returned, and a hold it may have taken expires after its TTL. Other
 // errors from Redis (WRONGTYPE, a bad ACL) are returned at once.
-func (l *Lock) Lock(ctx context.Context, opts ...Option) (context.Context, error) {
+func (l *Lock) Lock(ctx context.Context, opts ...LockOption) (context.Context, error) {
 	held, _, err := l.acquire(ctx, newAcquireConfig(-1, opts))
 	return held, err
 }
@@ -63,7 +63,7 @@ func (l *Lock) Lock(ctx context.Context, opts ...Option) (context.Context, error
 // TryLock is Lock with NoWait unless the options say otherwise. It returns
 // ok == false, with ctx and a nil error, when the lock was not acquired
 // within the limits.
-func (l *Lock) TryLock(ctx context.Context, opts ...Option) (held context.Context, ok bool, err error) {
+func (l *Lock) TryLock(ctx context.Context, opts ...LockOption) (held context.Context, ok bool, err error) {
 	held, _, err = l.acquire(ctx, newAcquireConfig(0, opts))
 	if errors.Is(err, ErrNotAcquired) {
 		return ctx, false, nil

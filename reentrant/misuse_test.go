@@ -60,7 +60,7 @@ func TestMisuse(t *testing.T) {
 			assert.Equal(t, int64(1), e.int(t, "LLEN", "a-list"))
 		}},
 		{"zero and negative durations", func(t *testing.T, c *reentrant.Client) {
-			for _, o := range []reentrant.Option{reentrant.LeaseFor(0), reentrant.LeaseFor(-time.Second),
+			for _, o := range []reentrant.LockOption{reentrant.LeaseFor(0), reentrant.LeaseFor(-time.Second),
 				reentrant.WaitAtMost(-1), reentrant.RetryDelay(0), reentrant.RetryDelay(-1), reentrant.RetryCount(-1)} {
 				_, err := c.Lock("d").Lock(bg(), o)
 				assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
@@ -226,7 +226,7 @@ func TestMisuseTraps(t *testing.T) {
 		held, err := c.Lock("once").Lock(bg())
 		require.NoError(t, err)
 		_, err = c.Lock("once").Lock(bg(), reentrant.NoWait())
-		var nilOpt reentrant.Option
+		var nilOpt reentrant.LockOption
 		_, err2 := c.Lock("once").Lock(bg(), nilOpt)
 		for _, err := range []error{err, err2, c.Lock("once").Unlock(bg()), c.Lock("").Unlock(bg())} {
 			require.Error(t, err)

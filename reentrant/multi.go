@@ -38,7 +38,7 @@ type multiKey struct{}
 //
 // The held context is cancelled when any part's is: on loss of any lock
 // (cause ErrLockLost), or on Unlock.
-func (m *MultiLock) Lock(ctx context.Context, opts ...Option) (context.Context, error) {
+func (m *MultiLock) Lock(ctx context.Context, opts ...LockOption) (context.Context, error) {
 	cfg := newAcquireConfig(-1, opts)
 	if cfg.err != nil {
 		return nil, cfg.err
@@ -113,8 +113,8 @@ func (m *MultiLock) round(ctx context.Context, cfg acquireConfig, first int, dea
 
 // part returns the options of one part's Lock in a composite lock: the
 // lease asked for, and a wait of its own.
-func (cfg acquireConfig) part(wait time.Duration) []Option {
-	o := []Option{WaitAtMost(wait)}
+func (cfg acquireConfig) part(wait time.Duration) []LockOption {
+	o := []LockOption{WaitAtMost(wait)}
 	if cfg.lease > 0 {
 		o = append(o, LeaseFor(cfg.lease))
 	}
@@ -145,8 +145,8 @@ func (m *MultiLock) release(parts []context.Context) error {
 
 // TryLock is Lock with NoWait unless the options say otherwise; ok is false
 // when the locks could not all be taken within the limits.
-func (m *MultiLock) TryLock(ctx context.Context, opts ...Option) (held context.Context, ok bool, err error) {
-	held, err = m.Lock(ctx, append([]Option{NoWait()}, opts...)...)
+func (m *MultiLock) TryLock(ctx context.Context, opts ...LockOption) (held context.Context, ok bool, err error) {
+	held, err = m.Lock(ctx, append([]LockOption{NoWait()}, opts...)...)
 	if errors.Is(err, ErrNotAcquired) {
 		return ctx, false, nil
 	}

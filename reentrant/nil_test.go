@@ -11,7 +11,7 @@ import (
 )
 
 // Nil and zero values (a handle from a nil or zero Client, a nil handle, a
-// nil Option, a nil func, a nil context) get ErrInvalidArgument, never a
+// zero LockOption, a nil func, a nil context) get ErrInvalidArgument, never a
 // panic.
 func TestNilAndZeroValues(t *testing.T) {
 	e := onMiniredis(t)
@@ -19,7 +19,6 @@ func TestNilAndZeroValues(t *testing.T) {
 	var nilClient *reentrant.Client
 	zero := &reentrant.Client{}
 	var nilLock *reentrant.Lock
-	var nilFenced *reentrant.FencedLock
 	var nilRW *reentrant.ReadWriteLock
 	var nilMulti *reentrant.MultiLock
 	var nilRedlock *reentrant.Redlock
@@ -32,7 +31,7 @@ func TestNilAndZeroValues(t *testing.T) {
 		"nil client": func(t *testing.T) {
 			_, err := nilClient.Lock("x").Lock(bg())
 			invalid(t, err)
-			_, _, err = nilClient.FencedLock("x").Lock(bg())
+			_, err = nilClient.FencedLock("x").Lock(bg())
 			invalid(t, err)
 			_, err = nilClient.FairLock("x").Lock(bg())
 			invalid(t, err)
@@ -68,9 +67,6 @@ func TestNilAndZeroValues(t *testing.T) {
 			invalid(t, err)
 			invalid(t, nilLock.Do(bg(), func(context.Context) error { return nil }))
 			assert.Empty(t, nilLock.Name())
-			_, _, err = nilFenced.Lock(bg())
-			invalid(t, err)
-			invalid(t, nilFenced.Unlock(bg()))
 			_, err = nilRW.ReadLock().Lock(bg())
 			invalid(t, err)
 			_, err = nilMulti.Lock(bg())
@@ -88,8 +84,8 @@ func TestNilAndZeroValues(t *testing.T) {
 			_, err = reentrant.NewRedlock(nil, c.Lock("a")).Lock(bg())
 			invalid(t, err)
 		},
-		"nil option": func(t *testing.T) {
-			var o reentrant.Option
+		"zero option": func(t *testing.T) {
+			var o reentrant.LockOption // the zero value, as an unset option
 			_, err := c.Lock("x").Lock(bg(), o)
 			invalid(t, err)
 			_, _, err = c.Lock("x").TryLock(bg(), reentrant.WaitAtMost(time.Second), o)

@@ -156,8 +156,9 @@ func (s ReplicaSync) withDefaults() ReplicaSync {
 	return s
 }
 
-// An Option changes how Lock and TryLock acquire.
-type Option func(*acquireConfig)
+// A LockOption changes how one Lock, TryLock or Do call acquires (the
+// Client's settings are its Options).
+type LockOption struct{ apply func(*acquireConfig) }
 
 type acquireConfig struct {
 	wait       time.Duration // how long to wait in all; < 0: until ctx ends
@@ -168,14 +169,14 @@ type acquireConfig struct {
 	err        error
 }
 
-func newAcquireConfig(wait time.Duration, opts []Option) acquireConfig {
+func newAcquireConfig(wait time.Duration, opts []LockOption) acquireConfig {
 	cfg := acquireConfig{wait: wait, retries: -1}
 	for _, o := range opts {
-		if o == nil {
-			cfg.invalid("nil Option")
+		if o.apply == nil {
+			cfg.invalid("zero LockOption")
 			continue
 		}
-		o(&cfg)
+		o.apply(&cfg)
 	}
 	return cfg
 }
@@ -187,56 +188,56 @@ func (cfg *acquireConfig) invalid(format string, args ...any) {
 }
 
 // NoWait makes one attempt: the lock is taken now or not at all.
-func NoWait() Option { return WaitAtMost(0) }
+func NoWait() LockOption { return WaitAtMost(0) }
 
 // WaitAtMost waits up to d for the lock (0 is NoWait). The ctx may end the
 // wait sooner.
-func WaitAtMost(d time.Duration) Option {
-	return func(cfg *acquireConfig) {
+func WaitAtMost(d time.Duration) LockOption {
+	return LockOption{func(cfg *acquireConfig) {
 		if d < 0 {
 			cfg.invalid("WaitAtMost(%v): negative wait", d)
 		}
 		cfg.wait = d
-	}
+	}}
 }
 
 // LeaseFor takes the lock for d and no longer: the watchdog does not renew
 // it, Redis expires it after d, and the held context is cancelled just
 // before that (Redisson's leaseTime). It must be at least 1ms.
-func LeaseFor(d time.Duration) Option {
-	return func(cfg *acquireConfig) {
+func LeaseFor(d time.Duration) LockOption {
+	return LockOption{func(cfg *acquireConfig) {
 		if d < time.Millisecond {
 			cfg.invalid("LeaseFor(%v): a lease must be at least 1ms", d)
 		}
 		cfg.lease = d
-	}
+	}}
 }
 
 // RetryCount limits the attempts to 1+n: after n failed retries, the lock
 // is not acquired.
-func RetryCount(n int) Option {
-	return func(cfg *acquireConfig) {
+func RetryCount(n int) LockOption {
+	return LockOption{func(cfg *acquireConfig) {
 		if n < 0 {
 			cfg.invalid("RetryCount(%d): negative count", n)
 		}
 		cfg.retries = n
-	}
+	}}
 }
 
 // RetryDelay retries every d instead of when the lock may have become free.
 // Most callers are better served without it: by default a waiter retries as
 // soon as the lock is released.
-func RetryDelay(d time.Duration) Option {
-	return func(cfg *acquireConfig) {
+func RetryDelay(d time.Duration) LockOption {
+	return LockOption{func(cfg *acquireConfig) {
 		if d <= 0 {
 			cfg.invalid("RetryDelay(%v): delay must be positive", d)
 		}
 		cfg.retryDelay = d
-	}
+	}}
 }
 
 // attemptTimeout bounds each acquire script call without bounding the held
 // context (Redlock's per-master timeout).
-func attemptTimeout(d time.Duration) Option {
-	return func(cfg *acquireConfig) { cfg.timeout = d }
+func attemptTimeout(d time.Duration) LockOption {
+	return LockOption{func(cfg *acquireConfig) { cfg.timeout = d }}
 }

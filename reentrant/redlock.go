@@ -51,7 +51,7 @@ type redlockHeld struct {
 // sets the lease (default: the first client's WatchdogTimeout); NoWait,
 // WaitAtMost and RetryCount bound the attempts; RetryDelay replaces the
 // random delay between attempts.
-func (r *Redlock) Lock(ctx context.Context, opts ...Option) (context.Context, error) {
+func (r *Redlock) Lock(ctx context.Context, opts ...LockOption) (context.Context, error) {
 	cfg := newAcquireConfig(-1, opts)
 	if cfg.err != nil {
 		return nil, cfg.err

@@ -57,17 +57,19 @@ func main() {
 	mu := locks.FencedLock("relock:example:record")
 
 	// A takes the lock with a short lease, then stalls past it.
-	heldA, tokenA, err := mu.Lock(ctx, reentrant.LeaseFor(200*time.Millisecond))
+	heldA, err := mu.Lock(ctx, reentrant.LeaseFor(200*time.Millisecond))
 	if err != nil {
 		log.Fatal(err)
 	}
+	tokenA, _ := reentrant.TokenFrom(heldA)
 	fmt.Printf("A holds the lock with token %d, then pauses\n", tokenA)
 
 	// The lease runs out; B takes the lock and writes.
-	heldB, tokenB, err := mu.Lock(ctx)
+	heldB, err := mu.Lock(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}
+	tokenB, _ := reentrant.TokenFrom(heldB)
 	fmt.Printf("B holds the lock with token %d and writes: %v\n", tokenB, store.Write(tokenB, "B's data"))
 
 	// A resumes. Its held context says the lease is over, but suppose A

@@ -94,16 +94,8 @@ var workloads = []string{"fenced", "plain", "rw", "fair"}
 
 // locker takes and gives back one kind of lock.
 type locker interface {
-	Lock(ctx context.Context, opts ...reentrant.Option) (context.Context, error)
+	Lock(ctx context.Context, opts ...reentrant.LockOption) (context.Context, error)
 	Unlock(ctx context.Context) error
-}
-
-// fencedLocker is a FencedLock as a locker; the token is in the held ctx.
-type fencedLocker struct{ *reentrant.FencedLock }
-
-func (f fencedLocker) Lock(ctx context.Context, opts ...reentrant.Option) (context.Context, error) {
-	held, _, err := f.FencedLock.Lock(ctx, opts...)
-	return held, err
 }
 
 // pick returns the lock for the next acquisition of workload w, and
@@ -120,7 +112,7 @@ func pick(c *reentrant.Client, w string, rng *rand.Rand) (locker, bool) {
 		}
 		return c.ReadWriteLock(lockName).WriteLock(), false
 	}
-	return fencedLocker{c.FencedLock(lockName)}, false
+	return c.FencedLock(lockName), false
 }
 
 // runWorker is a worker process: it takes the workload's lock n times, each

@@ -25,9 +25,13 @@ func TestMain(m *testing.M) {
 		return
 	}
 	// rueidis's cluster client closes the connections a topology refresh
-	// replaced 5s later, in a goroutine of its own that Close does not
-	// wait for. It is rueidis's, not relock's, and ends by itself.
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2"))
+	// replaced 5s later, and schedules a lazy topology refresh after a
+	// MOVED or a broken link (DelayDo: sleep, then refresh), each in a
+	// goroutine of its own that Close does not wait for. They are
+	// rueidis's, not relock's, and end by themselves.
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2"),
+		goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*call).DelayDo.func1"))
 }
 
 // env is one Redis for a test: a real redis-server or a miniredis.

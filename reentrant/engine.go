@@ -45,10 +45,10 @@ type cycle struct {
 	unreachable error
 }
 
-// acquire takes the lock; for a fenced lock it also returns the token drawn.
-func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Context, token int64, err error) {
+// acquire takes the lock and returns the held context.
+func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Context, err error) {
 	if err := l.check(ctx, cfg.err); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	c := l.newCycle(ctx, cfg)
 	defer func() { err = c.end(err) }()
@@ -66,7 +66,7 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Con
 			err = c.held(attempt, pttl)
 		}
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 	}
 }
@@ -96,14 +96,14 @@ func (c *cycle) heard(err error) {
 	}
 }
 
-// hold records the lock just taken and returns its held context.
-func (c *cycle) hold(ttl time.Duration, sent time.Time, token int64) (context.Context, int64, error) {
+// hold records the lock just taken and returns its held context, which
+// carries the token a fenced lock drew (tokens start at 1).
+func (c *cycle) hold(ttl time.Duration, sent time.Time, token int64) (context.Context, error) {
 	ctx := c.ctx
-	if token > 0 { // a fenced lock's; tokens start at 1
+	if token > 0 {
 		ctx = context.WithValue(ctx, tokenKey{}, token)
 	}
-	held, err := c.l.c.addHold(ctx, c.given, c.key, c.l.c.group(c.l), c.cfg.lease, ttl, sent)
-	return held, token, err
+	return c.l.c.addHold(ctx, c.given, c.key, c.l.c.group(c.l), c.cfg.lease, ttl, sent)
 }
 
 // waiting reports whether a failed attempt may be followed by another.

@@ -54,17 +54,20 @@ func (l *Lock) Name() string {
 // one, released) before the wait goes on. Only an owner Lock made itself
 // can be undone: with an owner from WithOwner, a lost attempt's error is
 // returned, and a hold it may have taken expires after its TTL. Other
-// errors from Redis (WRONGTYPE, a bad ACL) are returned at once.
+// errors from Redis (WRONGTYPE, a bad ACL) are returned at once. A wait
+// that ends while Redis gives no answer returns an error that wraps the
+// last connection error (and ctx's, if ctx ended it), never ErrNotAcquired:
+// "held by someone else" and "could not reach Redis" are different answers.
 func (l *Lock) Lock(ctx context.Context, opts ...LockOption) (context.Context, error) {
-	held, _, err := l.acquire(ctx, newAcquireConfig(-1, opts))
-	return held, err
+	return l.acquire(ctx, newAcquireConfig(-1, opts))
 }
 
 // TryLock is Lock with NoWait unless the options say otherwise. It returns
-// ok == false, with ctx and a nil error, when the lock was not acquired
-// within the limits.
+// ok == false, with ctx and a nil error, when the lock was held by someone
+// else for as long as the limits allowed; any other failure, an outage
+// included, is an error.
 func (l *Lock) TryLock(ctx context.Context, opts ...LockOption) (held context.Context, ok bool, err error) {
-	held, _, err = l.acquire(ctx, newAcquireConfig(0, opts))
+	held, err = l.acquire(ctx, newAcquireConfig(0, opts))
 	if errors.Is(err, ErrNotAcquired) {
 		return ctx, false, nil
 	}

@@ -46,12 +46,10 @@ type kind struct {
 
 var kinds = [...]kind{
 	plainLock: {
-		field:   ownField,
-		channel: lockChannel,
-		acquire: acquireWith(scripts.Acquire),
-		release: func(ctx context.Context, rdb scripts.Conn, r scripts.Release) (scripts.Released, error) {
-			return r.Run(ctx, rdb)
-		},
+		field:       ownField,
+		channel:     lockChannel,
+		acquire:     acquireWith(scripts.Acquire),
+		release:     runRelease,
 		forceUnlock: forceUnlockOn(scripts.LockChannel, pubsub.WakeOne),
 	},
 	fencedLock: {
@@ -60,9 +58,7 @@ var kinds = [...]kind{
 		acquire: func(ctx context.Context, rdb scripts.Conn, name, owner string, ttl, _ time.Duration, _ bool) (bool, time.Duration, int64, error) {
 			return scripts.FencedAcquire(ctx, rdb, name, owner, ttl)
 		},
-		release: func(ctx context.Context, rdb scripts.Conn, r scripts.Release) (scripts.Released, error) {
-			return r.Run(ctx, rdb)
-		},
+		release:     runRelease,
 		forceUnlock: forceUnlockOn(scripts.LockChannel, pubsub.WakeOne),
 	},
 	readLock: {
@@ -101,6 +97,11 @@ func rwChannel(name, _ string) string      { return scripts.RWChannel(name) }
 func (k lockKind) spec() *kind             { return &kinds[k] }
 func (l *Lock) field(owner Owner) string   { return l.kind.spec().field(owner.id) }
 func (l *Lock) channel(owner Owner) string { return l.kind.spec().channel(l.name, owner.id) }
+
+// runRelease runs the RLock release script, which the fenced lock shares.
+func runRelease(ctx context.Context, rdb scripts.Conn, r scripts.Release) (scripts.Released, error) {
+	return r.Run(ctx, rdb)
+}
 
 // acquireWith adapts an acquire script that draws no token and has no queue.
 func acquireWith(run func(ctx context.Context, rdb scripts.Conn, name, owner string, ttl time.Duration) (bool, time.Duration, error)) func(context.Context, scripts.Conn, string, string, time.Duration, time.Duration, bool) (bool, time.Duration, int64, error) {

@@ -120,6 +120,11 @@ func TestLostReleaseReply(t *testing.T) {
 // of a script call while armed is above zero.
 func loseRepliesClient(t *testing.T, s *redistest.Server) (*reentrant.Client, *atomic.Int32) {
 	armed := new(atomic.Int32)
+	return wrappedClient(t, s, func(c net.Conn) net.Conn { return &loseReplies{Conn: c, armed: armed} }), armed
+}
+
+// wrappedClient returns a client on s whose connections are wrapped by wrap.
+func wrappedClient(t *testing.T, s *redistest.Server, wrap func(net.Conn) net.Conn) *reentrant.Client {
 	rdb, err := rueidis.NewClient(rueidis.ClientOption{
 		InitAddress: []string{s.Addr}, DisableCache: true,
 		DialCtxFn: func(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
@@ -127,7 +132,7 @@ func loseRepliesClient(t *testing.T, s *redistest.Server) (*reentrant.Client, *a
 			if err != nil {
 				return nil, err
 			}
-			return &loseReplies{Conn: c, armed: armed}, nil
+			return wrap(c), nil
 		},
 	})
 	require.NoError(t, err)
@@ -135,7 +140,7 @@ func loseRepliesClient(t *testing.T, s *redistest.Server) (*reentrant.Client, *a
 	c, err := reentrant.New(rdb, reentrant.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
-	return c, armed
+	return c
 }
 
 // A server that cannot run scripts for now (here a replica after a
@@ -215,21 +220,7 @@ func (c *slowReplies) Read(b []byte) (int, error) {
 func TestCancelledAttemptLeavesNoHold(t *testing.T) {
 	s := redistest.Start(t)
 	delay := new(atomic.Int64)
-	rdb, err := rueidis.NewClient(rueidis.ClientOption{
-		InitAddress: []string{s.Addr}, DisableCache: true,
-		DialCtxFn: func(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
-			c, err := d.DialContext(ctx, "tcp", addr)
-			if err != nil {
-				return nil, err
-			}
-			return &slowReplies{Conn: c, delay: delay}, nil
-		},
-	})
-	require.NoError(t, err)
-	defer rdb.Close()
-	c, err := reentrant.New(rdb, reentrant.Options{})
-	require.NoError(t, err)
-	defer c.Close()
+	c := wrappedClient(t, s, func(c net.Conn) net.Conn { return &slowReplies{Conn: c, delay: delay} })
 
 	for _, l := range []*reentrant.Lock{c.Lock("cut"), c.FairLock("cut-fair")} {
 		// Load the scripts first: a NOSCRIPT reply would mean nothing ran.

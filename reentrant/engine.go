@@ -239,7 +239,7 @@ func outageError(name string, err, last error) error {
 	if errors.Is(err, ErrNotAcquired) {
 		return fmt.Errorf("relock: lock %q: no answer from Redis before the wait ran out: %w", name, last)
 	}
-	return fmt.Errorf("relock: %w (last attempt: %w)", err, last)
+	return fmt.Errorf("%w (last attempt: %w)", err, last) // err says "relock:"
 }
 
 // transient reports whether an attempt's error is a broken or stalled

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -270,6 +271,7 @@ func TestOutageIsNotNotAcquired(t *testing.T) {
 		require.Error(t, err)
 		assert.True(t, errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, io.EOF), "the connection error is in the chain: %v", err)
 		assert.NotErrorIs(t, err, reentrant.ErrNotAcquired, "an outage is not a lock held by someone else")
+		assert.Equal(t, 1, strings.Count(err.Error(), "relock:"), "%q", err.Error())
 	}
 	_, ok, err = c.Lock("x").TryLock(bg(), reentrant.WaitAtMost(300*time.Millisecond))
 	assert.False(t, ok)

@@ -228,10 +228,14 @@ func TestMisuseTraps(t *testing.T) {
 		_, err = c.Lock("once").Lock(bg(), reentrant.NoWait())
 		var nilOpt reentrant.LockOption
 		_, err2 := c.Lock("once").Lock(bg(), nilOpt)
-		for _, err := range []error{err, err2, c.Lock("once").Unlock(bg()), c.Lock("").Unlock(bg())} {
+		e.do(t, "LPUSH", "once-list", "x")
+		_, err3 := c.FairLock("once-list").Lock(bg())
+		assert.ErrorIs(t, err3, reentrant.ErrWrongType)
+		for _, err := range []error{err, err2, err3, c.Lock("once").Unlock(bg()), c.Lock("").Unlock(bg())} {
 			require.Error(t, err)
 			assert.Equal(t, 1, strings.Count(err.Error(), "relock:"), "%q", err.Error())
 			assert.True(t, strings.HasPrefix(err.Error(), "relock: "), "%q", err.Error())
+			assert.NotContains(t, err.Error(), "user_script", "no script hash in the message")
 		}
 		require.NoError(t, c.Lock("once").Unlock(held))
 	})

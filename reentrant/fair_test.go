@@ -186,3 +186,44 @@ func TestFairRedissonQueue(t *testing.T) {
 		t.Fatal("relock waiter not told by the Java release")
 	}
 }
+
+// When an attempt drops a head whose turn ran out while the lock is free,
+// the new head is told at once: no release will announce its turn, and it
+// may be asleep for the holder's whole TTL or a re-poll (a minute here).
+func TestFairExpiredHeadHandsOn(t *testing.T) {
+	e := onRedis(t)
+	c, other := e.patient(t), e.patient(t)
+	held, err := c.FairLock("fair").Lock(bg())
+	require.NoError(t, err)
+	// A crashed waiter ahead of the live one, its turn about to run out.
+	dead := "00000000-0000-4000-8000-000000000000:1"
+	deadline := serverMillis(t, e) + 300
+	e.do(t, "RPUSH", fairQueue, dead)
+	e.do(t, "ZADD", fairTimeouts, strconv.FormatInt(deadline, 10), dead)
+	got := make(chan time.Time, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(bg(), time.Minute)
+		defer cancel()
+		h, err := c.FairLock("fair").Lock(ctx)
+		if assert.NoError(t, err) {
+			got <- time.Now()
+			assert.NoError(t, c.FairLock("fair").Unlock(h))
+		}
+	}()
+	eventually(t, "the live waiter to queue", func() bool { return e.int(t, "LLEN", fairQueue) == 2 })
+	require.NoError(t, c.FairLock("fair").Unlock(held)) // tells the dead waiter
+	eventually(t, "the dead waiter's turn to run out", func() bool { return serverMillis(t, e) > deadline })
+	// Anyone's attempt drops the dead head; the lock is free and the turn
+	// is the live waiter's.
+	_, ok, err := other.FairLock("fair").TryLock(bg())
+	require.NoError(t, err)
+	assert.False(t, ok, "not the caller's turn")
+	told := time.Now()
+	select {
+	case at := <-got:
+		t.Logf("the new head took the lock %v after the dead one was dropped", at.Sub(told))
+		assert.Less(t, at.Sub(told), 3*time.Second)
+	case <-time.After(3 * time.Second):
+		t.Fatal("the new head was not told its turn")
+	}
+}

@@ -28,10 +28,11 @@ type kind struct {
 	// channel is the channel on which owner, waiting for lock name, hears
 	// releases.
 	channel func(name, owner string) string
-	// acquire runs the acquire script once. turn and join matter to a fair
-	// lock only: the waiter's turn in the queue, and whether it may join
-	// the queue (a call that will not wait tries once and leaves no trace).
-	acquire func(ctx context.Context, rdb scripts.Conn, name, owner string, ttl, turn time.Duration, join bool) (acquired bool, pttl time.Duration, token int64, err error)
+	// acquire runs the acquire script once. turn, join and pub matter to a
+	// fair lock only: the waiter's turn in the queue, whether it may join
+	// the queue (a call that will not wait tries once and leaves no trace),
+	// and how to tell a new head its turn has come.
+	acquire func(ctx context.Context, rdb scripts.Conn, name, owner string, ttl, turn time.Duration, join bool, pub scripts.Publish) (acquired bool, pttl time.Duration, token int64, err error)
 	// release runs the release script once.
 	release func(ctx context.Context, rdb scripts.Conn, r scripts.Release) (scripts.Released, error)
 	// forceUnlock deletes the lock whoever holds it and wakes its waiters.
@@ -55,7 +56,7 @@ var kinds = [...]kind{
 	fencedLock: {
 		field:   ownField,
 		channel: lockChannel,
-		acquire: func(ctx context.Context, rdb scripts.Conn, name, owner string, ttl, _ time.Duration, _ bool) (bool, time.Duration, int64, error) {
+		acquire: func(ctx context.Context, rdb scripts.Conn, name, owner string, ttl, _ time.Duration, _ bool, _ scripts.Publish) (bool, time.Duration, int64, error) {
 			return scripts.FencedAcquire(ctx, rdb, name, owner, ttl)
 		},
 		release:     runRelease,
@@ -79,8 +80,8 @@ var kinds = [...]kind{
 	fairLock: {
 		field:   ownField,
 		channel: scripts.FairChannel,
-		acquire: func(ctx context.Context, rdb scripts.Conn, name, owner string, ttl, turn time.Duration, join bool) (bool, time.Duration, int64, error) {
-			acquired, pttl, err := scripts.FairAcquire(ctx, rdb, name, owner, ttl, turn, join)
+		acquire: func(ctx context.Context, rdb scripts.Conn, name, owner string, ttl, turn time.Duration, join bool, pub scripts.Publish) (bool, time.Duration, int64, error) {
+			acquired, pttl, err := scripts.FairAcquire(ctx, rdb, name, owner, ttl, turn, join, pub)
 			return acquired, pttl, 0, err
 		},
 		release: scripts.FairRelease,
@@ -104,8 +105,8 @@ func runRelease(ctx context.Context, rdb scripts.Conn, r scripts.Release) (scrip
 }
 
 // acquireWith adapts an acquire script that draws no token and has no queue.
-func acquireWith(run func(ctx context.Context, rdb scripts.Conn, name, owner string, ttl time.Duration) (bool, time.Duration, error)) func(context.Context, scripts.Conn, string, string, time.Duration, time.Duration, bool) (bool, time.Duration, int64, error) {
-	return func(ctx context.Context, rdb scripts.Conn, name, owner string, ttl, _ time.Duration, _ bool) (bool, time.Duration, int64, error) {
+func acquireWith(run func(ctx context.Context, rdb scripts.Conn, name, owner string, ttl time.Duration) (bool, time.Duration, error)) func(context.Context, scripts.Conn, string, string, time.Duration, time.Duration, bool, scripts.Publish) (bool, time.Duration, int64, error) {
+	return func(ctx context.Context, rdb scripts.Conn, name, owner string, ttl, _ time.Duration, _ bool, _ scripts.Publish) (bool, time.Duration, int64, error) {
 		acquired, pttl, err := run(ctx, rdb, name, owner, ttl)
 		return acquired, pttl, 0, err
 	}

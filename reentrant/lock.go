@@ -85,7 +85,7 @@ func (l *Lock) attempt(ctx context.Context, owner Owner, ttl time.Duration, cfg 
 		defer cancel()
 	}
 	rdb := l.c.scriptConn()
-	acquired, pttl, token, err = l.kind.spec().acquire(ctx, rdb, l.name, owner.id, ttl, l.fairTurn(cfg), cfg.wait != 0)
+	acquired, pttl, token, err = l.kind.spec().acquire(ctx, rdb, l.name, owner.id, ttl, l.fairTurn(cfg), cfg.wait != 0, l.c.publish)
 	if acquired && err != nil {
 		err = l.unsynced(ctx, owner, ttl, err)
 	}

@@ -53,13 +53,14 @@ func fairKeys(name string) []string {
 // the lock joins the queue (or stays in it) and ttl bounds the wait before
 // the next attempt: the lock's PTTL, or how long the turns ahead may last;
 // 0 means another waiter's turn. Without join it only tries once and
-// changes nothing when the lock is not free for it.
-func FairAcquire(ctx context.Context, c Conn, key, owner string, lease, wait time.Duration, join bool) (acquired bool, ttl time.Duration, err error) {
+// changes nothing when the lock is not free for it (but the expired heads
+// it drops, and the new head it then tells, with pub).
+func FairAcquire(ctx context.Context, c Conn, key, owner string, lease, wait time.Duration, join bool, pub Publish) (acquired bool, ttl time.Duration, err error) {
 	mode := "0"
 	if join {
 		mode = "1"
 	}
-	return acquireReply(fairAcquireScript.exec(ctx, c, fairKeys(key)[:3], []string{millis(lease), owner, millis(wait), mode}))
+	return acquireReply(fairAcquireScript.exec(ctx, c, fairKeys(key), []string{millis(lease), owner, millis(wait), mode, string(pub), pubsub.WakeOne}))
 }
 
 // FairRelease runs fairrelease.lua for r.

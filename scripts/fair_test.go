@@ -36,7 +36,7 @@ func TestFairMatchesRedisson(t *testing.T) {
 		relock := side{
 			name: "go",
 			acquire: func(tid int64, turn time.Duration, join bool) (bool, int64) {
-				ok, ttl, err := scripts.FairAcquire(ctx, rdb, "go", java.Owner(tid), 30*time.Second, turn, join)
+				ok, ttl, err := scripts.FairAcquire(ctx, rdb, "go", java.Owner(tid), 30*time.Second, turn, join, scripts.PublishClassic)
 				require.NoError(t, err)
 				return ok, ttl.Milliseconds()
 			},

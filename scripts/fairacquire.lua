@@ -4,13 +4,20 @@
 -- script when ARGV[4] is "1", the EVAL_NULL_BOOLEAN one when "0"), so Java
 -- and Go waiters share one queue. Needs fairlib.lua.
 --
--- KEYS[1..3]  as in fairlib.lua
+-- KEYS[1..4]  as in fairlib.lua
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  owner field
 -- ARGV[3]  wait: Redisson's threadWaitTime, the turn each waiter is given
 --          (the tryLock wait time when there is one), in milliseconds
 -- ARGV[4]  "1" to join the queue when the lock cannot be taken, "0" to try
 --          once and leave no trace (Redisson's tryLock())
+-- ARGV[5]  publish command: "publish" or "spublish"
+-- ARGV[6]  the message that tells a waiter its turn has come ("0")
+--
+-- One step more than Redisson: when expired heads were dropped, the lock is
+-- free and the turn is now another waiter's, that waiter is told ("0" on
+-- its channel): nothing else would announce its turn, and it may be backing
+-- off. A Java waiter takes it as any wake-up and tries again.
 --
 -- Deadlines are chained: a new waiter's is the last waiter's plus wait, or,
 -- with nobody queued, the lock's PTTL plus wait from now. A waiter already
@@ -24,11 +31,14 @@
 -- off).
 local t = now()
 local wait = tonumber(ARGV[3])
-dropExpired(t)
-if redis.call('exists', KEYS[1]) == 0 and
-	(redis.call('exists', KEYS[2]) == 0 or redis.call('lindex', KEYS[2], 0) == ARGV[2]) then
+local dropped = dropExpired(t)
+local free = redis.call('exists', KEYS[1]) == 0
+if free and (redis.call('exists', KEYS[2]) == 0 or redis.call('lindex', KEYS[2], 0) == ARGV[2]) then
 	grant(ARGV[2], ARGV[1], wait)
 	return nil
+end
+if free and dropped > 0 then
+	wakeHead(ARGV[5], ARGV[6])
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
 	redis.call('hincrby', KEYS[1], ARGV[2], 1)

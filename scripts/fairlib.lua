@@ -6,8 +6,8 @@
 -- KEYS[2]  the waiters' queue, LIST redisson_lock_queue:{N}
 -- KEYS[3]  the waiters' deadlines, ZSET redisson_lock_timeout:{N}, owner ->
 --          the time (ms) by which it must have taken its turn
--- KEYS[4]  (release, leave, force-unlock) the channel prefix
---          redisson_lock__channel:{N}; a waiter listens on KEYS[4]:<owner>
+-- KEYS[4]  the channel prefix redisson_lock__channel:{N}; a waiter listens
+--          on KEYS[4]:<owner>
 
 -- now returns Redis's clock in milliseconds. Redisson passes its JVM's
 -- clock instead; see docs/migrating-from-redisson.md for what that asks of
@@ -20,19 +20,21 @@ end
 -- dropExpired pops waiters off the head of the queue while their deadline
 -- has passed, touching no other deadline, as every script of Redisson's
 -- fair lock does first (the "remove stale threads" loop). A head with no
--- deadline stops it, as in Redisson.
+-- deadline stops it, as in Redisson. It returns how many it dropped.
 local function dropExpired(t)
+	local dropped = 0
 	while true do
 		local head = redis.call('lindex', KEYS[2], 0)
 		if head == false then
-			return
+			return dropped
 		end
 		local deadline = redis.call('zscore', KEYS[3], head)
 		if deadline == false or tonumber(deadline) > t then
-			return
+			return dropped
 		end
 		redis.call('zrem', KEYS[3], head)
 		redis.call('lpop', KEYS[2])
+		dropped = dropped + 1
 	end
 end
 

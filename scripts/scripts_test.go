@@ -97,7 +97,7 @@ func TestReleaseLatch(t *testing.T) {
 			}},
 		{"fair", "o:1",
 			func(rdb scripts.Conn) (bool, time.Duration, error) {
-				return scripts.FairAcquire(ctx, rdb, "l", "o:1", time.Minute, time.Minute, true)
+				return scripts.FairAcquire(ctx, rdb, "l", "o:1", time.Minute, time.Minute, true, scripts.PublishClassic)
 			},
 			func(rdb scripts.Conn, r scripts.Release) (scripts.Released, error) {
 				return scripts.FairRelease(ctx, rdb, r)

@@ -50,7 +50,8 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Con
 	if err := l.check(ctx, cfg.err); err != nil {
 		return nil, err
 	}
-	c := l.newCycle(ctx, cfg)
+	var c cycle // on the stack: one per call
+	l.startCycle(&c, ctx, cfg)
 	defer func() { err = c.end(err) }()
 	for attempt := 0; ; attempt++ {
 		ttl := l.c.acquireTTL(c.key, cfg.lease)
@@ -71,8 +72,9 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Con
 	}
 }
 
-func (l *Lock) newCycle(ctx context.Context, cfg acquireConfig) *cycle {
-	c := &cycle{l: l, given: ctx, ctx: ctx, cfg: cfg, unavailable: 20 * time.Millisecond,
+// startCycle readies c for a call with ctx and cfg.
+func (l *Lock) startCycle(c *cycle, ctx context.Context, cfg acquireConfig) {
+	*c = cycle{l: l, given: ctx, ctx: ctx, cfg: cfg, unavailable: 20 * time.Millisecond,
 		subscribe: cfg.retryDelay == 0 && l.spin == nil}
 	owner, ok := OwnerFrom(ctx)
 	if c.private = !ok; c.private {
@@ -84,7 +86,6 @@ func (l *Lock) newCycle(ctx context.Context, cfg acquireConfig) *cycle {
 		c.timer = time.NewTimer(cfg.wait)
 		c.giveUp = c.timer.C
 	}
-	return c
 }
 
 // heard records whether an attempt got an answer from Redis: any reply,

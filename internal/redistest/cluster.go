@@ -88,36 +88,44 @@ type Node struct {
 func (c *Cluster) Nodes() []Node {
 	c.t.Helper()
 	for _, s := range c.Servers {
-		out, err := s.Do("CLUSTER", "NODES").ToString()
-		if err != nil {
-			continue
+		if nodes, err := nodesSeenBy(s); err == nil {
+			return nodes
 		}
-		var nodes []Node
-		out = strings.TrimPrefix(out, "txt:") // a RESP3 verbatim string
-		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-			f := strings.Fields(line)
-			if len(f) < 8 || strings.Contains(f[2], "fail") {
-				continue
-			}
-			n := Node{ID: f[0], Addr: strings.Split(f[1], "@")[0], Master: strings.Contains(f[2], "master"), MasterID: f[3]}
-			for _, r := range f[8:] {
-				if strings.HasPrefix(r, "[") {
-					continue // a slot being migrated
-				}
-				lo, hi, ok := strings.Cut(r, "-")
-				if !ok {
-					hi = lo
-				}
-				a, _ := strconv.Atoi(lo)
-				b, _ := strconv.Atoi(hi)
-				n.Slots = append(n.Slots, [2]int{a, b})
-			}
-			nodes = append(nodes, n)
-		}
-		return nodes
 	}
 	c.t.Fatalf("redistest: no cluster node answers CLUSTER NODES")
 	return nil
+}
+
+// nodesSeenBy returns the nodes as server s sees them (CLUSTER NODES), the
+// failed ones left out.
+func nodesSeenBy(s *Server) ([]Node, error) {
+	out, err := s.Do("CLUSTER", "NODES").ToString()
+	if err != nil {
+		return nil, err
+	}
+	var nodes []Node
+	out = strings.TrimPrefix(out, "txt:") // a RESP3 verbatim string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 8 || strings.Contains(f[2], "fail") {
+			continue
+		}
+		n := Node{ID: f[0], Addr: strings.Split(f[1], "@")[0], Master: strings.Contains(f[2], "master"), MasterID: f[3]}
+		for _, r := range f[8:] {
+			if strings.HasPrefix(r, "[") {
+				continue // a slot being migrated
+			}
+			lo, hi, ok := strings.Cut(r, "-")
+			if !ok {
+				hi = lo
+			}
+			a, _ := strconv.Atoi(lo)
+			b, _ := strconv.Atoi(hi)
+			n.Slots = append(n.Slots, [2]int{a, b})
+		}
+		nodes = append(nodes, n)
+	}
+	return nodes, nil
 }
 
 // Masters returns the nodes that serve slots.
@@ -199,6 +207,26 @@ func (c *Cluster) WaitHealthy() {
 				linked++
 			}
 		}
-		return masters == 3 && linked == 3
+		if masters != 3 || linked != 3 {
+			return false
+		}
+		// Every node must also see the others as they are: gossip may lag
+		// the roles, and tests read the topology from any node.
+		for _, s := range c.Servers {
+			nodes, err := nodesSeenBy(s)
+			if err != nil || len(nodes) != len(c.Servers) {
+				return false
+			}
+			seen := 0
+			for _, n := range nodes {
+				if n.Master {
+					seen++
+				}
+			}
+			if seen != 3 {
+				return false
+			}
+		}
+		return true
 	})
 }

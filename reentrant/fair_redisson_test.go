@@ -300,8 +300,13 @@ func TestFairGoBehindJavaGivesUp(t *testing.T) {
 	eventually(t, "the Java waiter to queue", func() bool { return e.int(t, "LLEN", fairQueue) == 1 })
 	owner := c.NewOwner()
 	goDone := make(chan time.Time, 1)
+	unlocked := make(chan struct{})
+	defer func() { <-unlocked }() // the waiter's Unlock, before the client closes
 	go func() {
-		ctx, err := c.FairLock("fair").Lock(reentrant.WithOwner(bg(), owner))
+		defer close(unlocked)
+		wctx, cancel := context.WithTimeout(bg(), time.Minute)
+		defer cancel()
+		ctx, err := c.FairLock("fair").Lock(reentrant.WithOwner(wctx, owner))
 		if assert.NoError(t, err) {
 			goDone <- time.Now()
 			assert.NoError(t, c.FairLock("fair").Unlock(ctx))

@@ -201,7 +201,10 @@ func TestFairExpiredHeadHandsOn(t *testing.T) {
 	e.do(t, "RPUSH", fairQueue, dead)
 	e.do(t, "ZADD", fairTimeouts, strconv.FormatInt(deadline, 10), dead)
 	got := make(chan time.Time, 1)
+	done := make(chan struct{})
+	defer func() { <-done }() // the waiter's Unlock, before the client closes
 	go func() {
+		defer close(done)
 		ctx, cancel := context.WithTimeout(bg(), time.Minute)
 		defer cancel()
 		h, err := c.FairLock("fair").Lock(ctx)

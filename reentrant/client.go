@@ -49,12 +49,12 @@ type Client struct {
 
 	mu     sync.Mutex
 	closed bool
-	done   chan struct{} // closed by Close
 	holds  map[holdKey]*hold
 	tasks  sync.WaitGroup // background cleanups, which Close waits for
-	// closing is cancelled by Close, for calls that background tasks make.
+	// closing is cancelled by Close; done is its Done channel.
 	closing  context.Context
 	shutdown context.CancelFunc
+	done     <-chan struct{}
 }
 
 // New returns a Client that keeps locks on rdb.
@@ -78,10 +78,10 @@ func New(rdb rueidis.Client, opts Options) (*Client, error) {
 		opts:    opts,
 		publish: scripts.PublishClassic,
 		cluster: cluster,
-		done:    make(chan struct{}),
 		holds:   make(map[holdKey]*hold),
 	}
 	c.closing, c.shutdown = context.WithCancel(context.Background())
+	c.done = c.closing.Done()
 	if opts.PubSub == pubsub.Sharded {
 		c.publish = scripts.PublishSharded
 	}
@@ -208,7 +208,6 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.closed = true
-	close(c.done)
 	c.shutdown()
 	holds := c.holds
 	c.holds = nil
@@ -223,7 +222,7 @@ func (c *Client) Close() error {
 }
 
 // background runs task in a goroutine that Close waits for; task must
-// return soon after c.done is closed. After Close it does not run.
+// return soon after Close cancels c.closing. After Close it does not run.
 func (c *Client) background(task func()) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -286,10 +286,7 @@ func TestQuickRetryAfterFailedRound(t *testing.T) {
 			mu.Lock()
 			sent = append(sent, time.Since(start))
 			mu.Unlock()
-			if down() {
-				return [][]bool{{false}}, []error{errors.New("connection refused")}
-			}
-			return [][]bool{{true}}, []error{nil}
+			return oneLease(!down())
 		}
 		w := watchdog.New(watchdog.Config{Timeout: timeout, Renew: renew})
 		defer w.Close()
@@ -324,9 +321,8 @@ func TestDeadlineCountsFromSend(t *testing.T) {
 			mu.Unlock()
 			if first {
 				time.Sleep(late)
-				return [][]bool{{true}}, []error{nil}
 			}
-			return [][]bool{{false}}, []error{errors.New("connection refused")}
+			return oneLease(first)
 		}
 		w := watchdog.New(watchdog.Config{Timeout: timeout, Renew: renew})
 		defer w.Close()
@@ -340,4 +336,13 @@ func TestDeadlineCountsFromSend(t *testing.T) {
 		sent := start.Add(timeout / 3)
 		assert.Equal(t, watchdog.Deadline(sent, timeout), at, "lost at the deadline counted from the send")
 	})
+}
+
+// oneLease is a renewal reply for a round of one lease: renewed, or the
+// call failed as when Redis cannot be reached.
+func oneLease(reached bool) ([][]bool, []error) {
+	if reached {
+		return [][]bool{{true}}, []error{nil}
+	}
+	return [][]bool{{false}}, []error{errors.New("connection refused")}
 }

@@ -187,13 +187,11 @@ func (cn *conn) onMessage(m rueidis.PubSubMessage) {
 	if ch == nil {
 		return
 	}
-	switch m.Message {
-	case WakeOne:
-		ch.wakeOne()
-	case WakeAll:
+	switch n := ch.wakes(m.Message); {
+	case n == All:
 		ch.wakeAll()
-	default:
-		cn.s.log.Debug("relock: ignoring unknown pub/sub payload", "channel", m.Channel, "payload", m.Message)
+	case n > 0:
+		ch.wake(n)
 	}
 }
 

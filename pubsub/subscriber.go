@@ -39,15 +39,36 @@ func (m Mode) String() string {
 // ErrClosed is returned by Subscribe after Close.
 var ErrClosed = errors.New("pubsub: subscriber closed")
 
-// The messages understood on a channel, Redisson's payloads: decimal
-// integers, since Java Redisson parses them as numbers (and ignores any but
-// these two). Releases publish them; this package acts on them.
+// The messages on a lock's channel, Redisson's payloads: decimal integers,
+// since Java Redisson parses them as numbers (and ignores any but these
+// two). Lock releases publish them; [LockWakes] reads them.
 const (
 	// WakeOne: the lock is free; one waiter of each client tries.
 	WakeOne = "0"
 	// WakeAll: a writer left a read-write lock; every waiter tries.
 	WakeAll = "1"
 )
+
+// Wakes reads a message on a channel and says how many of the channel's
+// local waiters it wakes: n > 0 that many (at most all), [All] every one, 0
+// none. Each kind of channel has its own: Redisson's payloads mean
+// different things on a lock's channel, a semaphore's and a latch's.
+type Wakes func(message string) int
+
+// All is the Wakes result that wakes every waiter.
+const All = -1
+
+// LockWakes reads a lock's channel: [WakeOne] wakes one waiter, [WakeAll]
+// all; anything else, none.
+func LockWakes(message string) int {
+	switch message {
+	case WakeOne:
+		return 1
+	case WakeAll:
+		return All
+	}
+	return 0
+}
 
 // Subscriber shares subscriptions among local waiters. Its methods are safe
 // for concurrent use.
@@ -88,6 +109,7 @@ type channel struct {
 	ready   chan struct{} // closed when a subscription is confirmed or fails
 	err     error         // why it failed
 	rewake  bool          // wake every waiter when confirmed (after a reconnect)
+	wakes   Wakes         // reads the channel's messages
 	waiters list.List     // of *Waiter, in arrival order
 }
 
@@ -104,9 +126,10 @@ type Waiter struct {
 
 // Subscribe joins the queue of channel name, subscribing it if this is its
 // first waiter, and returns once the server has confirmed the subscription.
-// The waiter must Leave. If the subscription cannot be made, or ctx ends
-// first, Subscribe returns an error and no waiter.
-func (s *Subscriber) Subscribe(ctx context.Context, name string) (*Waiter, error) {
+// wakes reads the channel's messages; every waiter of one channel must pass
+// the same. The waiter must Leave. If the subscription cannot be made, or
+// ctx ends first, Subscribe returns an error and no waiter.
+func (s *Subscriber) Subscribe(ctx context.Context, name string, wakes Wakes) (*Waiter, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -123,7 +146,7 @@ func (s *Subscriber) Subscribe(ctx context.Context, name string) (*Waiter, error
 	}
 	ch := cn.channels[name]
 	if ch == nil {
-		ch = &channel{name: name, state: subscribing, ready: make(chan struct{})}
+		ch = &channel{name: name, state: subscribing, ready: make(chan struct{}), wakes: wakes}
 		cn.channels[name] = ch
 		cn.queue(op{subscribe: true, name: name})
 	}
@@ -184,11 +207,15 @@ func (w *Waiter) PassOn() {
 
 // wakeOne wakes the longest-waiting waiter not already woken. Called with
 // s.mu held.
-func (ch *channel) wakeOne() {
-	for e := ch.waiters.Front(); e != nil; e = e.Next() {
+func (ch *channel) wakeOne() { ch.wake(1) }
+
+// wake wakes the n longest-waiting waiters not already woken, or as many as
+// there are. Called with s.mu held.
+func (ch *channel) wake(n int) {
+	for e := ch.waiters.Front(); e != nil && n > 0; e = e.Next() {
 		select {
 		case e.Value.(*Waiter).wake <- struct{}{}:
-			return
+			n--
 		default: // already woken; try the next
 		}
 	}

@@ -48,7 +48,7 @@ func TestWakeOrder(t *testing.T) {
 	ctx := context.Background()
 	var ws []*pubsub.Waiter
 	for i := 0; i < 4; i++ {
-		w, err := s.Subscribe(ctx, "ch")
+		w, err := s.Subscribe(ctx, "ch", pubsub.LockWakes)
 		require.NoError(t, err)
 		ws = append(ws, w)
 	}
@@ -85,11 +85,11 @@ func TestWakeOrder(t *testing.T) {
 func TestUnusedWakePassesOn(t *testing.T) {
 	m, s := newSubscriber(t)
 	ctx := context.Background()
-	a, err := s.Subscribe(ctx, "ch")
+	a, err := s.Subscribe(ctx, "ch", pubsub.LockWakes)
 	require.NoError(t, err)
-	b, err := s.Subscribe(ctx, "ch")
+	b, err := s.Subscribe(ctx, "ch", pubsub.LockWakes)
 	require.NoError(t, err)
-	c, err := s.Subscribe(ctx, "ch")
+	c, err := s.Subscribe(ctx, "ch", pubsub.LockWakes)
 	require.NoError(t, err)
 
 	m.Publish("ch", "0")
@@ -109,7 +109,7 @@ func TestSubscriptionLifecycle(t *testing.T) {
 	m, s := newSubscriber(t)
 	ctx := context.Background()
 	for round := 0; round < 20; round++ {
-		w, err := s.Subscribe(ctx, "ch")
+		w, err := s.Subscribe(ctx, "ch", pubsub.LockWakes)
 		require.NoError(t, err)
 		m.Publish("ch", "0")
 		require.True(t, woken(w), "round %d", round)
@@ -117,11 +117,11 @@ func TestSubscriptionLifecycle(t *testing.T) {
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	_, err := s.Subscribe(cancelled, "other")
+	_, err := s.Subscribe(cancelled, "other", pubsub.LockWakes)
 	assert.ErrorIs(t, err, context.Canceled)
 	require.Eventually(t, func() bool { return s.Channels() == 0 }, 5*time.Second, time.Millisecond)
 
 	s.Close()
-	_, err = s.Subscribe(ctx, "ch")
+	_, err = s.Subscribe(ctx, "ch", pubsub.LockWakes)
 	assert.ErrorIs(t, err, pubsub.ErrClosed)
 }

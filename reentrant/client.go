@@ -97,18 +97,23 @@ func New(rdb rueidis.Client, opts Options) (*Client, error) {
 	return c, nil
 }
 
-// group returns the watchdog batch group of a hold on lock l: its cluster
-// slot (on a single node every key is in slot 0, so batches fill up), and
-// whether it is a read hold, which another script renews.
+// group returns the watchdog batch group of a hold on lock l (see groupOf):
+// read holds are renewed by their own script.
 func (c *Client) group(l *Lock) uint32 {
-	var g uint32
-	if c.cluster {
-		g = uint32(scripts.Slot(l.name))
-	}
 	if l.kind.spec().renewedApart {
-		g |= readGroup
+		return c.groupOf(l.name, readGroup)
 	}
-	return g
+	return c.groupOf(l.name, 0)
+}
+
+// groupOf returns the watchdog batch group of a hold on name renewed by the
+// script renewer names (0, readGroup, permitGroup): its cluster slot (on a
+// single node every key is in slot 0, so batches fill up) and renewer.
+func (c *Client) groupOf(name string, renewer uint32) uint32 {
+	if c.cluster {
+		return uint32(scripts.Slot(name)) | renewer
+	}
+	return renewer
 }
 
 // detectPubSub picks Redisson's pub/sub kind: sharded on a Redis 7+ cluster,

@@ -31,8 +31,9 @@ var (
 	ErrInvalidArgument = errors.New("invalid argument")
 
 	// ErrNotAcquired: a wait limit (NoWait, WaitAtMost, RetryCount) ran out
-	// before the lock could be taken. TryLock reports it as ok == false.
-	ErrNotAcquired = errors.New("lock not acquired")
+	// before the lock (or the permits) could be taken. TryLock and
+	// TryAcquire report it as ok == false.
+	ErrNotAcquired = errors.New("not acquired")
 
 	// ErrNotSynced: with Options.ReplicaSync, fewer replicas than asked
 	// confirmed an acquire before the sync timeout. The acquire was rolled

@@ -195,42 +195,48 @@ func (c *Client) loseHolds(match func(holdKey) bool, cause error) {
 	}
 }
 
-// readGroup marks the watchdog group of read holds, which readrenew.lua
-// renews; the low 16 bits are the cluster slot.
-const readGroup = 1 << 16
+// The watchdog groups of holds that another script than renew.lua renews;
+// the low 16 bits are the cluster slot.
+const (
+	readGroup   = 1 << 16 // read holds: readrenew.lua
+	permitGroup = 1 << 17 // permits: permitrenew.lua
+)
+
+// renewers are the renewal scripts, by the group bits they renew.
+var renewers = []struct {
+	group uint32
+	run   func(context.Context, scripts.Conn, time.Duration, [][]scripts.Held) ([][]bool, []error)
+}{{0, scripts.Renew}, {readGroup, scripts.ReadRenew}, {permitGroup, scripts.PermitRenew}}
 
 // renew is the watchdog's renew function: one renewal script call per batch,
-// all in one pipeline (two when both kinds of holds are due).
+// all in one pipeline per script that has batches due.
 func (c *Client) renew(ctx context.Context, ttl time.Duration, batches [][]*watchdog.Lease) ([][]bool, []error) {
-	var plain, read []int // batch indexes by script
+	byScript := make([][]int, len(renewers)) // batch indexes by renewer
 	held := make([][]scripts.Held, len(batches))
 	for i, b := range batches {
 		held[i] = make([]scripts.Held, len(b))
 		for j, l := range b {
 			held[i][j] = scripts.Held{Key: l.Key, Owner: l.Owner}
 		}
-		if b[0].Group&readGroup != 0 {
-			read = append(read, i)
-		} else {
-			plain = append(plain, i)
+		for r, rn := range renewers {
+			if b[0].Group&(readGroup|permitGroup) == rn.group {
+				byScript[r] = append(byScript[r], i)
+			}
 		}
 	}
 	renewed := make([][]bool, len(batches))
 	errs := make([]error, len(batches))
-	for _, part := range []struct {
-		idx []int
-		run func(context.Context, scripts.Conn, time.Duration, [][]scripts.Held) ([][]bool, []error)
-	}{{plain, scripts.Renew}, {read, scripts.ReadRenew}} {
-		if len(part.idx) == 0 {
+	for r, idx := range byScript {
+		if len(idx) == 0 {
 			continue
 		}
-		sub := make([][]scripts.Held, len(part.idx))
-		for k, i := range part.idx {
+		sub := make([][]scripts.Held, len(idx))
+		for k, i := range idx {
 			sub[k] = held[i]
 		}
-		r, e := part.run(ctx, c.scriptConn(), ttl, sub)
-		for k, i := range part.idx {
-			renewed[i], errs[i] = r[k], e[k]
+		ok, e := renewers[r].run(ctx, c.scriptConn(), ttl, sub)
+		for k, i := range idx {
+			renewed[i], errs[i] = ok[k], e[k]
 		}
 	}
 	return renewed, errs

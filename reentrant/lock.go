@@ -221,7 +221,7 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) error {
 			defer cancel()
 		}
 		backoff = doubled(backoff, 10*time.Millisecond, time.Second)
-		if _, serr := l.sleep(ctx, nil, nil, backoff); serr != nil {
+		if _, serr := l.c.sleep(ctx, l.name, nil, nil, backoff); serr != nil {
 			return redisError("unlock", l.name, err)
 		}
 	}

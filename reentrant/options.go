@@ -241,3 +241,24 @@ func RetryDelay(d time.Duration) LockOption {
 func attemptTimeout(d time.Duration) LockOption {
 	return LockOption{func(cfg *acquireConfig) { cfg.timeout = d }}
 }
+
+// noLease returns an ErrInvalidArgument error when the options set a lease
+// on something that has none (what).
+func (cfg *acquireConfig) noLease(what string) error {
+	if cfg.err != nil {
+		return cfg.err
+	}
+	if cfg.lease != 0 {
+		return fmt.Errorf("relock: %w: LeaseFor: a %s has no lease", ErrInvalidArgument, what)
+	}
+	return nil
+}
+
+// sleep is how long a waiter with no better bound sleeps before trying
+// again: the RetryDelay, or else repoll (a wake-up may end it sooner).
+func (cfg *acquireConfig) sleep(repoll time.Duration) time.Duration {
+	if cfg.retryDelay > 0 {
+		return cfg.retryDelay
+	}
+	return repoll
+}

@@ -126,14 +126,23 @@ type subscription struct {
 }
 
 // subscribe subscribes to ch on a dedicated connection and returns once
-// the subscription is confirmed.
+// the subscription is confirmed. Every message releases the latch.
 func (c *Client) subscribe(ctx context.Context, ch string) (*subscription, error) {
+	return c.subscribeWith(ctx, ch, func(string) bool { return true })
+}
+
+// subscribeWith is subscribe with the entry's onMessage: releases says
+// whether a message releases the latch (for this one waiter).
+func (c *Client) subscribeWith(ctx context.Context, ch string, releases func(message string) bool) (*subscription, error) {
 	s := &subscription{wake: make(chan struct{}, 1)}
 	subscribed := make(chan struct{}, 1)
 	d, release := c.rdb.Dedicate()
 	s.close = release
 	closed := d.SetPubSubHooks(rueidis.PubSubHooks{
-		OnMessage: func(rueidis.PubSubMessage) {
+		OnMessage: func(m rueidis.PubSubMessage) {
+			if !releases(m.Message) {
+				return
+			}
 			select {
 			case s.wake <- struct{}{}:
 			default:

@@ -1,0 +1,178 @@
+package redissontest
+
+import (
+	"context"
+	"encoding/binary"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// Rate limiters as Redisson 4.7 keeps them
+// (redisson/src/main/java/org/redisson/RedissonRateLimiter.java): the hash
+// N (rate, interval, type, keepAliveTime), {N}:value and {N}:permits for
+// OVERALL, {N}:value:<client-id> and {N}:permits:<client-id> for PER_CLIENT
+// (the client id is ServiceManager.getId, here the Client's UUID). Window
+// members are struct.pack('Bc0I', 16, random, permits), scored with the
+// Java client's clock.
+
+// rateKeys are the KEYS of RedissonRateLimiter's scripts: getRawName,
+// getValueName, getClientValueName, getPermitsName, getClientPermitsName.
+func (c *Client) rateKeys(name string) []string {
+	value, permits := suffixed(name, "value"), suffixed(name, "permits")
+	return []string{name, value, suffixed(value, c.id), permits, suffixed(permits, c.id)}
+}
+
+// RateTrySetRate is RedissonRateLimiter.trySetRateAsync: HSETNX rate,
+// interval, keepAliveTime, type; PEXPIRE when type was set and keepAlive > 0.
+func (c *Client) RateTrySetRate(ctx context.Context, name string, perClient bool, rate int64, interval, keepAlive time.Duration) (bool, error) {
+	kind := "0" // RateType.OVERALL.ordinal()
+	if perClient {
+		kind = "1" // RateType.PER_CLIENT.ordinal()
+	}
+	cmds := []rueidis.Completed{
+		c.rdb.B().Hsetnx().Key(name).Field("rate").Value(strconv.FormatInt(rate, 10)).Build(),
+		c.rdb.B().Hsetnx().Key(name).Field("interval").Value(strconv.FormatInt(interval.Milliseconds(), 10)).Build(),
+		c.rdb.B().Hsetnx().Key(name).Field("keepAliveTime").Value(strconv.FormatInt(keepAlive.Milliseconds(), 10)).Build(),
+		c.rdb.B().Hsetnx().Key(name).Field("type").Value(kind).Build(),
+	}
+	var set bool
+	err := c.atomically(ctx, name, func(d rueidis.DedicatedClient) error {
+		res := d.DoMulti(ctx, append(append(rueidis.Commands{d.B().Multi().Build()}, cmds...), d.B().Exec().Build())...)
+		if err := res[len(res)-1].Error(); err != nil {
+			if rueidis.IsRedisNil(err) {
+				return errConflict
+			}
+			return err
+		}
+		replies, err := res[len(res)-1].ToArray()
+		if err != nil {
+			return err
+		}
+		n, _ := replies[3].AsInt64()
+		set = n == 1
+		if set && keepAlive > 0 {
+			return d.Do(ctx, d.B().Pexpire().Key(name).Milliseconds(keepAlive.Milliseconds()).Build()).Error()
+		}
+		return nil
+	})
+	return set, err
+}
+
+// RateTryAcquire is RedissonRateLimiter.tryAcquireAsync(RedisCommand, Long):
+// it returns 0 when the permits were taken, else the ms to wait (res).
+func (c *Client) RateTryAcquire(ctx context.Context, name string, permits int64) (int64, error) {
+	keys := c.rateKeys(name)
+	var res int64
+	err := c.atomicallyAll(ctx, keys, func(d rueidis.DedicatedClient) error {
+		now := time.Now().UnixMilli() // ARGV[2]: System.currentTimeMillis()
+		cfg, err := d.Do(ctx, d.B().Hgetall().Key(name).Build()).AsStrMap()
+		if err != nil {
+			return err
+		}
+		rate, _ := strconv.ParseInt(cfg["rate"], 10, 64)
+		interval, _ := strconv.ParseInt(cfg["interval"], 10, 64)
+		valueName, permitsName := keys[1], keys[3]
+		if cfg["type"] == "1" {
+			valueName, permitsName = keys[2], keys[4]
+		}
+		cmds, r, err := c.rateStep(ctx, d, valueName, permitsName, rate, interval, now, permits)
+		if err != nil {
+			return err
+		}
+		res = r
+		return exec(ctx, d, append(cmds, c.keepAlive(ctx, d, name, cfg["keepAliveTime"], valueName, permitsName)...)...)
+	})
+	return res, err
+}
+
+// rateStep is the body of the tryAcquire script between reading the
+// configuration and keeping the keys alive.
+func (c *Client) rateStep(ctx context.Context, d rueidis.DedicatedClient, valueName, permitsName string, rate, interval, now, permits int64) ([]rueidis.Completed, int64, error) {
+	member := windowMember(permits)
+	take := []rueidis.Completed{
+		d.B().Zadd().Key(permitsName).ScoreMember().ScoreMember(float64(now), member).Build(),
+		d.B().Decrby().Key(valueName).Decrement(permits).Build(),
+	}
+	current, exists, err := getInt(ctx, d, valueName)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !exists {
+		return append([]rueidis.Completed{d.B().Set().Key(valueName).Value(strconv.FormatInt(rate, 10)).Build()}, take...), 0, nil
+	}
+	cut := strconv.FormatInt(now-interval, 10)
+	expired, err := d.Do(ctx, d.B().Zrangebyscore().Key(permitsName).Min("0").Max(cut).Build()).AsStrSlice()
+	if err != nil {
+		return nil, 0, err
+	}
+	var cmds []rueidis.Completed
+	if released := windowSum(expired); released > 0 {
+		cmds = append(cmds, d.B().Zremrangebyscore().Key(permitsName).Min("0").Max(cut).Build())
+		if current+released > rate {
+			all, err := d.Do(ctx, d.B().Zrange().Key(permitsName).Min("0").Max("-1").Build()).AsStrSlice()
+			if err != nil {
+				return nil, 0, err
+			}
+			current = rate - (windowSum(all) - released)
+		} else {
+			current += released
+		}
+		cmds = append(cmds, d.B().Set().Key(valueName).Value(strconv.FormatInt(current, 10)).Build())
+	}
+	if current < permits {
+		first, err := d.Do(ctx, d.B().Zrange().Key(permitsName).Min("0").Max("0").Withscores().Build()).AsZScores()
+		if err != nil || len(first) == 0 {
+			return nil, 0, err
+		}
+		return cmds, 3 + interval - (now - int64(first[0].Score)), nil
+	}
+	return append(cmds, take...), 0, nil
+}
+
+// keepAlive is the scripts' closing step: PEXPIRE every key to
+// keepAliveTime when set, else the value and window keys to N's PTTL.
+func (c *Client) keepAlive(ctx context.Context, d rueidis.DedicatedClient, name, keep, valueName, permitsName string) []rueidis.Completed {
+	if ms, _ := strconv.ParseInt(keep, 10, 64); ms > 0 {
+		return []rueidis.Completed{
+			d.B().Pexpire().Key(name).Milliseconds(ms).Build(),
+			d.B().Pexpire().Key(valueName).Milliseconds(ms).Build(),
+			d.B().Pexpire().Key(permitsName).Milliseconds(ms).Build(),
+		}
+	}
+	ttl, _ := d.Do(ctx, d.B().Pttl().Key(name).Build()).AsInt64()
+	if ttl > 0 {
+		return []rueidis.Completed{
+			d.B().Pexpire().Key(valueName).Milliseconds(ttl).Build(),
+			d.B().Pexpire().Key(permitsName).Milliseconds(ttl).Build(),
+		}
+	}
+	return nil
+}
+
+// windowMember is struct.pack('Bc0I', 16, random, permits): a length byte,
+// 16 random bytes (ServiceManager.generateIdArray), and the permits as a
+// 4-byte unsigned int, little-endian as on the servers Redis runs on.
+func windowMember(permits int64) string {
+	b := make([]byte, 1+16+4)
+	b[0] = 16
+	for i := 1; i <= 16; i++ {
+		b[i] = byte(rand.N(256))
+	}
+	binary.LittleEndian.PutUint32(b[17:], uint32(permits))
+	return string(b)
+}
+
+// windowSum adds up the permits of window members (struct.unpack).
+func windowSum(members []string) int64 {
+	var sum int64
+	for _, m := range members {
+		if len(m) >= 1 && len(m) >= 1+int(m[0])+4 {
+			n := int(m[0])
+			sum += int64(binary.LittleEndian.Uint32([]byte(m[1+n : 1+n+4])))
+		}
+	}
+	return sum
+}

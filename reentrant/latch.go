@@ -1,0 +1,141 @@
+package reentrant
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/relock-go/relock/pubsub"
+	"github.com/relock-go/relock/scripts"
+)
+
+// CountDownLatch is a handle on a count-down latch, Redisson's
+// RCountDownLatch: a string key holding the count. Await blocks until the
+// count reaches 0; CountDown lowers it, and the call that reaches 0 deletes
+// the key and publishes "0" on redisson_countdownlatch__channel__{name},
+// which opens the latch for every waiter, Java Redisson's included. A
+// missing key is a count of 0: an open latch. Get one from
+// Client.CountDownLatch; its methods are safe for concurrent use.
+type CountDownLatch struct {
+	c    *Client
+	name string
+}
+
+// CountDownLatch returns a handle on the latch stored at key name. It is
+// cheap and does nothing on Redis. On a cluster the name may not contain
+// "{": Redisson's latch channel braces the whole name.
+func (c *Client) CountDownLatch(name string) *CountDownLatch {
+	return &CountDownLatch{c: c, name: name}
+}
+
+// Name returns the latch's key ("" for a nil CountDownLatch).
+func (l *CountDownLatch) Name() string {
+	if l == nil {
+		return ""
+	}
+	return l.name
+}
+
+func (l *CountDownLatch) check(ctx context.Context) error {
+	if l == nil {
+		return fmt.Errorf("relock: %w: nil latch", ErrInvalidArgument)
+	}
+	return checkHandle(l.c, ctx, "latch", l.name, false)
+}
+
+// TrySetCount sets the count to n (n >= 1) if the latch has none (it is
+// open), and reports whether it did. Awaiting callers that find the new
+// count wait again.
+func (l *CountDownLatch) TrySetCount(ctx context.Context, n int64) (bool, error) {
+	if err := l.check(ctx); err != nil {
+		return false, err
+	}
+	if err := checkCount("count", n, 1); err != nil {
+		return false, err
+	}
+	set, err := scripts.LatchTrySet(ctx, l.c.scriptConn(), l.name, n, l.c.publish)
+	return set, l.changed(err)
+}
+
+// CountDown lowers the count by one; at 0 the latch opens. On an open latch
+// it changes nothing. It is sent once: when its reply is lost, the error
+// says so, and the count may have been lowered.
+func (l *CountDownLatch) CountDown(ctx context.Context) error {
+	if err := l.check(ctx); err != nil {
+		return err
+	}
+	_, err := scripts.LatchCountDown(ctx, l.c.scriptConn(), l.name, l.c.publish)
+	return l.changed(err)
+}
+
+// Count returns the count: 0 when the latch is open.
+func (l *CountDownLatch) Count(ctx context.Context) (int64, error) {
+	if err := l.check(ctx); err != nil {
+		return 0, err
+	}
+	return getCount(ctx, l.c, "latch", l.name)
+}
+
+// Delete deletes the latch, which opens it, and reports whether it had a
+// count.
+func (l *CountDownLatch) Delete(ctx context.Context) (bool, error) {
+	if err := l.check(ctx); err != nil {
+		return false, err
+	}
+	deleted, err := scripts.LatchDelete(ctx, l.c.scriptConn(), l.name, l.c.publish)
+	return deleted, l.changed(err)
+}
+
+func (l *CountDownLatch) changed(err error) error {
+	if err == nil {
+		return nil
+	}
+	return redisError("latch", l.name, err)
+}
+
+// Await blocks until the count is 0, ctx ends, or the Client is closed. It
+// is woken by the count-down that opens the latch, and reads the count
+// again at least every RepollInterval. NoWait and WaitAtMost make it give
+// up with ErrNotAcquired. A wait that ends while Redis gives no answer
+// returns an error wrapping the last connection error.
+func (l *CountDownLatch) Await(ctx context.Context, opts ...LockOption) (err error) {
+	if err := l.check(ctx); err != nil {
+		return err
+	}
+	cfg := newAcquireConfig(-1, opts)
+	if err := cfg.noLease("latch"); err != nil {
+		return err
+	}
+	var w waiting
+	l.c.startWaiting(&w, ctx, "latch", l.name, cfg.wait, cfg.retries)
+	w.announcedOn(scripts.LatchChannel(l.name), latchWakes)
+	defer func() { err = w.end(err) }()
+	for attempt := 0; ; attempt++ {
+		n, err := scripts.Count(ctx, l.c.scriptConn(), l.name)
+		w.heard(err)
+		switch {
+		case err == nil && n <= 0:
+			return nil
+		case err != nil && ctx.Err() != nil:
+			return waitError(ctx, l.name)
+		case err != nil && (scripts.IsUnavailable(err) || !scripts.IsReply(err)) && cfg.wait != 0:
+			err = w.backOff() // a read: safe to send again
+		case err != nil:
+			return redisError("latch", l.name, err)
+		default:
+			err = w.pause(attempt, func() time.Duration { return cfg.sleep(l.c.opts.RepollInterval) })
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// latchWakes reads a latch's channel: "0" (the count reached 0) wakes every
+// waiter; "1" (a new count) wakes none (CountDownLatchPubSub.onMessage).
+func latchWakes(message string) int {
+	if message == "0" {
+		return pubsub.All
+	}
+	return 0
+}

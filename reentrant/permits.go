@@ -1,0 +1,315 @@
+package reentrant
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/relock-go/relock/scripts"
+	"github.com/relock-go/relock/watchdog"
+)
+
+// PermitExpirableSemaphore is a handle on a semaphore whose permits each
+// have an id and may have a lease, Redisson's RPermitExpirableSemaphore: a
+// string key N holding the available permits and a sorted set {N}:timeout
+// of the taken permits' ids and lease ends. A permit whose lease ended is
+// given back by the next call that looks (every script reclaims them
+// first). Get one from Client.PermitExpirableSemaphore; its methods are
+// safe for concurrent use.
+//
+// Beyond Redisson: a permit taken without LeaseFor is kept by the
+// watchdog, as a lock is. Its lease is the WatchdogTimeout, renewed every
+// third of it while this process lives, so a permit whose taker died comes
+// back within the timeout instead of never (Redisson's permits without a
+// lease never expire), and the permit's context is cancelled with
+// ErrLockLost when it is lost.
+type PermitExpirableSemaphore struct {
+	c    *Client
+	name string
+}
+
+// PermitExpirableSemaphore returns a handle on the permit-expirable
+// semaphore stored at key name. It is cheap and does nothing on Redis.
+func (c *Client) PermitExpirableSemaphore(name string) *PermitExpirableSemaphore {
+	return &PermitExpirableSemaphore{c: c, name: name}
+}
+
+// Name returns the semaphore's key ("" for a nil handle).
+func (s *PermitExpirableSemaphore) Name() string {
+	if s == nil {
+		return ""
+	}
+	return s.name
+}
+
+func (s *PermitExpirableSemaphore) check(ctx context.Context) error {
+	if s == nil {
+		return fmt.Errorf("relock: %w: nil semaphore", ErrInvalidArgument)
+	}
+	return checkHandle(s.c, ctx, "semaphore", s.name, true)
+}
+
+// A Permit is one permit taken by this client.
+type Permit struct {
+	s   *PermitExpirableSemaphore
+	id  string
+	ctx context.Context
+}
+
+// ID returns the permit's id, 32 lowercase hex digits, as Redisson shows
+// permit ids. Any process may release the permit by it.
+func (p *Permit) ID() string { return p.id }
+
+// Context returns the permit's held context: the ctx given to Acquire,
+// cancelled when the permit is released, when it is lost (cause
+// ErrLockLost: its lease ended, it was released elsewhere, or renewal could
+// not be confirmed), or by Close. Do the work the permit allows with it.
+func (p *Permit) Context() context.Context { return p.ctx }
+
+// Release gives the permit back; see PermitExpirableSemaphore.Release.
+func (p *Permit) Release(ctx context.Context) error {
+	if p == nil {
+		return fmt.Errorf("relock: %w: nil permit", ErrInvalidArgument)
+	}
+	return p.s.Release(ctx, p.id)
+}
+
+// Acquire takes one permit, waiting as long as none is available: a waiter
+// is woken by a release, and tries again at least every RepollInterval or
+// when the nearest lease ends. Without LeaseFor the watchdog keeps the
+// permit (see PermitExpirableSemaphore); with it, the permit is given back
+// when the lease ends. The wait options (NoWait, WaitAtMost, RetryCount,
+// RetryDelay) make it give up with ErrNotAcquired; if ctx ends first, it
+// returns ctx's error wrapped.
+//
+// The permit's id is drawn before the first attempt, so an attempt whose
+// reply is lost is undone: the permit, if it was taken, is released by id
+// before the wait goes on. If even that gets no answer, the permit comes
+// back when its lease ends.
+func (s *PermitExpirableSemaphore) Acquire(ctx context.Context, opts ...LockOption) (*Permit, error) {
+	return s.acquire(ctx, newAcquireConfig(-1, opts))
+}
+
+// TryAcquire is Acquire with NoWait unless the options say otherwise. It
+// returns ok == false and a nil error when no permit was available for as
+// long as the limits allowed; any other failure, an outage included, is an
+// error.
+func (s *PermitExpirableSemaphore) TryAcquire(ctx context.Context, opts ...LockOption) (p *Permit, ok bool, err error) {
+	p, err = s.acquire(ctx, newAcquireConfig(0, opts))
+	ok, err = tried(err)
+	return p, ok, err
+}
+
+func (s *PermitExpirableSemaphore) acquire(ctx context.Context, cfg acquireConfig) (p *Permit, err error) {
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	if cfg.err != nil {
+		return nil, cfg.err
+	}
+	id := newPermitID()
+	ttl := cmp.Or(cfg.lease, s.c.opts.WatchdogTimeout)
+	var w waiting
+	s.c.startWaiting(&w, ctx, "semaphore", s.name, cfg.wait, cfg.retries)
+	if cfg.retryDelay == 0 {
+		w.announcedOn(scripts.SemaphoreChannel(s.name), permitWakes)
+	}
+	defer func() { err = w.end(err) }()
+	for attempt := 0; ; attempt++ {
+		sent := time.Now()
+		acquired, nearest, err := scripts.PermitAcquire(ctx, s.c.scriptConn(), s.name, []string{id}, ttl, s.c.publish)
+		w.heard(err)
+		switch {
+		case acquired:
+			return s.hold(ctx, id, cfg.lease, ttl, sent, err)
+		case err != nil && notRun(err) && cfg.wait != 0:
+			err = w.backOff()
+		case err != nil && !scripts.IsReply(err) && s.undo(ctx, id) && cfg.wait != 0 && ctx.Err() == nil:
+			err = w.backOff()
+		case err != nil:
+			return nil, redisError("semaphore", s.name, err)
+		default:
+			err = w.pause(attempt, func() time.Duration { return permitSleep(cfg, s.c.opts.RepollInterval, nearest) })
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// permitSleep bounds a waiter's sleep by the nearest lease end too: that
+// permit comes back then without any message.
+func permitSleep(cfg acquireConfig, repoll, nearest time.Duration) time.Duration {
+	d := cfg.sleep(repoll)
+	if nearest >= 0 && nearest < d && cfg.retryDelay == 0 {
+		return nearest + time.Millisecond
+	}
+	return d
+}
+
+// undo releases permit id, which an attempt whose reply was lost may have
+// taken, and reports whether Redis answered (the permit is not taken now).
+func (s *PermitExpirableSemaphore) undo(ctx context.Context, id string) bool {
+	ctx, cancel := cleanup(ctx)
+	defer cancel()
+	_, err := scripts.PermitRelease(ctx, s.c.scriptConn(), s.name, id, s.c.publish)
+	return err == nil || (scripts.IsReply(err) && !scripts.IsUnavailable(err))
+}
+
+// hold records permit id, just taken with the given ttl (lease 0: kept by
+// the watchdog), after its replica sync, and returns it.
+func (s *PermitExpirableSemaphore) hold(ctx context.Context, id string, lease, ttl time.Duration, sent time.Time, syncErr error) (*Permit, error) {
+	err := s.c.confirm(ctx, "semaphore", s.name, syncErr, func(ctx context.Context) error {
+		_, err := scripts.PermitRelease(ctx, s.c.scriptConn(), s.name, id, s.c.publish)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	held, err := s.c.addHold(ctx, ctx, holdKey{s.name, id}, s.c.groupOf(s.name, permitGroup), lease, ttl, sent)
+	if err != nil {
+		return nil, err
+	}
+	return &Permit{s: s, id: id, ctx: held}, nil
+}
+
+func newPermitID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return hex.EncodeToString(b[:])
+}
+
+// Release gives back the permits ids, by id, whoever took them: all, or
+// none when any of them is not taken (never taken, released already, or
+// its lease ended and it was given back), which is ErrNotHeld. This is
+// Redisson's tryRelease; its release throws where this returns ErrNotHeld.
+// Permits this client holds have their contexts cancelled. Release is
+// cleanup: ctx's cancellation does not stop it.
+func (s *PermitExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return fmt.Errorf("relock: %w: no permit ids", ErrInvalidArgument)
+	}
+	for _, id := range ids {
+		if _, err := hex.DecodeString(id); err != nil || len(id) != 32 {
+			return fmt.Errorf("relock: %w: permit id %q is not 32 hex digits", ErrInvalidArgument, id)
+		}
+	}
+	for _, id := range ids {
+		if a, _, found := s.c.dropHold(holdKey{s.name, id}); found {
+			defer a.cancel(context.Canceled)
+		}
+	}
+	ctx, cancel := cleanup(ctx)
+	defer cancel()
+	var released bool
+	var err error
+	if len(ids) == 1 {
+		released, err = scripts.PermitRelease(ctx, s.c.scriptConn(), s.name, ids[0], s.c.publish)
+	} else {
+		var n int64
+		n, err = scripts.PermitReleaseAll(ctx, s.c.scriptConn(), s.name, ids, s.c.publish)
+		released = n == int64(len(ids))
+	}
+	switch {
+	case err != nil && !errors.Is(err, ErrNotSynced):
+		return redisError("semaphore", s.name, err)
+	case !released:
+		return fmt.Errorf("relock: semaphore %q: %w: a permit is not taken", s.name, ErrNotHeld)
+	}
+	return nil
+}
+
+// UpdateLease gives permit id a lease of d (at least 1ms) from now, and
+// returns ErrNotHeld when it is not taken. A permit this client holds is no
+// longer kept by the watchdog: its context ends with the new lease.
+func (s *PermitExpirableSemaphore) UpdateLease(ctx context.Context, id string, d time.Duration) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	if d < time.Millisecond {
+		return fmt.Errorf("relock: %w: lease %v is below 1ms", ErrInvalidArgument, d)
+	}
+	sent := time.Now()
+	ok, err := scripts.PermitLease(ctx, s.c.scriptConn(), s.name, id, d, s.c.publish)
+	switch {
+	case err != nil && !errors.Is(err, ErrNotSynced):
+		return redisError("semaphore", s.name, err)
+	case !ok:
+		return fmt.Errorf("relock: semaphore %q: %w: permit %s is not taken", s.name, ErrNotHeld, id)
+	}
+	s.c.setLease(holdKey{s.name, id}, d, sent)
+	return nil
+}
+
+// TrySetPermits sets the available permits to n (n >= 0) if the semaphore
+// has none set yet, and reports whether it did.
+func (s *PermitExpirableSemaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
+	if err := s.check(ctx); err != nil {
+		return false, err
+	}
+	if err := checkCount("permits", n, 0); err != nil {
+		return false, err
+	}
+	set, err := scripts.SemaphoreTrySet(ctx, s.c.scriptConn(), s.name, n, s.c.publish)
+	return set, s.changed(err)
+}
+
+// SetPermits makes the semaphore's size, available plus taken, n (n >= 0):
+// the available permits change by the difference, and may go below 0
+// while more than n are taken.
+func (s *PermitExpirableSemaphore) SetPermits(ctx context.Context, n int64) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	if err := checkCount("permits", n, 0); err != nil {
+		return err
+	}
+	return s.changed(scripts.PermitSet(ctx, s.c.scriptConn(), s.name, n, s.c.publish))
+}
+
+// AddPermits adds n permits (n < 0 takes them off).
+func (s *PermitExpirableSemaphore) AddPermits(ctx context.Context, n int64) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	return s.changed(scripts.PermitAdd(ctx, s.c.scriptConn(), s.name, n, s.c.publish))
+}
+
+// Permits returns how many permits are available and how many taken, after
+// giving back those whose lease ended.
+func (s *PermitExpirableSemaphore) Permits(ctx context.Context) (available, taken int64, err error) {
+	if err := s.check(ctx); err != nil {
+		return 0, 0, err
+	}
+	available, taken, err = scripts.PermitCount(ctx, s.c.scriptConn(), s.name, s.c.publish)
+	return available, taken, s.changed(err)
+}
+
+func (s *PermitExpirableSemaphore) changed(err error) error {
+	if err == nil {
+		return nil
+	}
+	return redisError("semaphore", s.name, err)
+}
+
+// setLease gives the hold at key, if this client has it, a lease of d from
+// sent: the watchdog no longer renews it, and ends it then.
+func (c *Client) setLease(key holdKey, d time.Duration, sent time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := c.holds[key]
+	if h == nil {
+		return
+	}
+	for i := range h.acqs {
+		h.acqs[i].lease = d
+	}
+	c.watchdog.Update(h.lease, false, watchdog.Deadline(sent, d))
+}

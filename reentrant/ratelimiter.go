@@ -1,0 +1,176 @@
+package reentrant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/relock-go/relock/scripts"
+)
+
+// RateLimiter is a handle on a sliding-window rate limiter, Redisson's
+// RRateLimiter: at most Rate.Permits permits are taken in any
+// Rate.Interval, across every client (or, with PerClient, within each
+// Client). It announces nothing: a caller that must wait sleeps for as long
+// as the limiter says. Get one from Client.RateLimiter; its methods are
+// safe for concurrent use.
+type RateLimiter struct {
+	c    *Client
+	name string
+}
+
+// Rate is a rate limiter's configuration.
+type Rate struct {
+	// Permits is how many permits the window holds: the rate. At least 1.
+	Permits int64
+	// Interval is the window's length, in whole milliseconds (at least 1).
+	Interval time.Duration
+	// PerClient gives each Client its own window (Redisson's PER_CLIENT,
+	// by the Client's ID); false shares one among all (OVERALL).
+	PerClient bool
+	// KeepAlive, when set, expires the limiter's keys after that long
+	// unused; at least Interval. 0 keeps them.
+	KeepAlive time.Duration
+}
+
+// ErrRateNotSet: the rate limiter has no configuration (TrySetRate or
+// SetRate was never called, or its keys expired with KeepAlive).
+var ErrRateNotSet = errors.New("rate limiter not set")
+
+// RateLimiter returns a handle on the rate limiter stored at key name (its
+// configuration hash; the window keys derive from it). It is cheap and
+// does nothing on Redis.
+func (c *Client) RateLimiter(name string) *RateLimiter {
+	return &RateLimiter{c: c, name: name}
+}
+
+// Name returns the rate limiter's key ("" for a nil RateLimiter).
+func (r *RateLimiter) Name() string {
+	if r == nil {
+		return ""
+	}
+	return r.name
+}
+
+func (r *RateLimiter) check(ctx context.Context) error {
+	if r == nil {
+		return fmt.Errorf("relock: %w: nil rate limiter", ErrInvalidArgument)
+	}
+	return checkHandle(r.c, ctx, "rate limiter", r.name, true)
+}
+
+func (rate Rate) check() error {
+	switch {
+	case rate.Permits < 1:
+		return fmt.Errorf("relock: %w: Rate.Permits %d is below 1", ErrInvalidArgument, rate.Permits)
+	case rate.Interval < time.Millisecond:
+		return fmt.Errorf("relock: %w: Rate.Interval %v is below 1ms", ErrInvalidArgument, rate.Interval)
+	case rate.KeepAlive != 0 && rate.KeepAlive < rate.Interval:
+		return fmt.Errorf("relock: %w: Rate.KeepAlive %v is below Rate.Interval %v", ErrInvalidArgument, rate.KeepAlive, rate.Interval)
+	}
+	return nil
+}
+
+func (rate Rate) wire() scripts.Rate {
+	return scripts.Rate{Permits: rate.Permits, Interval: rate.Interval, PerClient: rate.PerClient, KeepAlive: rate.KeepAlive}
+}
+
+// TrySetRate configures the limiter unless it is configured, and reports
+// whether it did.
+func (r *RateLimiter) TrySetRate(ctx context.Context, rate Rate) (bool, error) {
+	return r.set(ctx, rate, true)
+}
+
+// SetRate configures the limiter, replacing any configuration, and empties
+// the window of rate's type: permits taken before count no more.
+func (r *RateLimiter) SetRate(ctx context.Context, rate Rate) error {
+	_, err := r.set(ctx, rate, false)
+	return err
+}
+
+func (r *RateLimiter) set(ctx context.Context, rate Rate, only bool) (bool, error) {
+	if err := r.check(ctx); err != nil {
+		return false, err
+	}
+	if err := rate.check(); err != nil {
+		return false, err
+	}
+	set, err := scripts.RateSet(ctx, r.c.scriptConn(), r.name, r.c.id, rate.wire(), only)
+	return set, r.error(err)
+}
+
+// Acquire takes n permits (1 <= n <= the rate), waiting as long as the
+// window has fewer: it sleeps for as long as the limiter's reply says, then
+// tries again. The wait options (NoWait, WaitAtMost, RetryCount) make it
+// give up with ErrNotAcquired; if ctx ends first, it returns ctx's error
+// wrapped. A limiter with no configuration is ErrRateNotSet; n above the
+// rate, ErrInvalidArgument.
+func (r *RateLimiter) Acquire(ctx context.Context, n int64, opts ...LockOption) error {
+	return r.acquire(ctx, n, newAcquireConfig(-1, opts))
+}
+
+// TryAcquire is Acquire with NoWait unless the options say otherwise. It
+// returns false and a nil error when the permits were not there for as
+// long as the limits allowed; any other failure is an error.
+func (r *RateLimiter) TryAcquire(ctx context.Context, n int64, opts ...LockOption) (bool, error) {
+	return tried(r.acquire(ctx, n, newAcquireConfig(0, opts)))
+}
+
+func (r *RateLimiter) acquire(ctx context.Context, n int64, cfg acquireConfig) (err error) {
+	if err := r.check(ctx); err != nil {
+		return err
+	}
+	if err := cfg.noLease("rate limiter"); err != nil {
+		return err
+	}
+	if err := checkCount("permits", n, 1); err != nil {
+		return err
+	}
+	var w waiting
+	r.c.startWaiting(&w, ctx, "rate limiter", r.name, cfg.wait, cfg.retries)
+	defer func() { err = w.end(err) }()
+	for attempt := 0; ; attempt++ {
+		acquired, wait, err := scripts.RateAcquire(ctx, r.c.scriptConn(), r.name, r.c.id, n)
+		w.heard(err)
+		switch {
+		case acquired:
+			return nil // a window entry replicas did not confirm is kept: it only slows
+		case err != nil && notRun(err) && cfg.wait != 0:
+			err = w.backOff()
+		case err != nil:
+			return r.error(err)
+		default:
+			err = w.pause(attempt, func() time.Duration { return max(wait, cfg.retryDelay, time.Millisecond) })
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// Available returns the permits the window has now.
+func (r *RateLimiter) Available(ctx context.Context) (int64, error) {
+	if err := r.check(ctx); err != nil {
+		return 0, err
+	}
+	n, err := scripts.RateAvailable(ctx, r.c.scriptConn(), r.name, r.c.id)
+	return n, r.error(err)
+}
+
+// error turns a script's error into this package's: the limiter's
+// assertions (not configured; more permits than the rate) become
+// ErrRateNotSet and ErrInvalidArgument.
+func (r *RateLimiter) error(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case !scripts.IsReply(err):
+	case strings.Contains(err.Error(), "not initialized"):
+		return fmt.Errorf("relock: rate limiter %q: %w", r.name, ErrRateNotSet)
+	case strings.Contains(err.Error(), "cannot exceed defined rate"):
+		return fmt.Errorf("relock: rate limiter %q: %w: more permits asked than the rate", r.name, ErrInvalidArgument)
+	}
+	return redisError("rate limiter", r.name, err)
+}

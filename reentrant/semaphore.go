@@ -1,0 +1,206 @@
+package reentrant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/relock-go/relock/scripts"
+)
+
+// Semaphore is a handle on a counting semaphore, Redisson's RSemaphore: a
+// string key holding the number of available permits. Permits belong to
+// nobody, as in java.util.concurrent.Semaphore: any caller may release
+// any number, and nothing renews or reclaims a permit whose taker died
+// (PermitExpirableSemaphore does). Get one from Client.Semaphore; its
+// methods are safe for concurrent use.
+//
+// The key starts missing, which is 0 permits: set them with TrySetPermits
+// or AddPermits. Every increase is published on redisson_sc:{name}, which
+// wakes waiters, Java Redisson's included.
+type Semaphore struct {
+	c    *Client
+	name string
+}
+
+// Semaphore returns a handle on the semaphore stored at key name. It is
+// cheap and does nothing on Redis.
+func (c *Client) Semaphore(name string) *Semaphore {
+	return &Semaphore{c: c, name: name}
+}
+
+// Name returns the semaphore's key ("" for a nil Semaphore).
+func (s *Semaphore) Name() string {
+	if s == nil {
+		return ""
+	}
+	return s.name
+}
+
+func (s *Semaphore) check(ctx context.Context) error {
+	if s == nil {
+		return fmt.Errorf("relock: %w: nil semaphore", ErrInvalidArgument)
+	}
+	return checkHandle(s.c, ctx, "semaphore", s.name, true)
+}
+
+// Acquire takes n permits (n >= 1), all at once, waiting as long as fewer
+// are available: a waiter is woken by the release that publishes enough,
+// and tries again at least every RepollInterval. The wait options (NoWait,
+// WaitAtMost, RetryCount, RetryDelay) make it give up with ErrNotAcquired;
+// LeaseFor is an ErrInvalidArgument (these permits have no lease). If ctx
+// ends first, it returns ctx's error wrapped.
+//
+// A server that cannot run scripts for now, or cannot be dialled, is tried
+// again after a backoff while the wait lasts. Any other error from Redis is
+// returned at once. When an attempt's reply is lost with its connection,
+// Acquire returns that error and the permits may have been taken: nothing
+// owns them, so nothing can tell (PermitExpirableSemaphore can).
+func (s *Semaphore) Acquire(ctx context.Context, n int64, opts ...LockOption) error {
+	return s.acquire(ctx, n, newAcquireConfig(-1, opts))
+}
+
+// TryAcquire is Acquire with NoWait unless the options say otherwise. It
+// returns false and a nil error when the permits were not available for as
+// long as the limits allowed; any other failure, an outage included, is an
+// error.
+func (s *Semaphore) TryAcquire(ctx context.Context, n int64, opts ...LockOption) (bool, error) {
+	return tried(s.acquire(ctx, n, newAcquireConfig(0, opts)))
+}
+
+// tried turns an acquire's error into TryLock's form: false and no error
+// when the limits ran out.
+func tried(err error) (bool, error) {
+	if errors.Is(err, ErrNotAcquired) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (s *Semaphore) acquire(ctx context.Context, n int64, cfg acquireConfig) (err error) {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	if err := cfg.noLease("semaphore"); err != nil {
+		return err
+	}
+	if err := checkCount("permits", n, 1); err != nil {
+		return err
+	}
+	var w waiting
+	s.c.startWaiting(&w, ctx, "semaphore", s.name, cfg.wait, cfg.retries)
+	if cfg.retryDelay == 0 {
+		w.announcedOn(scripts.SemaphoreChannel(s.name), permitWakes)
+	}
+	defer func() { err = w.end(err) }()
+	for attempt := 0; ; attempt++ {
+		acquired, err := scripts.SemaphoreAcquire(ctx, s.c.scriptConn(), s.name, n)
+		w.heard(err)
+		switch {
+		case acquired:
+			return s.c.confirm(ctx, "semaphore", s.name, err, func(ctx context.Context) error {
+				_, err := scripts.SemaphoreRelease(ctx, s.c.scriptConn(), s.name, n, s.c.publish)
+				return err
+			})
+		case err != nil && notRun(err) && cfg.wait != 0:
+			err = w.backOff()
+		case err != nil:
+			return redisError("semaphore", s.name, err)
+		default:
+			err = w.pause(attempt, func() time.Duration { return cfg.sleep(s.c.opts.RepollInterval) })
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// permitWakes reads a semaphore's channel: the payload is the permits now
+// available (or, from some of Redisson's scripts, just released), and a
+// Java waiter wakes that many of its waiters at most (SemaphorePubSub
+// .onMessage); so does this one.
+func permitWakes(message string) int {
+	n, err := strconv.Atoi(message)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+// Release gives back n permits (n >= 1), whoever took them, and wakes
+// waiters. It is cleanup: ctx's cancellation does not stop it. It is sent
+// once: when its reply is lost, the error says so, and the permits may
+// have been given back.
+func (s *Semaphore) Release(ctx context.Context, n int64) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	if err := checkCount("permits", n, 1); err != nil {
+		return err
+	}
+	ctx, cancel := cleanup(ctx)
+	defer cancel()
+	_, err := scripts.SemaphoreRelease(ctx, s.c.scriptConn(), s.name, n, s.c.publish)
+	return s.changed(err)
+}
+
+// changed turns the error of a change to the semaphore into this package's:
+// a change replicas did not confirm is kept (it gave permits, which cannot
+// be taken back safely), and reported.
+func (s *Semaphore) changed(err error) error {
+	if err == nil {
+		return nil
+	}
+	return redisError("semaphore", s.name, err)
+}
+
+// TrySetPermits sets the available permits to n (n >= 0) if the semaphore
+// has none set yet (its key is missing), and reports whether it did.
+func (s *Semaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
+	if err := s.check(ctx); err != nil {
+		return false, err
+	}
+	if err := checkCount("permits", n, 0); err != nil {
+		return false, err
+	}
+	set, err := scripts.SemaphoreTrySet(ctx, s.c.scriptConn(), s.name, n, s.c.publish)
+	return set, s.changed(err)
+}
+
+// AddPermits adds n permits (n < 0 takes them off, and the count may go
+// below 0, as Redisson allows) and wakes waiters when some are available.
+func (s *Semaphore) AddPermits(ctx context.Context, n int64) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	_, err := scripts.SemaphoreRelease(ctx, s.c.scriptConn(), s.name, n, s.c.publish)
+	return s.changed(err)
+}
+
+// Available returns the permits available now (0 when none were set).
+func (s *Semaphore) Available(ctx context.Context) (int64, error) {
+	if err := s.check(ctx); err != nil {
+		return 0, err
+	}
+	return getCount(ctx, s.c, "semaphore", s.name)
+}
+
+// Drain takes every available permit and returns how many there were.
+func (s *Semaphore) Drain(ctx context.Context) (int64, error) {
+	if err := s.check(ctx); err != nil {
+		return 0, err
+	}
+	n, err := scripts.SemaphoreDrain(ctx, s.c.scriptConn(), s.name)
+	return n, s.changed(err)
+}
+
+// getCount reads a count kept in a string key: 0 when it is missing.
+func getCount(ctx context.Context, c *Client, what, name string) (int64, error) {
+	n, err := scripts.Count(ctx, c.scriptConn(), name)
+	if err != nil {
+		return 0, redisError(what, name, err)
+	}
+	return n, nil
+}

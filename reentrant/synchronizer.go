@@ -1,0 +1,72 @@
+package reentrant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/relock-go/relock/scripts"
+)
+
+// What the synchronizers (Semaphore, PermitExpirableSemaphore,
+// CountDownLatch, RateLimiter) share: checking a handle, and undoing a
+// change replicas did not confirm.
+
+// checkHandle returns the first reason a synchronizer handle on name, of
+// client c, cannot be used with ctx. braced says whether the name's own
+// braces are kept in its channel (a latch's channel wraps the name in
+// braces again, so on a cluster its name may have none).
+func checkHandle(c *Client, ctx context.Context, what, name string, braced bool) error {
+	switch {
+	case !c.usable():
+		return fmt.Errorf("relock: %w: %s %q comes from a nil handle, a nil Client or one not made by New", ErrInvalidArgument, what, name)
+	case ctx == nil:
+		return fmt.Errorf("relock: %w: nil context", ErrInvalidArgument)
+	case name == "":
+		return fmt.Errorf("relock: %w: empty %s name", ErrInvalidArgument, what)
+	case c.cluster && !braced && strings.Contains(name, "{"):
+		return fmt.Errorf("relock: %w: %s name %q has a \"{\", so its channel would fall in another cluster slot", ErrInvalidArgument, what, name)
+	case c.cluster && !scripts.SlotSafe(name):
+		return fmt.Errorf("relock: %w: %s name %q has a \"{\" but no non-empty hash tag, so its other keys would fall in another cluster slot", ErrInvalidArgument, what, name)
+	}
+	return c.checkOpen()
+}
+
+// confirm handles the replica sync of a change that was made: nil when
+// replicas confirmed it, or when the server refuses WAIT and sync is not
+// required (sync turns off). Otherwise the change is undone, as Redisson's
+// handleNoSync does, and the error wraps ErrNotSynced or
+// ErrSyncUnavailable.
+func (c *Client) confirm(ctx context.Context, what, name string, syncErr error, undo func(context.Context) error) error {
+	if syncErr == nil {
+		return nil
+	}
+	if errors.Is(syncErr, scripts.ErrSyncRefused) && c.syncRefused(syncErr) == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWindow)
+	defer cancel()
+	if err := undo(ctx); err != nil {
+		c.opts.Logger.Warn("relock: undoing a change replicas did not confirm", what, name, "error", err)
+	}
+	if errors.Is(syncErr, scripts.ErrSyncRefused) {
+		return fmt.Errorf("relock: %w (%v)", ErrSyncUnavailable, syncErr)
+	}
+	return fmt.Errorf("relock: %s %q: %w; undone", what, name, syncErr)
+}
+
+// cleanup is the context for a call that gives something back: ctx's
+// values without its cancellation (the caller's ctx is often done by then),
+// bounded by the release window.
+func cleanup(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), releaseWindow)
+}
+
+// checkCount returns an ErrInvalidArgument error when n is below min.
+func checkCount(what string, n, min int64) error {
+	if n < min {
+		return fmt.Errorf("relock: %w: %s %d is below %d", ErrInvalidArgument, what, n, min)
+	}
+	return nil
+}

@@ -1,0 +1,412 @@
+package reentrant_test
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"io"
+	"regexp"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/redissontest"
+	"github.com/relock-go/relock/reentrant"
+)
+
+// quiet makes waiters that never re-poll within a test: a wait that ends
+// quickly was ended by a message.
+var quiet = reentrant.Options{RepollInterval: time.Hour, FairWaitTimeout: time.Hour}
+
+// subscribed waits until channel has n subscribers on the server.
+func (e env) subscribed(t *testing.T, channel string, n int64) {
+	t.Helper()
+	eventually(t, strconv.FormatInt(n, 10)+" subscribers on "+channel, func() bool {
+		r, err := e.do(t, "PUBSUB", "NUMSUB", channel).ToArray()
+		if err != nil || len(r) != 2 {
+			return false
+		}
+		got, _ := r[1].AsInt64()
+		return got >= n
+	})
+}
+
+// async runs f in a goroutine and returns its error on a channel.
+func async(f func() error) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	return done
+}
+
+func within(t *testing.T, done <-chan error, limit time.Duration, what string) {
+	t.Helper()
+	select {
+	case err := <-done:
+		require.NoError(t, err, what)
+	case <-time.After(limit):
+		t.Fatalf("%s: not done within %v", what, limit)
+	}
+}
+
+func TestSemaphore(t *testing.T) {
+	onBoth(t, func(t *testing.T, e env) {
+		c := e.client(t)
+		s := c.Semaphore("sem")
+		set, err := s.TrySetPermits(bg(), 2)
+		require.NoError(t, err)
+		assert.True(t, set)
+		set, err = s.TrySetPermits(bg(), 5)
+		require.NoError(t, err)
+		assert.False(t, set, "set only once")
+
+		ok, err := s.TryAcquire(bg(), 3)
+		require.NoError(t, err)
+		assert.False(t, ok, "3 of 2")
+		require.NoError(t, s.Acquire(bg(), 2))
+		n, err := s.Available(bg())
+		require.NoError(t, err)
+		assert.Equal(t, int64(0), n)
+		ok, err = s.TryAcquire(bg(), 1, reentrant.WaitAtMost(20*time.Millisecond))
+		require.NoError(t, err)
+		assert.False(t, ok)
+
+		require.NoError(t, s.Release(bg(), 1))
+		require.NoError(t, s.AddPermits(bg(), 4))
+		drained, err := s.Drain(bg())
+		require.NoError(t, err)
+		assert.Equal(t, int64(5), drained)
+		assert.Equal(t, int64(0), e.int(t, "GET", "sem"))
+
+		assert.ErrorIs(t, s.Acquire(bg(), 1, reentrant.LeaseFor(time.Second)), reentrant.ErrInvalidArgument)
+		assert.ErrorIs(t, s.Acquire(bg(), 0), reentrant.ErrInvalidArgument)
+		assert.ErrorIs(t, s.Release(bg(), -1), reentrant.ErrInvalidArgument)
+	})
+}
+
+// Every increase is published as the new total, a decimal integer, and
+// never a total of 0 or less: Java's waiters parse it as a count of
+// waiters to wake.
+func TestSemaphorePublishes(t *testing.T) {
+	e := onRedis(t)
+	c := e.client(t)
+	s := c.Semaphore("pub")
+	msgs := e.subscribe(t, "redisson_sc:{pub}")
+	_, err := s.TrySetPermits(bg(), 3)
+	require.NoError(t, err)
+	assert.Equal(t, "3", receive(t, msgs))
+	require.NoError(t, s.AddPermits(bg(), -5))
+	require.NoError(t, s.Release(bg(), 1)) // total -1: nothing to announce
+	require.NoError(t, s.Release(bg(), 3))
+	assert.Equal(t, "2", receive(t, msgs), "the negative totals were not published")
+}
+
+// A Go waiter is woken by a Go release and by a Java one; a Java waiter,
+// which never re-polls, is woken by a Go release and by AddPermits.
+func TestSemaphoreWakesAcrossClients(t *testing.T) {
+	e := onRedis(t)
+	c := e.client(t, quiet)
+	java := redissontest.New(e.rdb(t))
+	s := c.Semaphore("wake")
+	ctx, cancel := context.WithTimeout(bg(), 20*time.Second)
+	defer cancel()
+
+	waiter := async(func() error { return s.Acquire(ctx, 2) })
+	e.subscribed(t, "redisson_sc:{wake}", 1)
+	require.NoError(t, java.SemaphoreRelease(bg(), "wake", 2))
+	within(t, waiter, 10*time.Second, "Go waiter woken by a Java release")
+
+	waiter = async(func() error { return s.Acquire(ctx, 1) })
+	e.subscribed(t, "redisson_sc:{wake}", 1)
+	require.NoError(t, c.Semaphore("wake").Release(bg(), 1))
+	within(t, waiter, 10*time.Second, "Go waiter woken by a Go release")
+
+	javaWaiter := async(func() error { return java.SemaphoreAcquire(ctx, "wake", 1) })
+	e.subscribed(t, "redisson_sc:{wake}", 1)
+	require.NoError(t, s.Release(bg(), 1))
+	within(t, javaWaiter, 10*time.Second, "Java waiter woken by a Go release")
+
+	javaWaiter = async(func() error { return java.SemaphoreAcquire(ctx, "wake", 2) })
+	e.subscribed(t, "redisson_sc:{wake}", 1)
+	require.NoError(t, s.AddPermits(bg(), 2))
+	within(t, javaWaiter, 10*time.Second, "Java waiter woken by AddPermits")
+
+	ok, err := java.SemaphoreTryAcquire(bg(), "wake", 1)
+	require.NoError(t, err)
+	assert.False(t, ok, "every permit taken")
+}
+
+var permitID = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+func TestPermitExpirableSemaphore(t *testing.T) {
+	e := onRedis(t)
+	c := e.client(t)
+	s := c.PermitExpirableSemaphore("pes")
+	require.NoError(t, s.SetPermits(bg(), 2))
+
+	p, err := s.Acquire(bg())
+	require.NoError(t, err)
+	assert.Regexp(t, permitID, p.ID())
+	raw, _ := hex.DecodeString(p.ID())
+	assert.Equal(t, int64(1), e.int(t, "ZCARD", "{pes}:timeout"))
+	score, err := e.do(t, "ZSCORE", "{pes}:timeout", string(raw)).AsFloat64()
+	require.NoError(t, err, "the member is the id's 16 raw bytes")
+	assert.InDelta(t, float64(time.Now().Add(30*time.Second).UnixMilli()), score, 5000, "kept by the watchdog: a lease of WatchdogTimeout")
+
+	leased, err := s.Acquire(bg(), reentrant.LeaseFor(150*time.Millisecond))
+	require.NoError(t, err)
+	available, taken, err := s.Permits(bg())
+	require.NoError(t, err)
+	assert.Equal(t, [2]int64{0, 2}, [2]int64{available, taken})
+	_, ok, err := s.TryAcquire(bg())
+	require.NoError(t, err)
+	assert.False(t, ok)
+
+	<-leased.Context().Done()
+	assert.ErrorIs(t, context.Cause(leased.Context()), reentrant.ErrLockLost)
+	assert.ErrorIs(t, context.Cause(leased.Context()), reentrant.ErrLeaseEnded)
+	eventually(t, "the leased permit reclaimed", func() bool {
+		available, _, err := s.Permits(bg())
+		return err == nil && available == 1
+	})
+	// A waiter sleeps until the nearest lease ends, with no message.
+	short, err := s.Acquire(bg(), reentrant.LeaseFor(100*time.Millisecond))
+	require.NoError(t, err)
+	q, err := c.PermitExpirableSemaphore("pes").Acquire(bg(), reentrant.WaitAtMost(10*time.Second))
+	require.NoError(t, err, "taken when the nearest lease ended")
+	assert.ErrorIs(t, short.Release(bg()), reentrant.ErrNotHeld, "reclaimed already")
+
+	require.NoError(t, p.Release(bg()))
+	assert.ErrorIs(t, context.Cause(p.Context()), context.Canceled)
+	assert.ErrorIs(t, p.Release(bg()), reentrant.ErrNotHeld)
+	assert.ErrorIs(t, s.Release(bg(), "nothex"), reentrant.ErrInvalidArgument)
+	require.NoError(t, s.UpdateLease(bg(), q.ID(), 100*time.Millisecond))
+	<-q.Context().Done()
+	assert.ErrorIs(t, context.Cause(q.Context()), reentrant.ErrLeaseEnded, "no longer kept by the watchdog")
+	assert.ErrorIs(t, s.UpdateLease(bg(), "00000000000000000000000000000000", time.Second), reentrant.ErrNotHeld)
+}
+
+// The watchdog keeps a permit taken without a lease, and cancels its
+// context with ErrLockLost when the permit is gone.
+func TestPermitWatchdog(t *testing.T) {
+	e := onRedis(t)
+	c := e.client(t, reentrant.Options{WatchdogTimeout: 300 * time.Millisecond})
+	s := c.PermitExpirableSemaphore("kept")
+	_, err := s.TrySetPermits(bg(), 1)
+	require.NoError(t, err)
+	p, err := s.Acquire(bg())
+	require.NoError(t, err)
+	raw, _ := hex.DecodeString(p.ID())
+	first, err := e.do(t, "ZSCORE", "{kept}:timeout", string(raw)).AsFloat64()
+	require.NoError(t, err)
+	eventually(t, "three renewals", func() bool {
+		score, err := e.do(t, "ZSCORE", "{kept}:timeout", string(raw)).AsFloat64()
+		return err == nil && score > first+600
+	})
+	require.NoError(t, p.Context().Err(), "held past three lease lengths")
+	assert.Equal(t, int64(1), e.int(t, "ZREM", "{kept}:timeout", string(raw)))
+	select {
+	case <-p.Context().Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a removed permit's context is not cancelled")
+	}
+	assert.ErrorIs(t, context.Cause(p.Context()), reentrant.ErrLockLost)
+	assert.ErrorIs(t, context.Cause(p.Context()), reentrant.ErrNotRenewed)
+}
+
+// Go and Java permits share the semaphore: each sees the other's, a
+// release on either side wakes a waiter on the other, and a Java permit
+// whose lease ended is reclaimed by Go.
+func TestPermitsAcrossClients(t *testing.T) {
+	e := onRedis(t)
+	c := e.client(t, quiet)
+	java := redissontest.New(e.rdb(t))
+	s := c.PermitExpirableSemaphore("mixed")
+	_, err := s.TrySetPermits(bg(), 1)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(bg(), 20*time.Second)
+	defer cancel()
+
+	id, _, err := java.PermitTryAcquire(bg(), "mixed", time.Minute)
+	require.NoError(t, err)
+	require.NotEmpty(t, id)
+	var goPermit *reentrant.Permit
+	waiter := async(func() (err error) { goPermit, err = s.Acquire(ctx); return err })
+	e.subscribed(t, "redisson_sc:{mixed}", 1)
+	released, err := java.PermitRelease(bg(), "mixed", id)
+	require.NoError(t, err)
+	assert.True(t, released)
+	within(t, waiter, 10*time.Second, "Go waiter woken by a Java release")
+
+	var javaID string
+	javaWaiter := async(func() (err error) { javaID, err = java.PermitAcquire(ctx, "mixed", 0); return err })
+	e.subscribed(t, "redisson_sc:{mixed}", 1)
+	require.NoError(t, goPermit.Release(bg()))
+	within(t, javaWaiter, 10*time.Second, "Java waiter woken by a Go release")
+	assert.Regexp(t, permitID, javaID)
+	require.NoError(t, s.Release(bg(), javaID), "a Java permit released by id from Go")
+
+	id, _, err = java.PermitTryAcquire(bg(), "mixed", 50*time.Millisecond)
+	require.NoError(t, err)
+	require.NotEmpty(t, id)
+	p, err := s.Acquire(ctx)
+	require.NoError(t, err, "taken once the Java lease ended")
+	n, err := java.PermitAvailable(bg(), "mixed")
+	require.NoError(t, err)
+	assert.Equal(t, int64(0), n)
+	require.NoError(t, p.Release(bg()))
+	n, err = java.PermitAvailable(bg(), "mixed")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), n)
+}
+
+func TestCountDownLatch(t *testing.T) {
+	e := onRedis(t)
+	c := e.client(t, quiet)
+	java := redissontest.New(e.rdb(t))
+	l := c.CountDownLatch("gate")
+	require.NoError(t, l.Await(bg()), "a missing latch is open")
+	set, err := l.TrySetCount(bg(), 2)
+	require.NoError(t, err)
+	assert.True(t, set)
+	set, err = java.LatchTrySetCount(bg(), "gate", 5)
+	require.NoError(t, err)
+	assert.False(t, set)
+	ctx, cancel := context.WithTimeout(bg(), 20*time.Second)
+	defer cancel()
+
+	goWaiter := async(func() error { return l.Await(ctx) })
+	javaWaiter := async(func() error { return java.LatchAwait(ctx, "gate") })
+	e.subscribed(t, "redisson_countdownlatch__channel__{gate}", 2)
+	assert.ErrorIs(t, l.Await(bg(), reentrant.WaitAtMost(20*time.Millisecond)), reentrant.ErrNotAcquired)
+	require.NoError(t, java.LatchCountDown(bg(), "gate"))
+	n, err := l.Count(bg())
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), n)
+	require.NoError(t, l.CountDown(bg()))
+	within(t, goWaiter, 10*time.Second, "Go waiter")
+	within(t, javaWaiter, 10*time.Second, "Java waiter")
+	assert.Equal(t, int64(0), e.int(t, "EXISTS", "gate"), "deleted at 0")
+
+	_, err = l.TrySetCount(bg(), 3)
+	require.NoError(t, err)
+	goWaiter = async(func() error { return l.Await(ctx) })
+	javaWaiter = async(func() error { return java.LatchAwait(ctx, "gate") })
+	e.subscribed(t, "redisson_countdownlatch__channel__{gate}", 2)
+	for range 3 {
+		require.NoError(t, java.LatchCountDown(bg(), "gate"))
+	}
+	within(t, goWaiter, 10*time.Second, "Go waiter opened by Java count-downs")
+	within(t, javaWaiter, 10*time.Second, "Java waiter")
+	deleted, err := l.Delete(bg())
+	require.NoError(t, err)
+	assert.False(t, deleted)
+	assert.ErrorIs(t, c.CountDownLatch("").CountDown(bg()), reentrant.ErrInvalidArgument)
+}
+
+func TestRateLimiter(t *testing.T) {
+	e := onRedis(t)
+	c := e.client(t)
+	r := c.RateLimiter("rl")
+	_, err := r.TryAcquire(bg(), 1)
+	assert.ErrorIs(t, err, reentrant.ErrRateNotSet)
+	rate := reentrant.Rate{Permits: 3, Interval: 300 * time.Millisecond}
+	set, err := r.TrySetRate(bg(), rate)
+	require.NoError(t, err)
+	assert.True(t, set)
+	set, err = r.TrySetRate(bg(), reentrant.Rate{Permits: 9, Interval: time.Second})
+	require.NoError(t, err)
+	assert.False(t, set)
+	_, err = r.TryAcquire(bg(), 4)
+	assert.ErrorIs(t, err, reentrant.ErrInvalidArgument, "more than the rate")
+
+	start := time.Now()
+	for range 3 {
+		ok, err := r.TryAcquire(bg(), 1)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	ok, err := r.TryAcquire(bg(), 1)
+	require.NoError(t, err)
+	assert.False(t, ok, "the window is full")
+	n, err := r.Available(bg())
+	require.NoError(t, err)
+	assert.Equal(t, int64(0), n)
+	require.NoError(t, r.Acquire(bg(), 2))
+	assert.GreaterOrEqual(t, time.Since(start), 290*time.Millisecond, "not before the window moved")
+
+	// PER_CLIENT: each client its own window.
+	require.NoError(t, c.RateLimiter("pc").SetRate(bg(), reentrant.Rate{Permits: 1, Interval: time.Minute, PerClient: true}))
+	other := e.client(t)
+	for _, cl := range []*reentrant.Client{c, other} {
+		ok, err := cl.RateLimiter("pc").TryAcquire(bg(), 1)
+		require.NoError(t, err)
+		assert.True(t, ok)
+		ok, err = cl.RateLimiter("pc").TryAcquire(bg(), 1)
+		require.NoError(t, err)
+		assert.False(t, ok)
+	}
+	assert.ErrorIs(t, r.SetRate(bg(), reentrant.Rate{Permits: 1}), reentrant.ErrInvalidArgument)
+}
+
+// Go and Java share one OVERALL window.
+func TestRateLimiterAcrossClients(t *testing.T) {
+	e := onRedis(t)
+	c := e.client(t)
+	java := redissontest.New(e.rdb(t))
+	set, err := java.RateTrySetRate(bg(), "shared", false, 3, time.Minute, 0)
+	require.NoError(t, err)
+	require.True(t, set)
+	ok, err := c.RateLimiter("shared").TryAcquire(bg(), 2)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	wait, err := java.RateTryAcquire(bg(), "shared", 1)
+	require.NoError(t, err)
+	assert.Zero(t, wait, "the third permit")
+	wait, err = java.RateTryAcquire(bg(), "shared", 1)
+	require.NoError(t, err)
+	assert.Greater(t, wait, int64(50_000), "full for about a minute")
+	ok, err = c.RateLimiter("shared").TryAcquire(bg(), 1)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	n, err := c.RateLimiter("shared").Available(bg())
+	require.NoError(t, err)
+	assert.Zero(t, n)
+}
+
+// The synchronizers answer "could not reach Redis" with the connection
+// error, never ErrNotAcquired; nil handles and a zero Client give
+// ErrInvalidArgument, not a panic.
+func TestSynchronizersOutageAndNil(t *testing.T) {
+	s := onRedis(t)
+	c := s.client(t, reentrant.Options{RepollInterval: 50 * time.Millisecond})
+	s.server.Kill()
+	refused := func(err error) {
+		t.Helper()
+		require.Error(t, err)
+		assert.True(t, errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, io.EOF), "%v", err)
+		assert.NotErrorIs(t, err, reentrant.ErrNotAcquired)
+	}
+	_, err := c.Semaphore("s").TryAcquire(bg(), 1, reentrant.WaitAtMost(200*time.Millisecond))
+	refused(err)
+	_, _, err = c.PermitExpirableSemaphore("p").TryAcquire(bg(), reentrant.WaitAtMost(200*time.Millisecond))
+	refused(err)
+	refused(c.CountDownLatch("l").Await(bg(), reentrant.WaitAtMost(200*time.Millisecond)))
+	_, err = c.RateLimiter("r").TryAcquire(bg(), 1, reentrant.WaitAtMost(200*time.Millisecond))
+	refused(err)
+
+	var zero reentrant.Client
+	var nilSem *reentrant.Semaphore
+	var nilPermit *reentrant.Permit
+	assert.ErrorIs(t, nilSem.Release(bg(), 1), reentrant.ErrInvalidArgument)
+	assert.ErrorIs(t, nilPermit.Release(bg()), reentrant.ErrInvalidArgument)
+	assert.ErrorIs(t, zero.Semaphore("x").Acquire(bg(), 1), reentrant.ErrInvalidArgument)
+	assert.ErrorIs(t, zero.CountDownLatch("x").Await(bg()), reentrant.ErrInvalidArgument)
+	_, err = zero.RateLimiter("x").Available(bg())
+	assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+	_, err = zero.PermitExpirableSemaphore("x").Acquire(nil) //nolint:staticcheck // a nil ctx is the point
+	assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+}

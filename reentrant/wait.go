@@ -1,0 +1,206 @@
+package reentrant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/relock-go/relock/pubsub"
+	"github.com/relock-go/relock/scripts"
+)
+
+// waiting is what every blocking call shares, whatever it waits for (a
+// lock, permits, a latch): the wait limit, the subscription to the
+// channel where the thing waited for is announced, and the sleeps between
+// attempts. The caller makes the attempts; after one that finds the thing
+// taken, pause sleeps until the first of: the bound the attempt gave (a
+// lock's PTTL), the re-poll interval (an announcement that never came, a
+// message lost with a connection), a wake-up message, the wait limit,
+// ctx, or Close. Nothing depends on a message arriving: the bounds hold
+// without.
+type waiting struct {
+	c       *Client
+	what    string // "lock", "semaphore", ...: names the thing in errors
+	name    string
+	channel string       // where releases are announced
+	wakes   pubsub.Wakes // reads its messages; nil: nothing is announced
+	ctx     context.Context
+	retries int              // attempts after the first; < 0: no limit
+	timer   *time.Timer      // fires giveUp; nil without a wait limit
+	giveUp  <-chan time.Time // the wait limit
+	// The channel is subscribed once, after the first attempt that finds
+	// the thing taken (wakes != nil).
+	subscribe bool
+	sub       *pubsub.Waiter
+	woken     bool // the last attempt followed a wake-up
+	// unavailable is the backoff while the server cannot run scripts.
+	unavailable time.Duration
+	// unreachable is the last attempt's error while no attempt since has
+	// had an answer: a wait that ends then ended for want of Redis, not
+	// because the thing was taken, and says so.
+	unreachable error
+}
+
+// startWaiting readies w for a call with ctx that gives up after wait (< 0:
+// never) or 1+retries attempts (retries < 0: no limit).
+func (c *Client) startWaiting(w *waiting, ctx context.Context, what, name string, wait time.Duration, retries int) {
+	*w = waiting{c: c, what: what, name: name, ctx: ctx, retries: retries, unavailable: 20 * time.Millisecond}
+	if wait >= 0 {
+		w.timer = time.NewTimer(wait)
+		w.giveUp = w.timer.C
+	}
+}
+
+// announcedOn makes the wait listen for releases on channel, read by wakes.
+func (w *waiting) announcedOn(channel string, wakes pubsub.Wakes) {
+	w.channel, w.wakes, w.subscribe = channel, wakes, true
+}
+
+// heard records whether an attempt got an answer from Redis: any reply,
+// except one saying the server cannot run scripts for now.
+func (w *waiting) heard(err error) {
+	w.unreachable = nil
+	if err != nil && (!scripts.IsReply(err) || scripts.IsUnavailable(err)) {
+		w.unreachable = err
+	}
+}
+
+// notRun reports whether an attempt that failed with err surely did not
+// run, and may be tried again after a backoff: the server could not run
+// scripts for now (see scripts.IsUnavailable), or the connection could not
+// be dialled.
+func notRun(err error) bool { return scripts.IsUnavailable(err) || scripts.NotSent(err) }
+
+// backOff sleeps before the next attempt while the server cannot run
+// scripts or cannot be reached: 20ms, doubling up to 1s.
+func (w *waiting) backOff() error {
+	_, err := w.sleep(nil, w.unavailable)
+	w.unavailable = doubled(w.unavailable, 0, time.Second)
+	return err
+}
+
+// pause follows attempt number attempt, which found the thing taken, and
+// returns nil when the caller should try again: after the first such
+// attempt it subscribes and returns at once (a release between the attempt
+// and the subscription would go unheard); after the others it sleeps at
+// most next(). It returns ErrNotAcquired once the limits run out.
+func (w *waiting) pause(attempt int, next func() time.Duration) error {
+	w.woken = false
+	if w.retries >= 0 && attempt >= w.retries {
+		return w.notAcquired()
+	}
+	select {
+	case <-w.giveUp:
+		return w.notAcquired()
+	default:
+	}
+	if w.subscribe {
+		w.subscribe = false
+		var err error
+		if w.sub, err = w.c.subscribe(w.ctx, w.name, w.channel, w.wakes); err == nil {
+			return nil
+		}
+		if w.ctx.Err() != nil {
+			return waitError(w.ctx, w.name)
+		}
+	}
+	var wake <-chan struct{}
+	if w.sub != nil {
+		wake = w.sub.C
+	}
+	var err error
+	if w.woken, err = w.sleep(wake, next()); err != nil {
+		return err
+	}
+	if hook := w.c.hookWoken; w.woken && hook != nil {
+		hook(w.ctx)
+	}
+	return nil
+}
+
+// end finishes the wait with err, its result: an error met while Redis did
+// not answer says so, and the channel's queue is left, handing on a wake-up
+// that was not used.
+func (w *waiting) end(err error) error {
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	if err != nil && w.unreachable != nil && !errors.Is(err, w.unreachable) {
+		err = w.outageError(err)
+	}
+	if w.sub != nil {
+		if err != nil && w.woken {
+			w.sub.PassOn() // the wake-up was not used: the next waiter may
+		}
+		w.sub.Leave()
+	}
+	return err
+}
+
+// outageError is the error of a wait that ended (err) while Redis did not
+// answer. It wraps the last attempt's error, so errors.Is reaches the
+// connection error, and it does not wrap ErrNotAcquired: the thing was not
+// found taken by someone else, Redis could not be asked.
+func (w *waiting) outageError(err error) error {
+	if errors.Is(err, ErrNotAcquired) {
+		return fmt.Errorf("relock: %s %q: no answer from Redis before the wait ran out: %w", w.what, w.name, w.unreachable)
+	}
+	return fmt.Errorf("%w (last attempt: %w)", err, w.unreachable) // err says "relock:"
+}
+
+func (w *waiting) notAcquired() error {
+	return fmt.Errorf("relock: %s %q: %w", w.what, w.name, ErrNotAcquired)
+}
+
+// sleep is Client.sleep within the wait's limits.
+func (w *waiting) sleep(wake <-chan struct{}, d time.Duration) (woken bool, err error) {
+	woken, err = w.c.sleep(w.ctx, w.name, w.giveUp, wake, d)
+	if err == errGaveUp {
+		err = w.notAcquired()
+	}
+	return woken, err
+}
+
+// errGaveUp is Client.sleep's error when the wait limit ran out; waiting.sleep
+// turns it into ErrNotAcquired with the name of what was waited for.
+var errGaveUp = errors.New("wait limit reached")
+
+// sleep waits d, or until wake fires (woken), or until the wait for name
+// ends: at giveUp (errGaveUp), with ctx, or with Close, whose error it
+// returns.
+func (c *Client) sleep(ctx context.Context, name string, giveUp <-chan time.Time, wake <-chan struct{}, d time.Duration) (woken bool, err error) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-wake:
+		return true, nil
+	case <-t.C:
+		return false, nil
+	case <-giveUp:
+		return false, errGaveUp
+	case <-ctx.Done():
+		return false, waitError(ctx, name)
+	case <-c.done:
+		return false, fmt.Errorf("relock: waiting for %q: %w", name, ErrClosed)
+	}
+}
+
+// subscribe joins the local queue of waiters on channel, for a wait on
+// name. When subscribing fails, waiters poll (bounded as always by the
+// holder's TTL and RepollInterval) instead of failing; that is logged once
+// per outage.
+func (c *Client) subscribe(ctx context.Context, name, channel string, wakes pubsub.Wakes) (*pubsub.Waiter, error) {
+	if hook := c.hookBeforeSubscribe; hook != nil {
+		hook()
+	}
+	w, err := c.sub.Subscribe(ctx, channel, wakes)
+	if err != nil {
+		if ctx.Err() == nil && c.degraded.CompareAndSwap(false, true) {
+			c.opts.Logger.Warn("relock: cannot subscribe to release channels; waiters poll until it works again", "name", name, "error", err)
+		}
+		return nil, err
+	}
+	c.degraded.Store(false)
+	return w, nil
+}

@@ -1,0 +1,48 @@
+-- permitlib.lua: shared by every script of the permit-expirable semaphore
+-- (RedissonPermitExpirableSemaphore); prepended to each body, it only
+-- defines functions. Each script has the same keys:
+--
+-- KEYS[1]  the semaphore N, a string holding the available permits
+-- KEYS[2]  the permits taken, ZSET {N}:timeout: permit id (16 raw bytes) ->
+--          the time (ms) its lease ends, or 922337203685477 for no lease
+-- KEYS[3]  the channel, redisson_sc:{N}
+
+-- noLease is Redisson's nonExpirableTimeout: the score of a permit taken
+-- without a lease. Scores are passed to ZADD as strings: Lua would write
+-- this number as 9.2233720368548e+14, which is another score.
+local noLease = '922337203685477'
+
+-- ms formats a time in milliseconds for ZADD, digit for digit.
+local function ms(t)
+	return string.format('%.0f', t)
+end
+
+-- now returns Redis's clock in milliseconds. Redisson passes its JVM's
+-- clock instead (System.currentTimeMillis); see docs/wire-format.md.
+local function now()
+	local t = redis.call('time')
+	return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- reclaim gives the permits whose lease ended by t back to N (at most
+-- limit of them, -1 for all) and publishes the new total when it is above
+-- 0, as every script of Redisson's does first (the "expiredIds" step).
+local function reclaim(t, limit, publish)
+	local expired = redis.call('zrangebyscore', KEYS[2], 0, t, 'limit', 0, limit)
+	if #expired == 0 then
+		return
+	end
+	redis.call('zrem', KEYS[2], unpack(expired))
+	local value = redis.call('incrby', KEYS[1], #expired)
+	if value > 0 then
+		redis.call(publish, KEYS[3], value)
+	end
+end
+
+-- expiry is the score of a permit leased for lease ms from t (0: no lease).
+local function expiry(t, lease)
+	if tonumber(lease) == 0 then
+		return noLease
+	end
+	return ms(t + tonumber(lease))
+end

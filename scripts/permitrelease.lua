@@ -1,0 +1,23 @@
+-- permitrelease.lua: give back one permit by id.
+-- RedissonPermitExpirableSemaphore.tryReleaseAsync(String), step for step
+-- (keys: see permitlib.lua).
+--
+-- ARGV[1]  publish command
+-- ARGV[2]  the permit id, 16 raw bytes
+--
+-- Reply: 1 when the permit was taken and is back; 0 when it was not taken
+-- (never, or released or reclaimed already), or its lease had ended (it is
+-- back too then, as in Redisson). The new total is published when above 0.
+local t = now()
+local expire = redis.call('zscore', KEYS[2], ARGV[2])
+if redis.call('zrem', KEYS[2], ARGV[2]) ~= 1 then
+	return 0
+end
+local value = redis.call('incrby', KEYS[1], 1)
+if value > 0 then
+	redis.call(ARGV[1], KEYS[3], value)
+end
+if tonumber(expire) <= t then
+	return 0
+end
+return 1

@@ -1,0 +1,26 @@
+-- permitreleaseall.lua: give back several permits by id, all or none.
+-- RedissonPermitExpirableSemaphore.tryReleaseAsync(List), step for step
+-- (keys: see permitlib.lua).
+--
+-- ARGV[1]   publish command
+-- ARGV[2..] the permit ids, 16 raw bytes each
+--
+-- Reply: how many were given back and published (the count, not the
+-- total, as Redisson publishes here); 0 when any id is not taken or its
+-- lease has ended, and then nothing is given back.
+local t = now()
+for i = 2, #ARGV do
+	local expire = redis.call('zscore', KEYS[2], ARGV[i])
+	if expire == false or tonumber(expire) <= t then
+		return 0
+	end
+end
+reclaim(t, -1, ARGV[1])
+local ids = {}
+for i = 2, #ARGV do
+	table.insert(ids, ARGV[i])
+end
+local removed = redis.call('zrem', KEYS[2], unpack(ids))
+redis.call('incrby', KEYS[1], removed)
+redis.call(ARGV[1], KEYS[3], removed)
+return removed

@@ -1,0 +1,40 @@
+-- rateacquire.lua: take permits from a rate limiter's window, or learn how
+-- long until they may be there. RedissonRateLimiter.tryAcquireAsync
+-- (RedisCommand, Long), step for step (keys: see ratelib.lua).
+--
+-- ARGV[1]  how many permits (> 0, at most the rate)
+-- ARGV[2]  16 random bytes, which make the window member unique
+--
+-- Reply: nil when taken; else the ms to wait before trying again.
+local rate, interval, valueName, permitsName = config()
+assert(rate >= tonumber(ARGV[1]), 'Requested permits amount cannot exceed defined rate')
+local t = now()
+local member = struct.pack('Bc0I', string.len(ARGV[2]), ARGV[2], ARGV[1])
+local current = redis.call('get', valueName)
+local res
+if current ~= false then
+	local expired = redis.call('zrangebyscore', permitsName, 0, t - interval)
+	local released = taken(expired)
+	if released > 0 then
+		redis.call('zremrangebyscore', permitsName, 0, t - interval)
+		if tonumber(current) + released > rate then
+			current = rate - taken(redis.call('zrange', permitsName, 0, -1))
+		else
+			current = tonumber(current) + released
+		end
+		redis.call('set', valueName, current)
+	end
+	if tonumber(current) < tonumber(ARGV[1]) then
+		local first = redis.call('zrange', permitsName, 0, 0, 'withscores')
+		res = 3 + interval - (t - tonumber(first[2]))
+	else
+		redis.call('zadd', permitsName, string.format('%.0f', t), member)
+		redis.call('decrby', valueName, ARGV[1])
+	end
+else
+	redis.call('set', valueName, rate)
+	redis.call('zadd', permitsName, string.format('%.0f', t), member)
+	redis.call('decrby', valueName, ARGV[1])
+end
+keepAlive(valueName, permitsName)
+return res

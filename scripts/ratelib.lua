@@ -1,0 +1,59 @@
+-- ratelib.lua: shared by every rate limiter script (RedissonRateLimiter);
+-- prepended to each body, it only defines functions. Each script has the
+-- same keys:
+--
+-- KEYS[1]  the configuration hash N: rate, interval (ms), type (0 OVERALL,
+--          1 PER_CLIENT), keepAliveTime (ms)
+-- KEYS[2]  {N}:value, the permits available now (OVERALL)
+-- KEYS[3]  {N}:value:<client-id>, the same for one client (PER_CLIENT)
+-- KEYS[4]  {N}:permits, ZSET of the permits taken in the window: member
+--          struct.pack('Bc0I', 16, <16 random bytes>, permits), score the
+--          time taken (ms)
+-- KEYS[5]  {N}:permits:<client-id>, the same for one client
+
+-- now returns Redis's clock in milliseconds. Redisson passes its JVM's
+-- clock instead; see docs/wire-format.md.
+local function now()
+	local t = redis.call('time')
+	return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- config reads the configuration, failing as Redisson does when it is not
+-- set, and returns it with the value and window keys of its type.
+local function config()
+	local rate = redis.call('hget', KEYS[1], 'rate')
+	local interval = redis.call('hget', KEYS[1], 'interval')
+	local type = redis.call('hget', KEYS[1], 'type')
+	assert(rate ~= false and interval ~= false and type ~= false, 'RateLimiter is not initialized')
+	if type == '1' then
+		return tonumber(rate), tonumber(interval), KEYS[3], KEYS[5]
+	end
+	return tonumber(rate), tonumber(interval), KEYS[2], KEYS[4]
+end
+
+-- taken sums the permits recorded in window members.
+local function taken(members)
+	local sum = 0
+	for _, v in ipairs(members) do
+		local _, permits = struct.unpack('Bc0I', v)
+		sum = sum + permits
+	end
+	return sum
+end
+
+-- keepAlive renews the keys' TTL as every Redisson script does last: to
+-- keepAliveTime when set, else to the configuration's own TTL.
+local function keepAlive(valueName, permitsName)
+	local keep = redis.call('hget', KEYS[1], 'keepAliveTime')
+	if keep ~= false and tonumber(keep) > 0 then
+		redis.call('pexpire', KEYS[1], keep)
+		redis.call('pexpire', valueName, keep)
+		redis.call('pexpire', permitsName, keep)
+		return
+	end
+	local ttl = redis.call('pttl', KEYS[1])
+	if ttl > 0 then
+		redis.call('pexpire', valueName, ttl)
+		redis.call('pexpire', permitsName, ttl)
+	end
+end

@@ -1,0 +1,104 @@
+package scripts
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// RRateLimiter (RedissonRateLimiter.java): the configuration hash N, and
+// per type (OVERALL, or PER_CLIENT with the client's id) a value key and a
+// ZSET window; see ratelib.lua. Nothing is published.
+
+// rateLib holds the functions the rate limiter scripts share; it is
+// prepended to the bodies that read the configuration.
+//
+//go:embed ratelib.lua
+var rateLib string
+
+var (
+	//go:embed rateacquire.lua
+	rateAcquireLua    string
+	rateAcquireScript = newScript(rateLib + rateAcquireLua)
+
+	//go:embed rateavailable.lua
+	rateAvailableLua    string
+	rateAvailableScript = newScript(rateLib + rateAvailableLua)
+
+	//go:embed ratetryset.lua
+	rateTrySetLua    string
+	rateTrySetScript = newScript(rateTrySetLua)
+
+	//go:embed rateset.lua
+	rateSetLua    string
+	rateSetScript = newScript(rateSetLua)
+)
+
+// Rate is a rate limiter's configuration.
+type Rate struct {
+	Permits   int64         // per Interval
+	Interval  time.Duration // whole milliseconds
+	PerClient bool          // PER_CLIENT (type 1): each client has its own window
+	KeepAlive time.Duration // the keys' TTL, renewed on use; 0: none
+}
+
+func (r Rate) args() []string {
+	kind := "0"
+	if r.PerClient {
+		kind = "1"
+	}
+	return []string{itoa(r.Permits), millis(r.Interval), kind, millis(r.KeepAlive)}
+}
+
+// rateKeys returns rate limiter name's keys for client id.
+func rateKeys(name, client string) []string {
+	value, permits := suffixed(name, "value"), suffixed(name, "permits")
+	return []string{name, value, suffixed(value, client), permits, suffixed(permits, client)}
+}
+
+// RateSet runs rateset.lua, or ratetryset.lua when only is set: it
+// configures rate limiter name (only if it is not configured), and reports
+// whether it did. Setting empties the window of r's type.
+func RateSet(ctx context.Context, c Conn, name, client string, r Rate, only bool) (bool, error) {
+	if only {
+		res, syncErr := rateTrySetScript.exec(ctx, c, rateKeys(name, client)[:1], r.args())
+		n, err := res.AsInt64()
+		if err != nil {
+			return false, err
+		}
+		return n == 1, okIf(n == 1, syncErr)
+	}
+	res, syncErr := rateSetScript.exec(ctx, c, rateKeys(name, client), r.args())
+	if err := res.Error(); err != nil && !rueidis.IsRedisNil(err) {
+		return false, err
+	}
+	return true, syncErr
+}
+
+// RateAcquire runs rateacquire.lua: client takes n permits of rate limiter
+// name's window, or none; then wait is how long until they may be there.
+func RateAcquire(ctx context.Context, c Conn, name, client string, n int64) (acquired bool, wait time.Duration, err error) {
+	var id [16]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return false, 0, err
+	}
+	r, syncErr := rateAcquireScript.exec(ctx, c, rateKeys(name, client), []string{itoa(n), string(id[:])})
+	ms, err := r.AsInt64()
+	if rueidis.IsRedisNil(err) {
+		return true, 0, syncErr
+	}
+	if err != nil {
+		return false, 0, err
+	}
+	return false, time.Duration(ms) * time.Millisecond, nil
+}
+
+// RateAvailable runs rateavailable.lua: the permits client may take from
+// rate limiter name's window now.
+func RateAvailable(ctx context.Context, c Conn, name, client string) (int64, error) {
+	r, _ := rateAvailableScript.exec(ctx, c, rateKeys(name, client), nil)
+	return r.AsInt64()
+}

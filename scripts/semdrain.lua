@@ -1,0 +1,13 @@
+-- semdrain.lua: take every available permit.
+-- RedissonSemaphore.drainPermitsAsync.
+--
+-- KEYS[1]  the semaphore N
+--
+-- Reply: how many there were (0 when N is missing, and then N stays
+-- missing). N is set to 0.
+local value = redis.call('get', KEYS[1])
+if value == false then
+	return 0
+end
+redis.call('set', KEYS[1], 0)
+return tonumber(value)

@@ -1,5 +1,7 @@
-// Package reentrant provides distributed, reentrant locks on Redis that are
-// wire-compatible with Java Redisson's RLock.
+// Package reentrant provides distributed, reentrant locks and
+// synchronizers on Redis that are wire-compatible with Java Redisson's
+// RLock family, RSemaphore, RPermitExpirableSemaphore, RCountDownLatch and
+// RRateLimiter.
 //
 // A lock is a Redis hash: its field is the holder's [Owner], its value the
 // hold count, its TTL the lease. Only small Lua scripts change it (package
@@ -23,6 +25,12 @@
 // ends: by Unlock, by Close, or as soon as the client learns that the lock
 // may be lost (cause [ErrLockLost]). Do the work under the lock with that
 // context.
+//
+// The same Client makes Redisson's synchronizers, on Redisson's keys and
+// channels: [Semaphore], [PermitExpirableSemaphore] (whose permits without a
+// lease the watchdog keeps, as it keeps locks), [CountDownLatch] and
+// [RateLimiter]. They wait, wake and renew as locks do, on the Client's one
+// pub/sub connection and one watchdog.
 //
 // Owners can be made explicit to hand a hold to another goroutine or process:
 // [Client.NewOwner], [WithOwner], [Owner.String] and [ParseOwner].

@@ -22,7 +22,8 @@ type Options struct {
 	// OnLockLost, if set, is called once for each hold found lost, after
 	// its held contexts are cancelled, with the cause they were given
 	// (errors.Is(cause, ErrLockLost)). It runs on the watchdog's loop and
-	// must not block.
+	// must not block. For a permit of a PermitExpirableSemaphore, name is
+	// the semaphore's and owner.String() the permit's id.
 	OnLockLost func(name string, owner Owner, cause error)
 
 	// Logger receives a warning for each lost hold. Default slog.Default().

@@ -6,8 +6,6 @@ import (
 	"log"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/relock-go/relock/reentrant"
 )
 
@@ -73,25 +71,22 @@ func ExampleCountDownLatch() {
 	// Output: all loaded
 }
 
-// A rate limiter spreads calls over time, across processes. It needs a
-// real Redis: its scripts use Lua's struct library, which miniredis lacks,
-// so this example is not run here.
+// A rate limiter spreads calls over time, across processes.
 func ExampleRateLimiter() {
-	rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer rdb.Close()
+	rdb, stop := exampleRedis()
+	defer stop()
 	locks, _ := reentrant.New(rdb, reentrant.Options{})
 	defer locks.Close()
 	ctx := context.Background()
 
 	api := locks.RateLimiter("partner-api")
-	api.TrySetRate(ctx, reentrant.Rate{Permits: 2, Interval: time.Second})
-	for range 3 {
-		if err := api.Acquire(ctx, 1); err != nil { // the third waits about a second
-			log.Fatal(err)
-		}
-		fmt.Println("calling")
+	api.TrySetRate(ctx, reentrant.Rate{Permits: 2, Interval: time.Minute})
+	for i := range 3 {
+		ok, _ := api.TryAcquire(ctx, 1) // Acquire would wait for the window instead
+		fmt.Println("call", i+1, "allowed:", ok)
 	}
+	// Output:
+	// call 1 allowed: true
+	// call 2 allowed: true
+	// call 3 allowed: false
 }

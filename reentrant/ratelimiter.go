@@ -15,8 +15,7 @@ import (
 // Rate.Interval, across every client (or, with PerClient, within each
 // Client). It announces nothing: a caller that must wait sleeps for as long
 // as the limiter says. Get one from Client.RateLimiter; its methods are
-// safe for concurrent use. Its scripts use Lua's struct library, as
-// Redisson's do: Redis has it, miniredis does not.
+// safe for concurrent use.
 type RateLimiter struct {
 	c    *Client
 	name string

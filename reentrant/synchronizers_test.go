@@ -363,6 +363,13 @@ func TestRateLimiterAcrossClients(t *testing.T) {
 	ok, err := c.RateLimiter("shared").TryAcquire(bg(), 2)
 	require.NoError(t, err)
 	assert.True(t, ok)
+	// Go's window member is Redisson's struct.pack('Bc0I', 16, id, permits).
+	members, err := e.do(t, "ZRANGE", "{shared}:permits", "0", "-1").AsStrSlice()
+	require.NoError(t, err)
+	require.Len(t, members, 1)
+	unpacked, err := e.do(t, "EVAL", "local id, permits = struct.unpack('Bc0I', ARGV[1]) return {#id, permits, struct.pack('Bc0I', #id, id, permits) == ARGV[1] and 1 or 0}", "0", members[0]).AsIntSlice()
+	require.NoError(t, err)
+	assert.Equal(t, []int64{16, 2, 1}, unpacked)
 	wait, err := java.RateTryAcquire(bg(), "shared", 1)
 	require.NoError(t, err)
 	assert.Zero(t, wait, "the third permit")

@@ -9,7 +9,7 @@
 local rate, interval, valueName, permitsName = config()
 assert(rate >= tonumber(ARGV[1]), 'Requested permits amount cannot exceed defined rate')
 local t = now()
-local member = struct.pack('Bc0I', string.len(ARGV[2]), ARGV[2], ARGV[1])
+local member = pack(ARGV[2], ARGV[1])
 local current = redis.call('get', valueName)
 local res
 if current ~= false then

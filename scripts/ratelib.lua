@@ -7,8 +7,8 @@
 -- KEYS[2]  {N}:value, the permits available now (OVERALL)
 -- KEYS[3]  {N}:value:<client-id>, the same for one client (PER_CLIENT)
 -- KEYS[4]  {N}:permits, ZSET of the permits taken in the window: member
---          struct.pack('Bc0I', 16, <16 random bytes>, permits), score the
---          time taken (ms)
+--          struct.pack('Bc0I', 16, <16 random bytes>, permits) (see pack),
+--          score the time taken (ms)
 -- KEYS[5]  {N}:permits:<client-id>, the same for one client
 
 -- now returns Redis's clock in milliseconds. Redisson passes its JVM's
@@ -31,12 +31,30 @@ local function config()
 	return tonumber(rate), tonumber(interval), KEYS[2], KEYS[4]
 end
 
+-- pack is struct.pack('Bc0I', #id, id, permits), Redisson's window
+-- member: a length byte, the id, and the permits as a 4-byte unsigned int,
+-- little-endian (the byte order of every platform Redis runs on). Written
+-- out so that it needs no struct library (miniredis has none); the bytes
+-- are the same.
+local function pack(id, permits)
+	local n = tonumber(permits)
+	return string.char(#id) .. id .. string.char(n % 256, math.floor(n / 256) % 256,
+		math.floor(n / 65536) % 256, math.floor(n / 16777216) % 256)
+end
+
+-- unpackPermits is the permits of a window member, the second value of
+-- struct.unpack('Bc0I', member).
+local function unpackPermits(member)
+	local at = member:byte(1) + 2
+	local b1, b2, b3, b4 = member:byte(at, at + 3)
+	return b1 + b2 * 256 + b3 * 65536 + b4 * 16777216
+end
+
 -- taken sums the permits recorded in window members.
 local function taken(members)
 	local sum = 0
 	for _, v in ipairs(members) do
-		local _, permits = struct.unpack('Bc0I', v)
-		sum = sum + permits
+		sum = sum + unpackPermits(v)
 	end
 	return sum
 end

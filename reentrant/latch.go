@@ -58,14 +58,19 @@ func (l *CountDownLatch) TrySetCount(ctx context.Context, n int64) (bool, error)
 }
 
 // CountDown lowers the count by one; at 0 the latch opens. On an open latch
-// it changes nothing. It is sent once: when its reply is lost, the error
-// says so, and the count may have been lowered.
+// it changes nothing. While the server cannot run it (loading, failing
+// over, unreachable) it is tried again, for up to 10s; but once sent it is
+// not sent again: when its reply is lost, the error says so, and the count
+// may have been lowered. It is cleanup: ctx's cancellation does not stop
+// it.
 func (l *CountDownLatch) CountDown(ctx context.Context) error {
 	if err := l.check(ctx); err != nil {
 		return err
 	}
-	_, err := scripts.LatchCountDown(ctx, l.c.scriptConn(), l.name, l.c.publish)
-	return l.changed(err)
+	return l.changed(l.c.untilRun(ctx, l.name, func(ctx context.Context) error {
+		_, err := scripts.LatchCountDown(ctx, l.c.scriptConn(), l.name, l.c.publish)
+		return err
+	}))
 }
 
 // Count returns the count: 0 when the latch is open.

@@ -130,9 +130,13 @@ func permitWakes(message string) int {
 }
 
 // Release gives back n permits (n >= 1), whoever took them, and wakes
-// waiters. It is cleanup: ctx's cancellation does not stop it. It is sent
-// once: when its reply is lost, the error says so, and the permits may
-// have been given back.
+// waiters. Nothing checks that they were taken, as in Redisson and
+// java.util.concurrent.Semaphore: a Release without its Acquire adds
+// permits (use PermitExpirableSemaphore to have each permit accounted
+// for). It is cleanup: ctx's cancellation does not stop it. While the
+// server cannot run it, it is tried again for up to 10s; once sent it is
+// not sent again: when its reply is lost, the error says so, and the
+// permits may have been given back.
 func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	if err := s.check(ctx); err != nil {
 		return err
@@ -140,10 +144,10 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	if err := checkCount("permits", n, 1); err != nil {
 		return err
 	}
-	ctx, cancel := cleanup(ctx)
-	defer cancel()
-	_, err := scripts.SemaphoreRelease(ctx, s.c.scriptConn(), s.name, n, s.c.publish)
-	return s.changed(err)
+	return s.changed(s.c.untilRun(ctx, s.name, func(ctx context.Context) error {
+		_, err := scripts.SemaphoreRelease(ctx, s.c.scriptConn(), s.name, n, s.c.publish)
+		return err
+	}))
 }
 
 // changed turns the error of a change to the semaphore into this package's:

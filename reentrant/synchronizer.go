@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/relock-go/relock/scripts"
 )
@@ -69,4 +70,24 @@ func checkCount(what string, n, min int64) error {
 		return fmt.Errorf("relock: %w: %s %d is below %d", ErrInvalidArgument, what, n, min)
 	}
 	return nil
+}
+
+// untilRun runs change, a script that must not run twice, again for as long
+// as it surely did not run (notRun: the server could not run scripts, or
+// could not be dialled), backing off, for up to the release window, or
+// until ctx ends or the Client closes. Any other outcome, a lost reply
+// included, is returned as it is.
+func (c *Client) untilRun(ctx context.Context, name string, change func(context.Context) error) error {
+	ctx, cancel := cleanup(ctx)
+	defer cancel()
+	for backoff := time.Duration(0); ; {
+		err := change(ctx)
+		if err == nil || !notRun(err) || c.checkOpen() != nil {
+			return err
+		}
+		backoff = doubled(backoff, 20*time.Millisecond, time.Second)
+		if _, serr := c.sleep(ctx, name, nil, nil, backoff); serr != nil {
+			return err
+		}
+	}
 }

@@ -172,6 +172,15 @@ var faults = []fault{
 // the lock history must be linearizable.
 var inherent = []string{"pause-holder", "delete-key", "data-loss", "force-unlock"}
 
+// unfit are the faults a workload does not get: losing a semaphore's or a
+// latch's keys loses its count, which no holder can notice or repair (the
+// semaphore would have no permits, a latch would open), and they have no
+// lock to force-unlock.
+var unfit = map[string][]string{
+	"semaphore": {"delete-key", "data-loss", "force-unlock"},
+	"latch":     {"data-loss"},
+}
+
 // TestChaosAllFaults injects every fault and checks oracles A, B, D, E and
 // F, for each workload.
 func TestChaosAllFaults(t *testing.T) { eachWorkload(t, false) }
@@ -203,13 +212,10 @@ func eachWorkload(t *testing.T, linearizable bool) {
 // RELOCK_CHAOS_GAP the mean time between faults (default 50ms, drawn from
 // 0.4x to 1.6x); RELOCK_CHAOS_BUDGET how long the run may take (default 8m).
 func chaos(t *testing.T, workload string, linearizable bool) {
-	enabled := faults
-	if linearizable {
-		enabled = nil
-		for _, f := range faults {
-			if !slices.Contains(inherent, f.name) {
-				enabled = append(enabled, f)
-			}
+	var enabled []fault
+	for _, f := range faults {
+		if !slices.Contains(unfit[workload], f.name) && !(linearizable && slices.Contains(inherent, f.name)) {
+			enabled = append(enabled, f)
 		}
 	}
 	seed := uint64(time.Now().UnixNano())
@@ -242,6 +248,16 @@ func chaos(t *testing.T, workload string, linearizable bool) {
 	require.NoError(t, err)
 	r.admin = admin
 	defer admin.Close()
+	switch workload {
+	case "semaphore":
+		_, err := admin.PermitExpirableSemaphore(lockName).TrySetPermits(context.Background(), semPermits)
+		require.NoError(t, err)
+	case "latch":
+		for k := 1; k <= perWorker; k++ {
+			_, err := admin.CountDownLatch(latchName(k)).TrySetCount(context.Background(), workers)
+			require.NoError(t, err)
+		}
+	}
 	var samples *queueSamples
 	if workload == "fair" {
 		samples = sampleQueue(r.redis.Client())
@@ -259,6 +275,7 @@ func chaos(t *testing.T, workload string, linearizable bool) {
 	var mu sync.Mutex
 	var intervals []interval
 	var ops []op
+	var gates []gate
 	var sums []summary
 	var wg sync.WaitGroup
 	for id := 0; id < workers; id++ {
@@ -287,6 +304,8 @@ func chaos(t *testing.T, workload string, linearizable bool) {
 					intervals = append(intervals, *rec.Interval)
 				case rec.Op != nil:
 					ops = append(ops, *rec.Op)
+				case rec.Gate != nil:
+					gates = append(gates, *rec.Gate)
 				case rec.Summary != nil:
 					sums = append(sums, *rec.Summary)
 				}
@@ -386,6 +405,17 @@ schedule:
 	t.Logf("oracle B: %d overlapping pairs, each with a holder paused through its lease or whose lock Redis forgot, told within one renewal period; %d unexplained; %d told late",
 		inherent, unexplained, late)
 
+	// Oracle S: never more permits in use than the semaphore has, counting
+	// only holders that could know (as oracle B).
+	if workload == "semaphore" {
+		r.permitsInUse(intervals)
+	}
+	// Oracle L: no latch opens early; every round whose count-downs all
+	// succeeded opens for everyone.
+	if workload == "latch" {
+		r.latchRounds(gates, workers, perWorker)
+	}
+
 	// Oracle E: no wait longer than the holds and faults explain.
 	r.liveness(intervals, ops, lost)
 
@@ -397,7 +427,7 @@ schedule:
 	// Oracle C: with benign faults only, the history of lock calls is
 	// linearizable against a mutex that allows unknown outcomes. Read holds
 	// share the lock, which a mutex does not: not for the read-write lock.
-	if linearizable && workload != "rw" {
+	if linearizable && workload != "rw" && workload != "semaphore" && workload != "latch" {
 		start := time.Now()
 		unknown, longest := 0, int64(0)
 		for _, o := range ops {
@@ -426,9 +456,15 @@ schedule:
 	keys, err := r.do("KEYS", "*").AsStrSlice()
 	require.NoError(t, err)
 	for _, k := range keys {
-		if k != "redisson_lock_token:{chaos}" && !isLatch(k) {
+		if k != "redisson_lock_token:{chaos}" && !isLatch(k) && !(workload == "semaphore" && k == lockName) &&
+			!(workload == "latch" && strings.HasPrefix(k, "chaos:latch:")) {
 			t.Errorf("oracle D: key %q left behind", k)
 		}
+	}
+	if workload == "semaphore" {
+		available, taken, err := admin.PermitExpirableSemaphore(lockName).Permits(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, [2]int64{semPermits, 0}, [2]int64{available, taken}, "oracle D: every permit back (available, taken)")
 	}
 	chans, err := r.do("PUBSUB", "CHANNELS").AsStrSlice()
 	require.NoError(t, err)
@@ -499,4 +535,38 @@ func (r *run) blame(x interval) (event, bool) {
 func (r *run) explained(x interval) bool {
 	_, ok := r.blame(x)
 	return ok
+}
+
+// permitsInUse is oracle S: at no moment do more than semPermits holders
+// that could know believe they hold a permit. Holders paused through their
+// lease are left out, as oracle B leaves them out.
+func (r *run) permitsInUse(intervals []interval) {
+	type edge struct {
+		at    int64
+		delta int
+	}
+	var edges []edge
+	excused := 0
+	for _, x := range intervals {
+		if x.End <= x.Start {
+			continue
+		}
+		if r.explained(x) {
+			excused++
+			continue
+		}
+		edges = append(edges, edge{x.Start, 1}, edge{x.End, -1})
+	}
+	slices.SortFunc(edges, func(a, b edge) int { // ends before starts at one instant
+		return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.delta, b.delta))
+	})
+	inUse, most := 0, 0
+	for _, e := range edges {
+		inUse += e.delta
+		if inUse > semPermits {
+			r.t.Errorf("oracle S: %d permits in use at %d; faults near: %s", inUse, e.at, r.near(e.at))
+		}
+		most = max(most, inUse)
+	}
+	r.t.Logf("oracle S: at most %d of %d permits in use; %d holds excused (paused through their lease)", most, semPermits, excused)
 }

@@ -60,6 +60,7 @@ type record struct {
 	Client   string    `json:"client,omitempty"` // the worker's client id, first
 	Interval *interval `json:"iv,omitempty"`
 	Op       *op       `json:"op,omitempty"`
+	Gate     *gate     `json:"gate,omitempty"`
 	Summary  *summary  `json:"sum,omitempty"`
 }
 
@@ -89,8 +90,31 @@ const (
 	fairTurn = 3 * time.Second
 )
 
-// The workloads: which lock the workers take.
-var workloads = []string{"fenced", "plain", "rw", "fair"}
+// The workloads: which lock the workers take; "semaphore" takes a permit
+// of a PermitExpirableSemaphore of semPermits; "latch" runs latch rounds
+// (see runLatchWorker).
+var workloads = []string{"fenced", "plain", "rw", "fair", "semaphore", "latch"}
+
+// semPermits is the size of the semaphore workload's semaphore.
+const semPermits = 2
+
+// permitLocker takes one permit as a locker: its held context is the
+// permit's.
+type permitLocker struct {
+	s *reentrant.PermitExpirableSemaphore
+	p *reentrant.Permit
+}
+
+func (l *permitLocker) Lock(ctx context.Context, opts ...reentrant.LockOption) (context.Context, error) {
+	p, err := l.s.Acquire(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	l.p = p
+	return p.Context(), nil
+}
+
+func (l *permitLocker) Unlock(context.Context) error { return l.p.Release(context.Background()) }
 
 // locker takes and gives back one kind of lock.
 type locker interface {
@@ -99,9 +123,12 @@ type locker interface {
 }
 
 // pick returns the lock for the next acquisition of workload w, and
-// whether it is a read hold: the read-write workload reads 7 times in 10.
+// whether it is a shared hold: the read-write workload reads 7 times in 10;
+// permits are all shared (oracle S counts them).
 func pick(c *reentrant.Client, w string, rng *rand.Rand) (locker, bool) {
 	switch w {
+	case "semaphore":
+		return &permitLocker{s: c.PermitExpirableSemaphore(lockName)}, true
 	case "plain":
 		return c.Lock(lockName), false
 	case "fair":
@@ -148,6 +175,10 @@ func runWorker(spec string) {
 	var acq int64 // acquisitions tried
 	emit := func(r record) { out.Encode(r) }
 	emit(record{Client: c.ID()})
+	if workload == "latch" {
+		runLatchWorker(c, id, n, emit, &sum)
+		n = 0
+	}
 	for sum.Acquired < n {
 		f, read := pick(c, workload, rng)
 		wait := 5 * time.Second

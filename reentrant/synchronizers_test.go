@@ -417,3 +417,57 @@ func TestSynchronizersOutageAndNil(t *testing.T) {
 	_, err = zero.PermitExpirableSemaphore("x").Acquire(nil) //nolint:staticcheck // a nil ctx is the point
 	assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
 }
+
+// Bad input gets an errors.Is-able error and leaves Redis as it was.
+func TestSynchronizersBadInput(t *testing.T) {
+	e := onRedis(t)
+	c := e.client(t)
+	e.do(t, "HSET", "h", "f", "v")
+	e.do(t, "SET", "str", "x")
+	wrong := func(err error, what string) {
+		t.Helper()
+		assert.ErrorIs(t, err, reentrant.ErrWrongType, what)
+	}
+	wrong(c.Semaphore("h").Acquire(bg(), 1), "semaphore on a hash")
+	wrong(c.Semaphore("h").Release(bg(), 1), "semaphore release on a hash")
+	_, _, err := c.PermitExpirableSemaphore("h").TryAcquire(bg())
+	wrong(err, "permit on a hash")
+	wrong(c.CountDownLatch("h").CountDown(bg()), "latch on a hash")
+	wrong(c.CountDownLatch("h").Await(bg()), "latch await on a hash")
+	_, err = c.RateLimiter("str").TryAcquire(bg(), 1)
+	wrong(err, "rate limiter on a string")
+	assert.Equal(t, "v", mustString(t, e, "HGET", "h", "f"))
+	assert.Equal(t, "x", mustString(t, e, "GET", "str"))
+
+	invalid := func(err error, what string) {
+		t.Helper()
+		assert.ErrorIs(t, err, reentrant.ErrInvalidArgument, what)
+	}
+	s := c.Semaphore("s")
+	_, err = s.TrySetPermits(bg(), -1)
+	invalid(err, "negative permits")
+	invalid(s.Acquire(bg(), -2), "negative acquire")
+	p := c.PermitExpirableSemaphore("p")
+	invalid(p.SetPermits(bg(), -1), "negative size")
+	invalid(p.UpdateLease(bg(), "00000000000000000000000000000000", 0), "zero lease")
+	invalid(p.Release(bg()), "no ids")
+	_, err = c.CountDownLatch("l").TrySetCount(bg(), 0)
+	invalid(err, "zero count")
+	r := c.RateLimiter("r")
+	_, err = r.TrySetRate(bg(), reentrant.Rate{Permits: 0, Interval: time.Second})
+	invalid(err, "zero rate")
+	_, err = r.TrySetRate(bg(), reentrant.Rate{Permits: 1, Interval: time.Second, KeepAlive: time.Millisecond})
+	invalid(err, "keep-alive below the interval")
+	_, err = r.TryAcquire(bg(), 0)
+	invalid(err, "zero permits")
+	keys, err := e.do(t, "KEYS", "*").AsStrSlice()
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"h", "str"}, keys, "nothing written")
+}
+
+func mustString(t *testing.T, e env, args ...string) string {
+	t.Helper()
+	s, err := e.do(t, args...).ToString()
+	require.NoError(t, err)
+	return s
+}

@@ -14,10 +14,12 @@
 -- ARGV[5]  publish command: "publish" or "spublish"
 -- ARGV[6]  the message that tells a waiter its turn has come ("0")
 --
--- One step more than Redisson: when expired heads were dropped, the lock is
--- free and the turn is now another waiter's, that waiter is told ("0" on
--- its channel): nothing else would announce its turn, and it may be backing
--- off. A Java waiter takes it as any wake-up and tries again.
+-- One step more than Redisson: when the lock is free but the turn is
+-- another waiter's, that waiter is told ("0" on its channel). A release
+-- tells it; but when the lock became free with no release (its key
+-- deleted or expired) or the head before it was dropped as expired,
+-- nothing else would, and it may be backing off. A Java waiter takes it as
+-- any wake-up and tries again.
 --
 -- Deadlines are chained: a new waiter's is the last waiter's plus wait, or,
 -- with nobody queued, the lock's PTTL plus wait from now. A waiter already
@@ -31,13 +33,13 @@
 -- off).
 local t = now()
 local wait = tonumber(ARGV[3])
-local dropped = dropExpired(t)
+dropExpired(t)
 local free = redis.call('exists', KEYS[1]) == 0
 if free and (redis.call('exists', KEYS[2]) == 0 or redis.call('lindex', KEYS[2], 0) == ARGV[2]) then
 	grant(ARGV[2], ARGV[1], wait)
 	return nil
 end
-if free and dropped > 0 then
+if free then
 	wakeHead(ARGV[5], ARGV[6])
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then

@@ -31,6 +31,19 @@ var aftermath = map[string]time.Duration{
 	"client-kill":        timeout,
 }
 
+// aftermath is the aftermath of fault name in this run's workload. A fair
+// lock's waiter told "free, but another's turn" backs off up to the
+// re-poll interval, not a TTL: when the queue is lost (data-loss) or the
+// lock freed with no release (delete-key), the waiters that must re-join
+// or take their turn may each be a re-poll away.
+func (r *run) aftermath(name string) time.Duration {
+	d := aftermath[name]
+	if r.workload == "fair" && (name == "data-loss" || name == "delete-key") {
+		d = max(d, repoll)
+	}
+	return d
+}
+
 // span is a stretch of CLOCK_MONOTONIC time.
 type span struct{ from, to int64 }
 
@@ -91,7 +104,7 @@ func (r *run) liveness(intervals []interval, ops []op, lost []int64) {
 		}
 	}
 	for _, ev := range r.log {
-		spans = append(spans, span{ev.start, ev.end + int64(aftermath[ev.name])})
+		spans = append(spans, span{ev.start, ev.end + int64(r.aftermath(ev.name))})
 	}
 	for _, at := range lost {
 		spans = append(spans, span{at, at + after})

@@ -25,6 +25,7 @@ func main() {
 	limit := flag.Duration("handoff-limit", 20*time.Second, "longest forced-handoff run")
 	only := flag.String("only", "", "run just this library")
 	keep := flag.Duration("watchdog", 0, "instead of the other scenarios, hold 10,000 locks and measure keeping them alive over this window")
+	syncs := flag.Bool("synchronizers", false, "instead of the other scenarios, measure semaphores beside the lock, and rate limiters")
 	flag.Parse()
 	if *only != "" {
 		libs = slices.DeleteFunc(libs, func(l lib) bool { return l.name != *only })
@@ -36,6 +37,13 @@ func main() {
 	}
 	defer s.stop()
 
+	if *syncs {
+		fmt.Printf("Synchronizers, %s, redis-server %s on loopback, %s, %d CPUs.\n", time.Now().Format("2006-01-02"), s.version(), runtime.Version(), runtime.NumCPU())
+		if err := runSynchronizers(s, *rounds, *pairs, *par); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	if *keep > 0 {
 		fmt.Printf("### 5. Watchdog: 10,000 held locks, one client, kept alive for %v\n\n| library | cmds/s | client cpu ms/s | keys held |\n|---|---|---|---|\n", *keep)
 		for _, l := range libs {

@@ -174,17 +174,25 @@ func (l *Lock) transient(err error) bool {
 // Close ends the wait, whose error it returns. A dial that failed sent
 // nothing: then it only backs off before the next attempt.
 func (l *Lock) clearAttempt(w *waiting, owner Owner, ttl time.Duration, lost error, tries int) error {
+	// A bounded clean-up (tries >= 0) follows a call that is already
+	// ending: its wait limit, which may have run out, does not cut it short.
+	sleep := w.sleep
+	if tries >= 0 {
+		sleep = func(_ <-chan struct{}, d time.Duration) (bool, error) {
+			return l.c.sleep(w.ctx, l.name, nil, nil, d)
+		}
+	}
 	backoff := 20 * time.Millisecond
 	if scripts.NotSent(lost) {
 		if tries >= 0 {
 			return nil
 		}
-		_, err := w.sleep(nil, backoff)
+		_, err := sleep(nil, backoff)
 		return err
 	}
 	requestID := l.c.newRequestID()
 	for try := 0; tries < 0 || try < tries; try++ {
-		if _, err := w.sleep(nil, backoff); err != nil {
+		if _, err := sleep(nil, backoff); err != nil {
 			return err
 		}
 		backoff = doubled(backoff, 0, time.Second)

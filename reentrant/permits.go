@@ -126,12 +126,8 @@ func (s *PermitExpirableSemaphore) acquire(ctx context.Context, cfg acquireConfi
 		switch {
 		case acquired:
 			return s.hold(ctx, id, cfg.lease, ttl, sent, err)
-		case err != nil && notRun(err) && cfg.wait != 0:
-			err = w.backOff()
-		case err != nil && !scripts.IsReply(err) && s.undo(ctx, id) && cfg.wait != 0 && ctx.Err() == nil:
-			err = w.backOff()
 		case err != nil:
-			return nil, redisError("semaphore", s.name, err)
+			err = s.failed(&w, cfg, id, err)
 		default:
 			err = w.pause(attempt, func() time.Duration { return permitSleep(cfg, s.c.opts.RepollInterval, nearest) })
 		}
@@ -139,6 +135,21 @@ func (s *PermitExpirableSemaphore) acquire(ctx context.Context, cfg acquireConfi
 			return nil, err
 		}
 	}
+}
+
+// failed handles an attempt that ended in err, and returns nil when the
+// wait goes on: after a backoff when the attempt surely did not run, or
+// when its reply was lost and the permit it may have taken is released
+// again. Anything else, or a call that would not wait, returns the error.
+func (s *PermitExpirableSemaphore) failed(w *waiting, cfg acquireConfig, id string, err error) error {
+	lost := !scripts.IsReply(err) && !scripts.NotSent(err)
+	if lost && !s.undo(w.ctx, id) {
+		return redisError("semaphore", s.name, err)
+	}
+	if cfg.wait == 0 || w.ctx.Err() != nil || !(notRun(err) || lost) {
+		return redisError("semaphore", s.name, err)
+	}
+	return w.backOff()
 }
 
 // permitSleep bounds a waiter's sleep by the nearest lease end too: that

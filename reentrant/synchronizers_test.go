@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/internal/redissontest"
+	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/reentrant"
 )
 
@@ -470,4 +471,32 @@ func mustString(t *testing.T, e env, args ...string) string {
 	s, err := e.do(t, args...).ToString()
 	require.NoError(t, err)
 	return s
+}
+
+// A permit acquire whose reply is lost after the script ran is undone by
+// id: the wait goes on and ends holding exactly one permit, and a TryAcquire
+// that does not wait gives the permit back before it reports the error.
+func TestPermitLostReply(t *testing.T) {
+	s := redistest.Start(t)
+	c, armed := loseRepliesClient(t, s)
+	sem := c.PermitExpirableSemaphore("lost-permit")
+	_, err := sem.TrySetPermits(bg(), 2)
+	require.NoError(t, err)
+
+	armed.Store(1)
+	p, err := sem.Acquire(bg())
+	require.NoError(t, err, "the wait goes on after the lost reply")
+	assert.Zero(t, armed.Load(), "a reply was lost")
+	taken, err := s.Do("ZCARD", "{lost-permit}:timeout").AsInt64()
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), taken, "one permit taken, not two")
+
+	armed.Store(1)
+	_, ok, err := sem.TryAcquire(bg())
+	assert.False(t, ok)
+	require.Error(t, err, "TryAcquire does not wait: it reports the lost reply")
+	available, taken, err := sem.Permits(bg())
+	require.NoError(t, err)
+	assert.Equal(t, [2]int64{1, 1}, [2]int64{available, taken}, "the lost attempt's permit was given back")
+	require.NoError(t, p.Release(bg()))
 }

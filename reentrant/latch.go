@@ -54,7 +54,7 @@ func (l *CountDownLatch) TrySetCount(ctx context.Context, n int64) (bool, error)
 		return false, err
 	}
 	set, err := scripts.LatchTrySet(ctx, l.c.scriptConn(), l.name, n, l.c.publish)
-	return set, l.changed(err)
+	return set, changeError("latch", l.name, err)
 }
 
 // CountDown lowers the count by one; at 0 the latch opens. On an open latch
@@ -67,7 +67,7 @@ func (l *CountDownLatch) CountDown(ctx context.Context) error {
 	if err := l.check(ctx); err != nil {
 		return err
 	}
-	return l.changed(l.c.untilRun(ctx, l.name, func(ctx context.Context) error {
+	return changeError("latch", l.name, l.c.untilRun(ctx, l.name, func(ctx context.Context) error {
 		_, err := scripts.LatchCountDown(ctx, l.c.scriptConn(), l.name, l.c.publish)
 		return err
 	}))
@@ -88,14 +88,7 @@ func (l *CountDownLatch) Delete(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	deleted, err := scripts.LatchDelete(ctx, l.c.scriptConn(), l.name, l.c.publish)
-	return deleted, l.changed(err)
-}
-
-func (l *CountDownLatch) changed(err error) error {
-	if err == nil {
-		return nil
-	}
-	return redisError("latch", l.name, err)
+	return deleted, changeError("latch", l.name, err)
 }
 
 // Await blocks until the count is 0, ctx ends, or the Client is closed. It

@@ -269,7 +269,7 @@ func (s *PermitExpirableSemaphore) TrySetPermits(ctx context.Context, n int64) (
 		return false, err
 	}
 	set, err := scripts.SemaphoreTrySet(ctx, s.c.scriptConn(), s.name, n, s.c.publish)
-	return set, s.changed(err)
+	return set, changeError("semaphore", s.name, err)
 }
 
 // SetPermits makes the semaphore's size, available plus taken, n (n >= 0):
@@ -282,7 +282,7 @@ func (s *PermitExpirableSemaphore) SetPermits(ctx context.Context, n int64) erro
 	if err := checkCount("permits", n, 0); err != nil {
 		return err
 	}
-	return s.changed(scripts.PermitSet(ctx, s.c.scriptConn(), s.name, n, s.c.publish))
+	return changeError("semaphore", s.name, scripts.PermitSet(ctx, s.c.scriptConn(), s.name, n, s.c.publish))
 }
 
 // AddPermits adds n permits (n < 0 takes them off).
@@ -290,7 +290,7 @@ func (s *PermitExpirableSemaphore) AddPermits(ctx context.Context, n int64) erro
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	return s.changed(scripts.PermitAdd(ctx, s.c.scriptConn(), s.name, n, s.c.publish))
+	return changeError("semaphore", s.name, scripts.PermitAdd(ctx, s.c.scriptConn(), s.name, n, s.c.publish))
 }
 
 // Permits returns how many permits are available and how many taken, after
@@ -300,14 +300,7 @@ func (s *PermitExpirableSemaphore) Permits(ctx context.Context) (available, take
 		return 0, 0, err
 	}
 	available, taken, err = scripts.PermitCount(ctx, s.c.scriptConn(), s.name, s.c.publish)
-	return available, taken, s.changed(err)
-}
-
-func (s *PermitExpirableSemaphore) changed(err error) error {
-	if err == nil {
-		return nil
-	}
-	return redisError("semaphore", s.name, err)
+	return available, taken, changeError("semaphore", s.name, err)
 }
 
 // setLease gives the hold at key, if this client has it, a lease of d from

@@ -144,20 +144,10 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	if err := checkCount("permits", n, 1); err != nil {
 		return err
 	}
-	return s.changed(s.c.untilRun(ctx, s.name, func(ctx context.Context) error {
+	return changeError("semaphore", s.name, s.c.untilRun(ctx, s.name, func(ctx context.Context) error {
 		_, err := scripts.SemaphoreRelease(ctx, s.c.scriptConn(), s.name, n, s.c.publish)
 		return err
 	}))
-}
-
-// changed turns the error of a change to the semaphore into this package's:
-// a change replicas did not confirm is kept (it gave permits, which cannot
-// be taken back safely), and reported.
-func (s *Semaphore) changed(err error) error {
-	if err == nil {
-		return nil
-	}
-	return redisError("semaphore", s.name, err)
 }
 
 // TrySetPermits sets the available permits to n (n >= 0) if the semaphore
@@ -170,7 +160,7 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
 		return false, err
 	}
 	set, err := scripts.SemaphoreTrySet(ctx, s.c.scriptConn(), s.name, n, s.c.publish)
-	return set, s.changed(err)
+	return set, changeError("semaphore", s.name, err)
 }
 
 // AddPermits adds n permits (n < 0 takes them off, and the count may go
@@ -180,7 +170,7 @@ func (s *Semaphore) AddPermits(ctx context.Context, n int64) error {
 		return err
 	}
 	_, err := scripts.SemaphoreRelease(ctx, s.c.scriptConn(), s.name, n, s.c.publish)
-	return s.changed(err)
+	return changeError("semaphore", s.name, err)
 }
 
 // Available returns the permits available now (0 when none were set).
@@ -197,7 +187,7 @@ func (s *Semaphore) Drain(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	n, err := scripts.SemaphoreDrain(ctx, s.c.scriptConn(), s.name)
-	return n, s.changed(err)
+	return n, changeError("semaphore", s.name, err)
 }
 
 // getCount reads a count kept in a string key: 0 when it is missing.

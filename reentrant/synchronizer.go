@@ -91,3 +91,14 @@ func (c *Client) untilRun(ctx context.Context, name string, change func(context.
 		}
 	}
 }
+
+// changeError is the error of a change to synchronizer name: nil, or err as
+// this package's (see redisError). A change replicas did not confirm is
+// kept and reported: it gave or counted something that cannot be taken
+// back safely.
+func changeError(what, name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return redisError(what, name, err)
+}

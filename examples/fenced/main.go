@@ -45,13 +45,8 @@ func (s *Store) Write(token int64, value string) error {
 }
 
 func main() {
-	rdb, stop := demo.Connect()
+	locks, stop := demo.Locks()
 	defer stop()
-	locks, err := reentrant.New(rdb, reentrant.Options{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer locks.Close()
 	ctx := context.Background()
 	store := &Store{}
 	mu := locks.FencedLock("relock:example:record")

@@ -13,18 +13,11 @@ import (
 	"time"
 
 	"github.com/relock-go/relock/examples/internal/demo"
-	"github.com/relock-go/relock/reentrant"
 )
 
 func main() {
-	rdb, stop := demo.Connect()
+	locks, stop := demo.Locks()
 	defer stop()
-
-	locks, err := reentrant.New(rdb, reentrant.Options{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer locks.Close()
 	ctx := context.Background()
 
 	loaded := locks.CountDownLatch("relock:example:shards-loaded")

@@ -16,14 +16,8 @@ import (
 )
 
 func main() {
-	rdb, stop := demo.Connect()
+	locks, stop := demo.Locks()
 	defer stop()
-
-	locks, err := reentrant.New(rdb, reentrant.Options{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer locks.Close()
 	ctx := context.Background()
 
 	api := locks.RateLimiter("relock:example:partner-api")

@@ -10,6 +10,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/rueidis"
+
+	"github.com/relock-go/relock/reentrant"
 )
 
 // Connect returns a client and a function that closes it (and the embedded
@@ -39,4 +41,16 @@ func Connect() (rueidis.Client, func()) {
 		log.Fatal(err)
 	}
 	return rdb, func() { rdb.Close(); m.Close() }
+}
+
+// Locks returns a relock Client with default options on Connect's Redis,
+// and a function that closes both.
+func Locks() (*reentrant.Client, func()) {
+	rdb, stop := Connect()
+	locks, err := reentrant.New(rdb, reentrant.Options{})
+	if err != nil {
+		stop()
+		log.Fatal(err)
+	}
+	return locks, func() { locks.Close(); stop() }
 }

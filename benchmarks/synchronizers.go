@@ -173,7 +173,7 @@ func decisions(l rateLib, s *server, d time.Duration) (result, error) {
 func runSynchronizers(s *server, rounds, pairs int, par time.Duration) error {
 	type row struct {
 		scenario, name string
-		res        map[string][]float64
+		res            map[string][]float64
 	}
 	var rows []*row
 	get := func(sc, name string) *row {

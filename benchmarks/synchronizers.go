@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -215,6 +217,7 @@ func runSynchronizers(s *server, rounds, pairs int, par time.Duration) error {
 			add("rate limiter, 64 goroutines, one limiter", l.name, res)
 		}
 	}
+	slices.SortStableFunc(rows, func(a, b *row) int { return strings.Compare(a.scenario, b.scenario) })
 	scenario := ""
 	for _, r := range rows {
 		if r.scenario != scenario {

@@ -43,16 +43,26 @@ type relockLocker struct {
 }
 
 func newRelock(addr string) (locker, error) {
-	rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+	rdb, c, err := relockClient(addr)
 	if err != nil {
 		return nil, err
+	}
+	return relockLocker{rdb, c}, nil
+}
+
+// relockClient returns a relock Client with default options on its own
+// rueidis client.
+func relockClient(addr string) (rueidis.Client, *reentrant.Client, error) {
+	rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+	if err != nil {
+		return nil, nil, err
 	}
 	c, err := reentrant.New(rdb, reentrant.Options{})
 	if err != nil {
 		rdb.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return relockLocker{rdb, c}, nil
+	return rdb, c, nil
 }
 
 func (r relockLocker) lock(ctx context.Context, name string) (func() error, error) {

@@ -35,13 +35,8 @@ type relockSync struct {
 }
 
 func newRelockSync(addr string, permits bool) (locker, error) {
-	rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+	rdb, c, err := relockClient(addr)
 	if err != nil {
-		return nil, err
-	}
-	c, err := reentrant.New(rdb, reentrant.Options{})
-	if err != nil {
-		rdb.Close()
 		return nil, err
 	}
 	return &relockSync{rdb: rdb, c: c, permits: permits}, nil
@@ -98,13 +93,8 @@ type relockLimiter struct {
 }
 
 func newRelockLimiter(addr string) (limiter, error) {
-	rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+	rdb, c, err := relockClient(addr)
 	if err != nil {
-		return nil, err
-	}
-	c, err := reentrant.New(rdb, reentrant.Options{})
-	if err != nil {
-		rdb.Close()
 		return nil, err
 	}
 	r := c.RateLimiter("bench:rate")

@@ -194,7 +194,11 @@ func (c *Client) subscribe(ctx context.Context, name, channel string, wakes pubs
 	if hook := c.hookBeforeSubscribe; hook != nil {
 		hook()
 	}
-	w, err := c.sub.Subscribe(ctx, channel, wakes)
+	// Bounded by the re-poll interval: a waiter that cannot be subscribed
+	// by then polls, as when subscribing fails, rather than wait on.
+	sctx, cancel := context.WithTimeout(ctx, c.opts.RepollInterval)
+	defer cancel()
+	w, err := c.sub.Subscribe(sctx, channel, wakes)
 	if err != nil {
 		if ctx.Err() == nil && c.degraded.CompareAndSwap(false, true) {
 			c.opts.Logger.Warn("relock: cannot subscribe to release channels; waiters poll until it works again", "name", name, "error", err)

@@ -99,6 +99,8 @@ func newRelockLimiter(addr string) (limiter, error) {
 	}
 	r := c.RateLimiter("bench:rate")
 	if _, err := r.TrySetRate(context.Background(), reentrant.Rate{Permits: rateLimit, Interval: time.Second}); err != nil {
+		c.Close()
+		rdb.Close()
 		return nil, err
 	}
 	return relockLimiter{rdb, c, r}, nil

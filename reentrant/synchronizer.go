@@ -64,10 +64,10 @@ func cleanup(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), releaseWindow)
 }
 
-// checkCount returns an ErrInvalidArgument error when n is below min.
-func checkCount(what string, n, min int64) error {
-	if n < min {
-		return fmt.Errorf("relock: %w: %s %d is below %d", ErrInvalidArgument, what, n, min)
+// checkCount returns an ErrInvalidArgument error when n is below least.
+func checkCount(what string, n, least int64) error {
+	if n < least {
+		return fmt.Errorf("relock: %w: %s %d is below %d", ErrInvalidArgument, what, n, least)
 	}
 	return nil
 }

@@ -26,6 +26,7 @@ func main() {
 	only := flag.String("only", "", "run just this library")
 	keep := flag.Duration("watchdog", 0, "instead of the other scenarios, hold 10,000 locks and measure keeping them alive over this window")
 	syncs := flag.Bool("synchronizers", false, "instead of the other scenarios, measure semaphores beside the lock, and rate limiters")
+	herd := flag.String("herd", "", "instead of the other scenarios, run the forced handoff with each of these numbers of waiting clients (comma-separated, e.g. 8,64,256)")
 	flag.Parse()
 	if *only != "" {
 		libs = slices.DeleteFunc(libs, func(l lib) bool { return l.name != *only })
@@ -40,6 +41,12 @@ func main() {
 	if *syncs {
 		fmt.Printf("Synchronizers, %s, redis-server %s on loopback, %s, %d CPUs.\n", time.Now().Format("2006-01-02"), s.version(), runtime.Version(), runtime.NumCPU())
 		if err := runSynchronizers(s, *rounds, *pairs, *par); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
+	if *herd != "" {
+		if err := runHerd(s, *herd, *rounds, *acqs, *limit); err != nil {
 			log.Fatal(err)
 		}
 		return
@@ -68,7 +75,7 @@ func main() {
 	scenarios := []scenario{
 		{"1. Uncontended: 1 goroutine, 1 key", func(l lib) (result, error) { return uncontended(l, s, *pairs) }},
 		{"2. Parallel: 64 goroutines, one client, own keys", func(l lib) (result, error) { return parallel(l, s, *par) }},
-		{"3. Forced handoff: 8 clients, one lock, 1 ms hold", func(l lib) (result, error) { return handoff(l, s, *acqs, *limit) }},
+		{"3. Forced handoff: 8 clients, one lock, 1 ms hold", func(l lib) (result, error) { return handoff(l, s, 8, *acqs, *limit) }},
 		{"4. Crowd: 1,000 waiters on one lock across 4 clients", func(l lib) (result, error) { return crowd(l, s, 1000, *limit) }},
 	}
 	// results[scenario][lib][metric] = one value per round

@@ -93,3 +93,15 @@ func (s *server) commands() (scripts, all int64) {
 	}
 	return scripts, all
 }
+
+// usedMemory returns INFO memory's used_memory, in bytes.
+func (s *server) usedMemory() int64 {
+	info, _ := s.do("INFO", "memory").ToString()
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
+}

@@ -77,18 +77,22 @@ func parallel(l lib, s *server, d time.Duration) (result, error) {
 		}()
 	}
 	start := time.Now()
+	mem := s.usedMemory()
 	wg.Wait()
-	return result{"pairs/s": float64(pairs.Load()) / time.Since(start).Seconds(), "errors": float64(errs.Load())}, nil
+	rate := float64(pairs.Load()) / time.Since(start).Seconds()
+	keys, _ := s.do("DBSIZE").AsInt64()
+	grown := float64(s.usedMemory()-mem) / (1 << 20)
+	return result{"pairs/s": rate, "errors": float64(errs.Load()), "keys left": float64(keys), "used_memory grown MB": grown}, nil
 }
 
-// handoff: 8 clients on one lock, each holds it 1ms, and a releaser may not
+// handoff: clients (8 in the main table) on one lock, each holds it 1ms, and a releaser may not
 // try again until someone else has acquired. Handoff latency runs from one
 // holder starting its release to the next holder's lock returning: the same
 // span whether a library's release waits for Redis (relock, redsync,
 // bsm/redislock) or returns before the key is deleted (rueidislock). A run ends after the given acquisitions or after
 // limit, whichever comes first.
-func handoff(l lib, s *server, acquisitions int, limit time.Duration) (result, error) {
-	const clients, hold = 8, time.Millisecond
+func handoff(l lib, s *server, clients, acquisitions int, limit time.Duration) (result, error) {
+	const hold = time.Millisecond
 	lks, closeAll, err := connectN(l, s, clients)
 	if err != nil {
 		return nil, err

@@ -170,10 +170,14 @@ func (cn *conn) resubscribe() {
 			ch.fail(ErrClosed)
 			continue
 		}
-		if ch.state != subscribing {
-			ch.state = subscribing
+		// Waiters who came while it was subscribing or unsubscribing
+		// wait on a ready not yet settled: keep it, or they would wait
+		// for a confirmation nobody will give. Only a live channel's
+		// ready is settled already.
+		if ch.state == live {
 			ch.ready = make(chan struct{})
 		}
+		ch.state = subscribing
 		ch.rewake = true
 		cn.queue(op{subscribe: true, name: name})
 	}

@@ -130,6 +130,9 @@ type Waiter struct {
 // the same. The waiter must Leave. If the subscription cannot be made, or
 // ctx ends first, Subscribe returns an error and no waiter.
 func (s *Subscriber) Subscribe(ctx context.Context, name string, wakes Wakes) (*Waiter, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // not a coin toss against a quick confirmation
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

@@ -2,10 +2,14 @@ package pubsub_test
 
 import (
 	"context"
+	"crypto/tls"
+	"net"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -103,8 +107,7 @@ func TestUnusedWakePassesOn(t *testing.T) {
 }
 
 // Channels come and go with their waiters; subscribing again after the
-// last waiter left works, as does a waiter whose ctx ends while it
-// subscribes.
+// last waiter left works; a ctx that has ended subscribes nothing.
 func TestSubscriptionLifecycle(t *testing.T) {
 	m, s := newSubscriber(t)
 	ctx := context.Background()
@@ -124,4 +127,86 @@ func TestSubscriptionLifecycle(t *testing.T) {
 	s.Close()
 	_, err = s.Subscribe(ctx, "ch", pubsub.LockWakes)
 	assert.ErrorIs(t, err, pubsub.ErrClosed)
+}
+
+// A waiter that arrives while its channel's UNSUBSCRIBE is unconfirmed, and
+// then sees the connection drop, is confirmed by the resubscription on the
+// next connection (it once waited for a confirmation that never came).
+func TestReconnectWhileUnsubscribing(t *testing.T) {
+	srv := redistest.Start(t)
+	var mu sync.Mutex
+	var conns []net.Conn
+	rdb := srv.Client(func(o *rueidis.ClientOption) {
+		o.DialCtxFn = func(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
+			c, err := d.DialContext(ctx, "tcp", addr)
+			if err == nil {
+				mu.Lock()
+				conns = append(conns, c)
+				mu.Unlock()
+			}
+			return c, err
+		}
+	})
+	s := pubsub.New(rdb, pubsub.Classic, nil, nil)
+	t.Cleanup(s.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	first, err := s.Subscribe(ctx, "ch", pubsub.LockWakes)
+	require.NoError(t, err)
+	srv.Pause() // nothing is confirmed from here on
+	resumed := false
+	defer func() {
+		if !resumed {
+			srv.Resume()
+		}
+	}()
+	first.Leave() // UNSUBSCRIBE sent, unconfirmed
+	type result struct {
+		w   *pubsub.Waiter
+		err error
+	}
+	second := make(chan result, 1)
+	go func() {
+		w, err := s.Subscribe(ctx, "ch", pubsub.LockWakes)
+		second <- result{w, err}
+	}()
+	require.Eventually(t, func() bool { return s.Waiting("ch") == 1 }, 10*time.Second, time.Millisecond)
+
+	mu.Lock()
+	for _, c := range conns {
+		c.Close()
+	}
+	mu.Unlock()
+	srv.Resume()
+	resumed = true
+
+	r := <-second
+	require.NoError(t, r.err, "the second waiter is confirmed on the new connection")
+	srv.Do("PUBLISH", "ch", pubsub.WakeOne)
+	assert.True(t, woken(r.w), "and hears the channel")
+	r.w.Leave()
+}
+
+// A waiter whose ctx ends before the server confirms its subscription gets
+// the ctx's error, and the channel is dropped once the server answers.
+func TestSubscribeCancelledWhileUnconfirmed(t *testing.T) {
+	srv := redistest.Start(t)
+	s := pubsub.New(srv.Client(), pubsub.Classic, nil, nil)
+	t.Cleanup(s.Close)
+	warm, err := s.Subscribe(context.Background(), "warm", pubsub.LockWakes)
+	require.NoError(t, err) // the connection is up
+	warm.Leave()
+	require.Eventually(t, func() bool { return s.Channels() == 0 }, 10*time.Second, time.Millisecond)
+
+	srv.Pause()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err = s.Subscribe(ctx, "ch", pubsub.LockWakes)
+	srv.Resume()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Eventually(t, func() bool { return s.Channels() == 0 }, 10*time.Second, time.Millisecond)
+	n, err := srv.Do("PUBSUB", "NUMSUB", "ch").AsIntMap()
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int64{"ch": 0}, n, "the server dropped it too")
 }

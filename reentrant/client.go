@@ -35,6 +35,7 @@ type Client struct {
 	nextRequest atomic.Uint64
 	watchdog    *watchdog.Watchdog
 	sub         *pubsub.Subscriber
+	latches     *latchSweeper
 	degraded    atomic.Bool // waiting by polling: subscribing failed
 	// conn runs the lock scripts: rdb, with the replica sync in use (off
 	// once the server refused WAIT).
@@ -43,9 +44,6 @@ type Client struct {
 	// hookBeforeSubscribe, set by tests, runs between a failed attempt and
 	// the subscription that follows it.
 	hookBeforeSubscribe func()
-	// hookWoken, set by tests, runs when a wake-up message ends a waiter's
-	// sleep, before its next attempt, with the waiter's ctx.
-	hookWoken func(ctx context.Context)
 
 	mu     sync.Mutex
 	closed bool
@@ -89,6 +87,8 @@ func New(rdb rueidis.Client, opts Options) (*Client, error) {
 		return nil, err
 	}
 	c.sub = pubsub.New(rdb, opts.PubSub, scripts.Slot, opts.Logger)
+	c.latches = newLatchSweeper(rdb, cluster)
+	c.background(func() { c.latches.run(c.closing) })
 	c.watchdog = watchdog.New(watchdog.Config{
 		Timeout:   opts.WatchdogTimeout,
 		BatchSize: opts.RenewBatchSize,

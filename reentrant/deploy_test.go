@@ -91,7 +91,9 @@ func TestCluster(t *testing.T) {
 	// in the script's pipeline. Every master's replica confirms; a frozen
 	// one does not, and only that master's locks are refused.
 	t.Run("replica sync on every master", func(t *testing.T) {
-		c := client(t, reentrant.Options{ReplicaSync: reentrant.ReplicaSync{Replicas: 1, Timeout: 200 * time.Millisecond}})
+		// 2s: a loaded machine (four copies of the suite under -race) once
+		// kept a healthy replica's acknowledgement past 200ms.
+		c := client(t, reentrant.Options{ReplicaSync: reentrant.ReplicaSync{Replicas: 1, Timeout: 2 * time.Second}})
 		require.Equal(t, 1, c.ReplicaSync().Replicas)
 		masters := cl.Masters()
 		for _, m := range masters {

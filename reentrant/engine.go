@@ -64,7 +64,7 @@ func (l *Lock) startCycle(c *cycle, ctx context.Context, cfg acquireConfig) {
 		owner = l.c.NewOwner()
 		ctx = WithOwner(ctx, owner)
 	}
-	l.c.startWaiting(&c.waiting, ctx, "lock", l.name, cfg.wait, cfg.retries)
+	l.c.startWaiting(&c.waiting, ctx, l.kindName(), l.name, cfg.wait, cfg.retries)
 	if cfg.retryDelay == 0 && l.spin == nil {
 		c.announcedOn(l.channel(owner), pubsub.LockWakes)
 	}
@@ -79,7 +79,7 @@ func (c *cycle) hold(ttl time.Duration, sent time.Time, token int64) (context.Co
 	if token > 0 {
 		ctx = context.WithValue(ctx, tokenKey{}, token)
 	}
-	return c.l.c.addHold(ctx, c.given, c.key, c.l.c.group(c.l), c.cfg.lease, ttl, sent)
+	return c.l.c.addHold(ctx, c.given, c.kind, c.key, c.l.c.group(c.l), c.cfg.lease, ttl, sent)
 }
 
 // mayRetry reports whether a failed attempt may be followed by another.

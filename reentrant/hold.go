@@ -47,6 +47,8 @@ type acquisition struct {
 	lease  time.Duration // 0: kept by the watchdog
 	cancel context.CancelCauseFunc
 	parent context.Context // the ctx given to Lock
+	kind   string          // Acquire.Kind, for HoldEnded
+	sent   time.Time       // when its acquire was sent
 }
 
 // renewed reports whether the watchdog keeps the hold: while any of its
@@ -70,9 +72,22 @@ func (h *hold) ttl(timeout time.Duration) time.Duration {
 	return h.acqs[len(h.acqs)-1].lease
 }
 
+// cancelAll ends every acquisition of the hold with cause.
 func (h *hold) cancelAll(cause error) {
 	for _, a := range h.acqs {
+		h.c.holdEnded(h.key, a, cause, nil, 0)
 		a.cancel(cause)
+	}
+}
+
+// holdEnded tells the HoldEnded hook that acquisition a of key ended: by a
+// release that took releasing (err its error), or with cause.
+func (c *Client) holdEnded(key holdKey, a acquisition, cause, err error, releasing time.Duration) {
+	if hook := c.opts.Hooks.HoldEnded; hook != nil {
+		hook(a.parent, HoldEnd{
+			Kind: a.kind, Name: key.name, Owner: Owner{id: key.owner}, Held: time.Since(a.sent),
+			Cause: cause, Err: err, Releasing: releasing,
+		})
 	}
 }
 
@@ -91,10 +106,11 @@ func (c *Client) acquireTTL(key holdKey, lease time.Duration) time.Duration {
 	return lease
 }
 
-// addHold records an acquisition whose script was sent at sent with TTL
-// ttl, hands it to the watchdog, and returns its held context: parent with a
-// cancel that fires on release or loss. given is the ctx Lock was given.
-func (c *Client) addHold(parent, given context.Context, key holdKey, group uint32, lease, ttl time.Duration, sent time.Time) (context.Context, error) {
+// addHold records an acquisition of a thing of the given kind, whose script
+// was sent at sent with TTL ttl, hands it to the watchdog, and returns its
+// held context: parent with a cancel that fires on release or loss. given
+// is the ctx Lock was given.
+func (c *Client) addHold(parent, given context.Context, kind string, key holdKey, group uint32, lease, ttl time.Duration, sent time.Time) (context.Context, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -106,7 +122,7 @@ func (c *Client) addHold(parent, given context.Context, key holdKey, group uint3
 		c.holds[key] = h
 	}
 	ctx, cancel := context.WithCancelCause(context.WithValue(parent, holdCtxKey{}, h))
-	h.acqs = append(h.acqs, acquisition{lease: lease, cancel: cancel, parent: given})
+	h.acqs = append(h.acqs, acquisition{lease: lease, cancel: cancel, parent: given, kind: kind, sent: sent})
 	deadline := watchdog.Deadline(sent, ttl)
 	if h.lease == nil {
 		h.lease = c.watchdog.Add(key.name, key.owner, group, h.renewed(), deadline,
@@ -211,6 +227,7 @@ var renewers = []struct {
 // renew is the watchdog's renew function: one renewal script call per batch,
 // all in one pipeline per script that has batches due.
 func (c *Client) renew(ctx context.Context, ttl time.Duration, batches [][]*watchdog.Lease) ([][]bool, []error) {
+	start := time.Now()
 	byScript := make([][]int, len(renewers)) // batch indexes by renewer
 	held := make([][]scripts.Held, len(batches))
 	for i, b := range batches {
@@ -239,5 +256,29 @@ func (c *Client) renew(ctx context.Context, ttl time.Duration, batches [][]*watc
 			renewed[i], errs[i] = ok[k], e[k]
 		}
 	}
+	if hook := c.opts.Hooks.Renewed; hook != nil {
+		hook(renewal(time.Since(start), batches, renewed, errs))
+	}
 	return renewed, errs
+}
+
+// renewal sums up a renewal round for the Renewed hook.
+func renewal(took time.Duration, batches [][]*watchdog.Lease, renewed [][]bool, errs []error) Renewal {
+	r := Renewal{Duration: took}
+	for i, b := range batches {
+		r.Holds += len(b)
+		if errs[i] != nil {
+			r.Failed += len(b)
+			if r.Err == nil {
+				r.Err = errs[i]
+			}
+			continue
+		}
+		for _, ok := range renewed[i] {
+			if !ok {
+				r.Failed++
+			}
+		}
+	}
+	return r
 }

@@ -23,6 +23,8 @@ const (
 // kind is everything that differs between the kinds of lock; waiting,
 // holding, renewing and releasing with retries are shared.
 type kind struct {
+	// name is the kind's Acquire.Kind.
+	name string
 	// field is the hash field that records owner's holds.
 	field func(owner string) string
 	// channel is the channel on which owner, waiting for lock name, hears
@@ -47,6 +49,7 @@ type kind struct {
 
 var kinds = [...]kind{
 	plainLock: {
+		name:        "lock",
 		field:       ownField,
 		channel:     lockChannel,
 		acquire:     acquireWith(scripts.Acquire),
@@ -54,6 +57,7 @@ var kinds = [...]kind{
 		forceUnlock: forceUnlockOn(scripts.LockChannel, pubsub.WakeOne),
 	},
 	fencedLock: {
+		name:    "fenced",
 		field:   ownField,
 		channel: lockChannel,
 		acquire: func(ctx context.Context, rdb scripts.Conn, name, owner string, ttl, _ time.Duration, _ bool, _ scripts.Publish) (bool, time.Duration, int64, error) {
@@ -63,6 +67,7 @@ var kinds = [...]kind{
 		forceUnlock: forceUnlockOn(scripts.LockChannel, pubsub.WakeOne),
 	},
 	readLock: {
+		name:         "read",
 		field:        ownField,
 		channel:      rwChannel,
 		acquire:      acquireWith(scripts.ReadAcquire),
@@ -71,6 +76,7 @@ var kinds = [...]kind{
 		renewedApart: true,
 	},
 	writeLock: {
+		name:        "write",
 		field:       scripts.WriteField,
 		channel:     rwChannel,
 		acquire:     acquireWith(scripts.WriteAcquire),
@@ -78,6 +84,7 @@ var kinds = [...]kind{
 		forceUnlock: forceUnlockOn(scripts.RWChannel, pubsub.WakeAll),
 	},
 	fairLock: {
+		name:    "fair",
 		field:   ownField,
 		channel: scripts.FairChannel,
 		acquire: func(ctx context.Context, rdb scripts.Conn, name, owner string, ttl, turn time.Duration, join bool, pub scripts.Publish) (bool, time.Duration, int64, error) {
@@ -98,6 +105,14 @@ func rwChannel(name, _ string) string      { return scripts.RWChannel(name) }
 func (k lockKind) spec() *kind             { return &kinds[k] }
 func (l *Lock) field(owner Owner) string   { return l.kind.spec().field(owner.id) }
 func (l *Lock) channel(owner Owner) string { return l.kind.spec().channel(l.name, owner.id) }
+
+// kindName is the lock's Acquire.Kind.
+func (l *Lock) kindName() string {
+	if l.spin != nil {
+		return "spin"
+	}
+	return l.kind.spec().name
+}
 
 // runRelease runs the RLock release script, which the fenced lock shares.
 func runRelease(ctx context.Context, rdb scripts.Conn, r scripts.Release) (scripts.Released, error) {

@@ -126,7 +126,11 @@ func (l *Lock) release(ctx context.Context, owner Owner, restore time.Duration, 
 		LatchTTL:  releaseWindow,
 		Publish:   l.publish(),
 	}
-	return l.kind.spec().release(ctx, rdb, rel)
+	res, err := l.kind.spec().release(ctx, rdb, rel)
+	if err == nil {
+		l.c.latches.drop(rel.Latch()) // answered: it will not be sent again
+	}
+	return res, err
 }
 
 // publish is the command the lock's releases announce themselves with.
@@ -182,7 +186,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 }
 
 // unlock is Unlock, retrying for at most window.
-func (l *Lock) unlock(ctx context.Context, window time.Duration) error {
+func (l *Lock) unlock(ctx context.Context, window time.Duration) (err error) {
 	if err := l.check(ctx, nil); err != nil {
 		return err
 	}
@@ -200,7 +204,15 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) error {
 	key := holdKey{l.name, l.field(owner)}
 	a, restore, found := l.c.dropHold(key)
 	if found {
-		defer a.cancel(context.Canceled)
+		start := time.Now()
+		defer func() {
+			var cause error
+			if errors.Is(err, ErrLockLost) {
+				cause = err
+			}
+			l.c.holdEnded(key, a, cause, err, time.Since(start))
+			a.cancel(context.Canceled)
+		}()
 	}
 	requestID := l.c.newRequestID()
 	// The first attempt needs no timer of its own: rueidis fails it when the

@@ -5,9 +5,11 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -289,4 +291,36 @@ func TestOutageIsNotNotAcquired(t *testing.T) {
 	refused(t, err)
 	_, err = c.Lock("x").Lock(bg(), reentrant.RetryCount(2), reentrant.RetryDelay(10*time.Millisecond))
 	refused(t, err)
+}
+
+// A release that got its reply deletes its unlock latch right after, as
+// Redisson does: unlocks leave no keys behind, where each used to leave one
+// for ten seconds.
+func TestUnlockLatchesDeleted(t *testing.T) {
+	s := redistest.Start(t)
+	c, err := reentrant.New(s.Client(), reentrant.Options{})
+	require.NoError(t, err)
+	defer c.Close()
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				for _, l := range []*reentrant.Lock{c.Lock(fmt.Sprintf("own:%d", g)), c.FairLock(fmt.Sprintf("fair:%d", g)), c.ReadWriteLock(fmt.Sprintf("rw:%d", g)).WriteLock()} {
+					held, err := l.Lock(context.Background())
+					if err == nil {
+						err = l.Unlock(held)
+					}
+					assert.NoError(t, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	// Well before the latches' own 10s TTL would remove them.
+	redistest.Eventually(t, 5*time.Second, "every latch deleted", func() bool {
+		keys, err := s.Do("KEYS", "redisson_unlock_latch:*").AsStrSlice()
+		return err == nil && len(keys) == 0
+	})
 }

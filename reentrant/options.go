@@ -23,8 +23,13 @@ type Options struct {
 	// its held contexts are cancelled, with the cause they were given
 	// (errors.Is(cause, ErrLockLost)). It runs on the watchdog's loop and
 	// must not block. For a permit of a PermitExpirableSemaphore, name is
-	// the semaphore's and owner.String() the permit's id.
+	// the semaphore's and owner.String() the permit's id. It is a shortcut:
+	// Hooks.HoldEnded sees every acquisition end, lost or not.
 	OnLockLost func(name string, owner Owner, cause error)
+
+	// Hooks watch the client's acquires, holds, renewals and wake-ups,
+	// for metrics and traces. None by default.
+	Hooks Hooks
 
 	// Logger receives a warning for each lost hold. Default slog.Default().
 	Logger *slog.Logger

@@ -32,7 +32,7 @@ func TestWokenWaiterGivesUpPassesOn(t *testing.T) {
 	// cancelled before its next attempt.
 	type cancelKey struct{}
 	gaveUp := make(chan struct{})
-	waiters.hookWoken = func(ctx context.Context) {
+	waiters.opts.Hooks.Woken = func(ctx context.Context, _, _ string) {
 		select {
 		case <-gaveUp:
 		default:

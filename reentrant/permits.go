@@ -114,7 +114,7 @@ func (s *PermitExpirableSemaphore) acquire(ctx context.Context, cfg acquireConfi
 	id := newPermitID()
 	ttl := cmp.Or(cfg.lease, s.c.opts.WatchdogTimeout)
 	var w waiting
-	s.c.startWaiting(&w, ctx, "semaphore", s.name, cfg.wait, cfg.retries)
+	s.c.startWaiting(&w, ctx, "permit", s.name, cfg.wait, cfg.retries)
 	if cfg.retryDelay == 0 {
 		w.announcedOn(scripts.SemaphoreChannel(s.name), permitWakes)
 	}
@@ -181,7 +181,7 @@ func (s *PermitExpirableSemaphore) hold(ctx context.Context, id string, lease, t
 	if err != nil {
 		return nil, err
 	}
-	held, err := s.c.addHold(ctx, ctx, holdKey{s.name, id}, s.c.groupOf(s.name, permitGroup), lease, ttl, sent)
+	held, err := s.c.addHold(ctx, ctx, "permit", holdKey{s.name, id}, s.c.groupOf(s.name, permitGroup), lease, ttl, sent)
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +200,7 @@ func newPermitID() string {
 // Redisson's tryRelease; its release throws where this returns ErrNotHeld.
 // Permits this client holds have their contexts cancelled. Release is
 // cleanup: ctx's cancellation does not stop it.
-func (s *PermitExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
+func (s *PermitExpirableSemaphore) Release(ctx context.Context, ids ...string) (err error) {
 	if err := s.check(ctx); err != nil {
 		return err
 	}
@@ -212,15 +212,18 @@ func (s *PermitExpirableSemaphore) Release(ctx context.Context, ids ...string) e
 			return fmt.Errorf("relock: %w: permit id %q is not 32 hex digits", ErrInvalidArgument, id)
 		}
 	}
+	start := time.Now()
 	for _, id := range ids {
 		if a, _, found := s.c.dropHold(holdKey{s.name, id}); found {
-			defer a.cancel(context.Canceled)
+			defer func() {
+				s.c.holdEnded(holdKey{s.name, id}, a, nil, err, time.Since(start))
+				a.cancel(context.Canceled)
+			}()
 		}
 	}
+	var released bool
 	ctx, cancel := cleanup(ctx)
 	defer cancel()
-	var released bool
-	var err error
 	if len(ids) == 1 {
 		released, err = scripts.PermitRelease(ctx, s.c.scriptConn(), s.name, ids[0], s.c.publish)
 	} else {

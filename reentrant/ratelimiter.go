@@ -129,7 +129,7 @@ func (r *RateLimiter) acquire(ctx context.Context, n int64, cfg acquireConfig) (
 		return err
 	}
 	var w waiting
-	r.c.startWaiting(&w, ctx, "rate limiter", r.name, cfg.wait, cfg.retries)
+	r.c.startWaiting(&w, ctx, "rate", r.name, cfg.wait, cfg.retries)
 	defer func() { err = w.end(err) }()
 	for attempt := 0; ; attempt++ {
 		acquired, wait, err := scripts.RateAcquire(ctx, r.c.scriptConn(), r.name, r.c.id, n)

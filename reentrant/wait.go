@@ -21,7 +21,7 @@ import (
 // without.
 type waiting struct {
 	c       *Client
-	what    string // "lock", "semaphore", ...: names the thing in errors
+	kind    string // Acquire.Kind: "lock", "fair", "semaphore", ...
 	name    string
 	channel string       // where releases are announced
 	wakes   pubsub.Wakes // reads its messages; nil: nothing is announced
@@ -40,16 +40,44 @@ type waiting struct {
 	// had an answer: a wait that ends then ended for want of Redis, not
 	// because the thing was taken, and says so.
 	unreachable error
+	// For the hooks: when the call started (zero if no hook listens) and
+	// how many attempts it made.
+	start    time.Time
+	attempts int
 }
 
-// startWaiting readies w for a call with ctx that gives up after wait (< 0:
-// never) or 1+retries attempts (retries < 0: no limit).
-func (c *Client) startWaiting(w *waiting, ctx context.Context, what, name string, wait time.Duration, retries int) {
-	*w = waiting{c: c, what: what, name: name, ctx: ctx, retries: retries, unavailable: 20 * time.Millisecond}
+// startWaiting readies w for a call with ctx, taking a thing of the given
+// kind (an Acquire.Kind), that gives up after wait (< 0: never) or
+// 1+retries attempts (retries < 0: no limit).
+func (c *Client) startWaiting(w *waiting, ctx context.Context, kind, name string, wait time.Duration, retries int) {
+	*w = waiting{c: c, kind: kind, name: name, ctx: ctx, retries: retries, unavailable: 20 * time.Millisecond}
+	w.start = c.opts.Hooks.started(ctx, kind, name)
 	if wait >= 0 {
 		w.timer = time.NewTimer(wait)
 		w.giveUp = w.timer.C
 	}
+}
+
+// what names the kind of thing waited for in errors.
+func (w *waiting) what() string {
+	switch w.kind {
+	case "semaphore", "permit":
+		return "semaphore"
+	case "latch":
+		return "latch"
+	case "rate":
+		return "rate limiter"
+	}
+	return "lock"
+}
+
+// holds reports whether the kind records a hold that HoldEnded ends.
+func (w *waiting) holds() bool {
+	switch w.kind {
+	case "semaphore", "latch", "rate":
+		return false
+	}
+	return true
 }
 
 // announcedOn makes the wait listen for releases on channel, read by wakes.
@@ -60,6 +88,7 @@ func (w *waiting) announcedOn(channel string, wakes pubsub.Wakes) {
 // heard records whether an attempt got an answer from Redis: any reply,
 // except one saying the server cannot run scripts for now.
 func (w *waiting) heard(err error) {
+	w.attempts++
 	w.unreachable = nil
 	if err != nil && (!scripts.IsReply(err) || scripts.IsUnavailable(err)) {
 		w.unreachable = err
@@ -113,8 +142,8 @@ func (w *waiting) pause(attempt int, next func() time.Duration) error {
 	if w.woken, err = w.sleep(wake, next()); err != nil {
 		return err
 	}
-	if hook := w.c.hookWoken; w.woken && hook != nil {
-		hook(w.ctx)
+	if hook := w.c.opts.Hooks.Woken; w.woken && hook != nil {
+		hook(w.ctx, w.kind, w.name)
 	}
 	return nil
 }
@@ -135,6 +164,9 @@ func (w *waiting) end(err error) error {
 		}
 		w.sub.Leave()
 	}
+	if !w.start.IsZero() {
+		w.c.opts.Hooks.ended(w.ctx, w.kind, w.name, w.start, w.attempts, w.holds(), err)
+	}
 	return err
 }
 
@@ -144,13 +176,13 @@ func (w *waiting) end(err error) error {
 // found taken by someone else, Redis could not be asked.
 func (w *waiting) outageError(err error) error {
 	if errors.Is(err, ErrNotAcquired) {
-		return fmt.Errorf("relock: %s %q: no answer from Redis before the wait ran out: %w", w.what, w.name, w.unreachable)
+		return fmt.Errorf("relock: %s %q: no answer from Redis before the wait ran out: %w", w.what(), w.name, w.unreachable)
 	}
 	return fmt.Errorf("%w (last attempt: %w)", err, w.unreachable) // err says "relock:"
 }
 
 func (w *waiting) notAcquired() error {
-	return fmt.Errorf("relock: %s %q: %w", w.what, w.name, ErrNotAcquired)
+	return fmt.Errorf("relock: %s %q: %w", w.what(), w.name, ErrNotAcquired)
 }
 
 // sleep is Client.sleep within the wait's limits.

@@ -30,7 +30,10 @@ func LockChannel(name string) string {
 // unlockLatch returns the key that remembers the reply of one release
 // request: redisson_unlock_latch:{name}:requestID.
 func unlockLatch(name, requestID string) string {
-	return prefixed("redisson_unlock_latch", name) + ":" + requestID
+	if strings.Contains(name, "{") { // prefixed, in one allocation
+		return "redisson_unlock_latch:" + name + ":" + requestID
+	}
+	return "redisson_unlock_latch:{" + name + "}:" + requestID
 }
 
 // SlotSafe reports whether every name derived from lock name shares its
@@ -68,4 +71,24 @@ func Slot(key string) uint16 {
 		}
 	}
 	return crc & 16383
+}
+
+// Derived holds the names Redisson derives from a lock's or synchronizer's
+// name, for tools that look at them without running a script.
+type Derived struct {
+	FairQueue, FairTimeouts string // a fair lock's queue and deadlines
+	Token                   string // a fenced lock's token counter
+	PermitTimeouts          string // a permit-expirable semaphore's permits
+	RateValue               string // a rate limiter's permits left (OVERALL)
+}
+
+// DerivedNames returns the names derived from name.
+func DerivedNames(name string) Derived {
+	return Derived{
+		FairQueue:      fairQueue(name),
+		FairTimeouts:   fairTimeouts(name),
+		Token:          tokenCounter(name),
+		PermitTimeouts: permitTimeouts(name),
+		RateValue:      suffixed(name, "value"),
+	}
 }

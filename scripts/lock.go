@@ -108,6 +108,10 @@ type Release struct {
 	Publish  Publish
 }
 
+// Latch returns the name of the request's unlock latch,
+// redisson_unlock_latch:{Key}:RequestID.
+func (r Release) Latch() string { return unlockLatch(r.Key, r.RequestID) }
+
 // Run runs release.lua.
 func (r Release) Run(ctx context.Context, c Conn) (Released, error) {
 	keys := []string{r.Key, LockChannel(r.Key), unlockLatch(r.Key, r.RequestID)}

@@ -4,8 +4,10 @@
 // on), and checkers that judge the history instead of counting.
 //
 // Workloads, one run each: the fenced lock, the plain lock, the read-write
-// lock (7 reads in 10) and the fair lock. Faults include a force unlock and
-// a partition of the holder whose renewal replies first come late.
+// lock (7 reads in 10), the fair lock, a permit-expirable semaphore, latch
+// rounds, and the herd: the plain lock with 16 processes, most of them
+// waiting at any time. Faults include a force unlock and a partition of the
+// holder whose renewal replies first come late.
 //
 // Oracles: A, a fencing-checking store that refuses stale tokens and detects
 // lost or duplicated increments (strict for the fenced lock; for the others

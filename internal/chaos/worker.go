@@ -92,8 +92,19 @@ const (
 
 // The workloads: which lock the workers take; "semaphore" takes a permit
 // of a PermitExpirableSemaphore of semPermits; "latch" runs latch rounds
-// (see runLatchWorker).
-var workloads = []string{"fenced", "plain", "rw", "fair", "semaphore", "latch"}
+// (see runLatchWorker); "herd" is the plain lock with herdWorkers
+// processes, most of them waiting at any time.
+var workloads = []string{"fenced", "plain", "rw", "fair", "semaphore", "latch", "herd"}
+
+// workersOf returns how many worker processes workload w runs.
+func workersOf(w string) int {
+	if w == "herd" {
+		return herdWorkers
+	}
+	return 4
+}
+
+const herdWorkers = 16
 
 // semPermits is the size of the semaphore workload's semaphore.
 const semPermits = 2
@@ -129,7 +140,7 @@ func pick(c *reentrant.Client, w string, rng *rand.Rand) (locker, bool) {
 	switch w {
 	case "semaphore":
 		return &permitLocker{s: c.PermitExpirableSemaphore(lockName)}, true
-	case "plain":
+	case "plain", "herd":
 		return c.Lock(lockName), false
 	case "fair":
 		return c.FairLock(lockName), false

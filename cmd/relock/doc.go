@@ -1,0 +1,64 @@
+// Command relock runs commands under relock's locks and shows them, from a
+// shell, on the same keys Go and Java Redisson services use.
+//
+//	relock run [-n | -w DURATION] [-E CODE] [--lease D | --watchdog D] [--fenced] [--grace D] NAME -- CMD [ARGS...]
+//	relock inspect [--json] NAME
+//	relock list [--json] [PATTERN]
+//	relock force-unlock [--yes] NAME
+//	relock version
+//
+// Flags go before NAME. Every command takes the connection flags:
+//
+//	--addr host:port[,host:port...]  Redis, the seeds of a cluster, or with
+//	                                 --sentinel-master the sentinels
+//	                                 (default $REDIS_ADDR, else 127.0.0.1:6379)
+//	--user NAME                      ACL user; the password is read from
+//	                                 $REDIS_PASSWORD
+//	--tls                            connect with TLS
+//	--sentinel-master NAME           ask the sentinels at --addr for NAME's master
+//
+// # run
+//
+// run takes lock NAME, runs CMD with RELOCK_NAME and RELOCK_OWNER (and,
+// with --fenced, RELOCK_TOKEN, the fencing token) in its environment,
+// forwards SIGINT and SIGTERM to it, releases the lock when it exits, and
+// exits with its status. Without -n or -w it waits as long as the lock is
+// held. The watchdog keeps the lock while CMD runs (--watchdog sets its
+// timeout, default 30s, renewed every third of it); --lease D holds it for D
+// at most instead. If the lock is lost while CMD runs (deleted, expired, or
+// Redis unreachable past the timeout), CMD gets SIGTERM, then SIGKILL after
+// --grace (default 10s), and relock exits 75.
+//
+// Exit status of run:
+//
+//	CMD's status     CMD ran (128+n if a signal n killed it)
+//	1, or -E CODE    the lock was held by someone else (-n, or -w ran out)
+//	2                bad usage
+//	69               Redis could not be reached, or answered with an error
+//	75               the lock was lost while CMD ran; CMD was stopped
+//	126, 127         CMD could not be run (not executable, not found)
+//	128+n            relock got signal n while waiting for the lock
+//
+// When the lock is not acquired, one line on stderr says why.
+//
+// # inspect, list, force-unlock
+//
+// inspect shows what key NAME is (lock, fair lock, fenced lock, read-write
+// lock, semaphore, permit-expirable semaphore, count-down latch, rate
+// limiter), its holders and their counts, its TTL, a fair lock's queue and
+// deadlines, and a fenced lock's last token. A semaphore and a latch are
+// both a number in a string key: inspect tells them apart by who listens
+// on their channels, and says so when it cannot.
+//
+// list finds lock-shaped keys (hashes whose fields are owners) with SCAN,
+// never KEYS, on every master of a cluster, and shows their holders and
+// TTLs. PATTERN is SCAN's MATCH pattern, * by default.
+//
+// force-unlock deletes a lock whoever holds it and publishes the release,
+// so waiters wake at once. It asks for confirmation on a terminal unless
+// --yes is given, and refuses keys that are not lock-shaped.
+//
+// inspect, list and force-unlock exit 0 on success, 1 when the key is not
+// there or not a lock (force-unlock), 2 on bad usage and 69 when Redis
+// cannot be reached.
+package main

@@ -1,0 +1,337 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/reentrant"
+	"github.com/relock-go/relock/scripts"
+)
+
+// binary is the relock command built for these tests.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "relock-e2e")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "relock")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		panic("building relock: " + err.Error() + "\n" + string(out))
+	}
+	code := m.Run()
+	if err := goleak.Find(); code == 0 && err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// server starts a Redis and returns a function that makes relock
+// commands pointed at it.
+func server(t *testing.T) (*redistest.Server, func(args ...string) *exec.Cmd) {
+	s := redistest.Start(t)
+	return s, func(args ...string) *exec.Cmd {
+		cmd := exec.Command(binary, args...)
+		cmd.Env = append(os.Environ(), "REDIS_ADDR="+s.Addr)
+		return cmd
+	}
+}
+
+// result runs cmd and returns its exit code, stdout and stderr.
+func result(t *testing.T, cmd *exec.Cmd) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, out.String(), errOut.String()
+	case errors.As(err, &exit):
+		return exit.ExitCode(), out.String(), errOut.String()
+	}
+	t.Fatalf("running %v: %v", cmd.Args, err)
+	return 0, "", ""
+}
+
+// hold takes lock name from the test, as another process would.
+func hold(t *testing.T, s *redistest.Server, name string) (*reentrant.Client, context.Context) {
+	locks, err := reentrant.New(s.Client(), reentrant.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { locks.Close() })
+	held, err := locks.Lock(name).Lock(context.Background())
+	require.NoError(t, err)
+	return locks, held
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	redistest.Eventually(t, 20*time.Second, what, cond)
+}
+
+// num runs a command on s and returns its integer reply.
+func num(t *testing.T, s *redistest.Server, args ...string) int64 {
+	t.Helper()
+	n, err := s.Do(args...).AsInt64()
+	require.NoError(t, err)
+	return n
+}
+
+func fileHas(path, text string) bool {
+	b, _ := os.ReadFile(path)
+	return strings.Contains(string(b), text)
+}
+
+// Two runs on one name never overlap: the second waits, subscribed, while
+// the first's command runs, and runs its own after.
+func TestRunExcludes(t *testing.T) {
+	s, relock := server(t)
+	dir := t.TempDir()
+	log, gate := filepath.Join(dir, "log"), filepath.Join(dir, "gate")
+	script := `echo in >> "$LOG"; while [ ! -e "$GATE" ]; do sleep 0.01; done; echo out >> "$LOG"`
+	start := func() *exec.Cmd {
+		cmd := relock("run", "job", "--", "sh", "-c", script)
+		cmd.Env = append(cmd.Env, "LOG="+log, "GATE="+gate)
+		require.NoError(t, cmd.Start())
+		return cmd
+	}
+	first := start()
+	eventually(t, "the first command runs", func() bool { return fileHas(log, "in") })
+	second := start()
+	eventually(t, "the second run waits on the lock's channel", func() bool {
+		n, err := s.Do("PUBSUB", "NUMSUB", "redisson_lock__channel:{job}").AsIntMap()
+		return err == nil && n["redisson_lock__channel:{job}"] == 1
+	})
+	require.NoError(t, os.WriteFile(gate, nil, 0o600))
+	require.NoError(t, first.Wait())
+	require.NoError(t, second.Wait())
+	b, err := os.ReadFile(log)
+	require.NoError(t, err)
+	assert.Equal(t, "in\nout\nin\nout\n", string(b))
+}
+
+// -n fails at once while the lock is held, with flock's exit code 1 or
+// -E's, and one line on stderr; -w gives up after its wait.
+func TestRunNotAcquired(t *testing.T) {
+	s, relock := server(t)
+	hold(t, s, "busy")
+	code, _, stderr := result(t, relock("run", "-n", "busy", "--", "true"))
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "relock: busy is held by someone else\n", stderr)
+	code, _, _ = result(t, relock("run", "-n", "-E", "9", "busy", "--", "true"))
+	assert.Equal(t, 9, code)
+	code, _, stderr = result(t, relock("run", "-w", "100ms", "-E", "9", "busy", "--", "true"))
+	assert.Equal(t, 9, code)
+	assert.Equal(t, "relock: busy is held by someone else\n", stderr)
+}
+
+// The command's exit status comes back; it sees the lock's name and owner,
+// and with --fenced its token; the lock is released after.
+func TestRunExitStatusAndEnv(t *testing.T) {
+	s, relock := server(t)
+	code, stdout, _ := result(t, relock("run", "--fenced", "job", "--", "sh", "-c", `echo "$RELOCK_NAME $RELOCK_TOKEN $RELOCK_OWNER"; exit 7`))
+	assert.Equal(t, 7, code)
+	fields := strings.Fields(stdout)
+	require.Len(t, fields, 3)
+	assert.Equal(t, "job", fields[0])
+	assert.NotEqual(t, "", fields[1], "a token")
+	_, err := reentrant.ParseOwner(fields[2])
+	assert.NoError(t, err)
+	assert.Equal(t, int64(0), num(t, s, "EXISTS", "job"), "released")
+
+	code, _, _ = result(t, relock("run", "job", "--", "sh", "-c", "kill -KILL $$"))
+	assert.Equal(t, 128+9, code, "killed by a signal: 128+n, as a shell says")
+	code, _, _ = result(t, relock("run", "job", "--", "/no/such/command"))
+	assert.Equal(t, 127, code)
+	code, _, _ = result(t, relock("run", "job"))
+	assert.Equal(t, 2, code)
+}
+
+// A force-unlock from outside: the command gets SIGTERM at the next
+// renewal, and relock exits 75.
+func TestRunLostLockStopsCommand(t *testing.T) {
+	_, relock := server(t)
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	cmd := relock("run", "--watchdog", "3s", "job", "--", "sh", "-c",
+		`trap 'echo term >> "$LOG"; exit 0' TERM; echo in >> "$LOG"; while true; do sleep 0.01; done`)
+	cmd.Env = append(cmd.Env, "LOG="+log)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	eventually(t, "the command runs", func() bool { return fileHas(log, "in") })
+
+	code, stdout, _ := result(t, relock("force-unlock", "--yes", "job"))
+	require.Equal(t, 0, code)
+	assert.Equal(t, "job: unlocked; waiters told\n", stdout)
+	forced := time.Now()
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.Equal(t, 75, exit.ExitCode())
+	assert.True(t, fileHas(log, "term"), "the command got SIGTERM")
+	assert.Contains(t, stderr.String(), "lock job lost")
+	t.Logf("the command was stopped %v after the force-unlock (renewal period 1s)", time.Since(forced).Round(time.Millisecond))
+}
+
+// After its holder is SIGKILLed, the next run waiting with -w gets the
+// lock when the dead holder's TTL runs out, not before.
+func TestRunAfterKilledHolder(t *testing.T) {
+	s, relock := server(t)
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	holder := relock("run", "--watchdog", "2s", "job", "--", "sh", "-c", `echo in >> "$LOG"; exec sleep 60`)
+	holder.Env = append(holder.Env, "LOG="+log)
+	holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, holder.Start())
+	eventually(t, "the holder runs", func() bool { return fileHas(log, "in") })
+	require.NoError(t, syscall.Kill(-holder.Process.Pid, syscall.SIGKILL)) // relock and its command
+	_ = holder.Wait()
+	ttl := num(t, s, "PTTL", "job")
+	require.Greater(t, ttl, int64(0), "the dead holder's lock is still there")
+
+	start := time.Now()
+	code, _, stderr := result(t, relock("run", "-w", "20s", "job", "--", "true"))
+	assert.Equal(t, 0, code, stderr)
+	assert.GreaterOrEqual(t, time.Since(start), time.Duration(ttl-50)*time.Millisecond, "not before the TTL ran out")
+}
+
+// inspect --json says what a key is, and list finds the locks.
+func TestInspectAndList(t *testing.T) {
+	s, relock := server(t)
+	locks, held := hold(t, s, "orders")
+	owner, _ := reentrant.OwnerFrom(held)
+	_, err := locks.Semaphore("pool").TrySetPermits(context.Background(), 3)
+	require.NoError(t, err)
+
+	code, stdout, _ := result(t, relock("inspect", "--json", "orders"))
+	require.Equal(t, 0, code)
+	var r keyReport
+	require.NoError(t, json.Unmarshal([]byte(stdout), &r))
+	assert.Equal(t, "lock", r.Kind)
+	require.Len(t, r.Holders, 1)
+	assert.Equal(t, entry{Owner: owner.String(), Count: 1}, r.Holders[0])
+	assert.Greater(t, r.TTLMillis, int64(0))
+
+	code, stdout, _ = result(t, relock("inspect", "--json", "pool"))
+	require.Equal(t, 0, code)
+	require.NoError(t, json.Unmarshal([]byte(stdout), &r))
+	assert.Equal(t, "semaphore-or-latch", r.Kind)
+	assert.Equal(t, int64(3), *r.Count)
+
+	code, _, _ = result(t, relock("inspect", "nothing"))
+	assert.Equal(t, 1, code)
+
+	code, stdout, _ = result(t, relock("list", "--json"))
+	require.Equal(t, 0, code)
+	var rs []keyReport
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rs))
+	require.Len(t, rs, 1, "only the lock")
+	assert.Equal(t, "orders", rs[0].Name)
+
+	// force-unlock asks first, and leaves what is not a lock alone.
+	cmd := relock("force-unlock", "orders")
+	cmd.Stdin = strings.NewReader("n\n")
+	code, _, _ = result(t, cmd)
+	assert.Equal(t, 1, code)
+	assert.Equal(t, int64(1), num(t, s, "EXISTS", "orders"), "not confirmed, not unlocked")
+	code, _, stderr := result(t, relock("force-unlock", "--yes", "pool"))
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "not a lock")
+	assert.Equal(t, int64(1), num(t, s, "EXISTS", "pool"))
+}
+
+// SIGINT and SIGTERM sent to relock reach the command; relock exits with
+// the command's status and releases the lock.
+func TestRunForwardsSignals(t *testing.T) {
+	s, relock := server(t)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		log := filepath.Join(t.TempDir(), "log")
+		cmd := relock("run", "job", "--", "sh", "-c",
+			`trap 'echo got >> "$LOG"; exit 5' INT TERM; echo in >> "$LOG"; while true; do sleep 0.01; done`)
+		cmd.Env = append(cmd.Env, "LOG="+log)
+		require.NoError(t, cmd.Start())
+		eventually(t, "the command runs", func() bool { return fileHas(log, "in") })
+		require.NoError(t, cmd.Process.Signal(sig))
+		var exit *exec.ExitError
+		require.ErrorAs(t, cmd.Wait(), &exit)
+		assert.Equal(t, 5, exit.ExitCode(), sig)
+		assert.True(t, fileHas(log, "got"), sig)
+		assert.Equal(t, int64(0), num(t, s, "EXISTS", "job"), "released")
+	}
+}
+
+// On a cluster, run takes a lock on a seed list's cluster, and list finds
+// locks on every master; through Sentinel, run finds the master.
+func TestClusterAndSentinel(t *testing.T) {
+	t.Run("cluster", func(t *testing.T) {
+		cl := redistest.StartCluster(t)
+		seeds := strings.Join(cl.Addrs(), ",")
+		locks, err := reentrant.New(cl.Client(), reentrant.Options{})
+		require.NoError(t, err)
+		defer locks.Close()
+		var names []string
+		for _, m := range cl.Masters() {
+			name := nameOn(m)
+			names = append(names, name)
+			_, err := locks.Lock(name).Lock(context.Background())
+			require.NoError(t, err)
+		}
+		cmd := exec.Command(binary, "list", "--json", "--addr", seeds)
+		code, stdout, stderr := result(t, cmd)
+		require.Equal(t, 0, code, stderr)
+		var rs []keyReport
+		require.NoError(t, json.Unmarshal([]byte(stdout), &rs))
+		var found []string
+		for _, r := range rs {
+			found = append(found, r.Name)
+		}
+		assert.ElementsMatch(t, names, found, "a lock on each of the three masters")
+
+		code, stdout, stderr = result(t, exec.Command(binary, "run", "--addr", seeds, "free", "--", "echo", "ran"))
+		assert.Equal(t, 0, code, stderr)
+		assert.Equal(t, "ran\n", stdout)
+		code, _, _ = result(t, exec.Command(binary, "run", "-n", "--addr", seeds, names[0], "--", "true"))
+		assert.Equal(t, 1, code, "held on its master")
+	})
+	t.Run("sentinel", func(t *testing.T) {
+		r := redistest.StartReplicated(t, 1)
+		s := redistest.StartSentinels(t, r.Master, 3, 1)
+		code, stdout, stderr := result(t, exec.Command(binary, "run", "--addr", strings.Join(s.Addrs, ","),
+			"--sentinel-master", s.Master, "job", "--", "echo", "ran"))
+		assert.Equal(t, 0, code, stderr)
+		assert.Equal(t, "ran\n", stdout)
+	})
+}
+
+// nameOn returns a lock name whose slot master m serves.
+func nameOn(m redistest.Node) string {
+	for i := 0; ; i++ {
+		name := "lock-" + strconv.Itoa(i)
+		slot := int(scripts.Slot(name))
+		for _, r := range m.Slots {
+			if slot >= r[0] && slot <= r[1] {
+				return name
+			}
+		}
+	}
+}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/relock-go/relock/reentrant"
+)
+
+// keyReport is inspect's and list's JSON form of a key.
+type keyReport struct {
+	Name      string  `json:"name"`
+	Kind      string  `json:"kind"`
+	RedisType string  `json:"redis_type"`
+	TTLMillis int64   `json:"ttl_ms"` // -1: no expiry; 0: no key
+	Mode      string  `json:"mode,omitempty"`
+	Holders   []entry `json:"holders,omitempty"`
+	Queue     []entry `json:"queue,omitempty"`
+	Token     int64   `json:"fencing_token,omitempty"`
+	Count     *int64  `json:"count,omitempty"`
+	Rate      *rate   `json:"rate,omitempty"`
+}
+
+type entry struct {
+	Owner    string     `json:"owner"`
+	Count    int64      `json:"count,omitempty"`
+	Write    bool       `json:"write,omitempty"`
+	Deadline *time.Time `json:"deadline,omitempty"`
+}
+
+type rate struct {
+	Permits        int64 `json:"permits"`
+	IntervalMillis int64 `json:"interval_ms"`
+	PerClient      bool  `json:"per_client"`
+}
+
+func report(k reentrant.KeyInfo) keyReport {
+	r := keyReport{Name: k.Name, Kind: k.Kind, RedisType: k.RedisType, TTLMillis: k.TTL.Milliseconds(), Mode: k.Mode, Token: k.Token}
+	if k.TTL == reentrant.NoExpiry {
+		r.TTLMillis = -1
+	}
+	if r.Kind == "" {
+		r.Kind = "none"
+	}
+	r.Holders, r.Queue = entries(k.Holders), entries(k.Queue)
+	switch k.Kind {
+	case "semaphore", "permit-semaphore", "latch", "semaphore-or-latch", "rate":
+		r.Count = &k.Count
+	}
+	if k.Kind == "rate" {
+		r.Rate = &rate{Permits: k.Rate.Permits, IntervalMillis: k.Rate.Interval.Milliseconds(), PerClient: k.Rate.PerClient}
+	}
+	return r
+}
+
+func entries(hs []reentrant.Holder) []entry {
+	var es []entry
+	for _, h := range hs {
+		e := entry{Owner: h.Owner, Count: h.Count, Write: h.Write}
+		if !h.Deadline.IsZero() {
+			d := h.Deadline.UTC()
+			e.Deadline = &d
+		}
+		es = append(es, e)
+	}
+	return es
+}
+
+func (e env) inspect(args []string) int {
+	fs, conn := e.flags("inspect")
+	asJSON := fs.Bool("json", false, "print JSON")
+	rest, ok := e.parse(fs, args)
+	if !ok {
+		return exitUsage
+	}
+	if len(rest) != 1 {
+		return e.fail(exitUsage, "inspect needs one NAME")
+	}
+	locks, closeLocks, err := conn.locks(e, reentrant.Options{})
+	if err != nil {
+		return e.fail(exitFor(err), "%v", err)
+	}
+	defer closeLocks()
+	info, err := locks.Inspect(e.ctx, rest[0])
+	if err != nil {
+		return e.fail(exitUnavailable, "%v", err)
+	}
+	r := report(info)
+	if *asJSON {
+		writeJSON(e.stdout, r)
+	} else {
+		r.write(e.stdout)
+	}
+	if info.Kind == "" {
+		return exitNotFound
+	}
+	return exitOK
+}
+
+func writeJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// write prints the report for people.
+func (r keyReport) write(w io.Writer) {
+	fmt.Fprintf(w, "%s: %s", r.Name, r.Kind)
+	if r.Mode != "" {
+		fmt.Fprintf(w, " (%s)", r.Mode)
+	}
+	switch {
+	case r.RedisType == "none" && r.Kind != "none":
+		fmt.Fprint(w, ", free")
+	case r.Kind == "none":
+	case r.TTLMillis < 0:
+		fmt.Fprint(w, ", no expiry")
+	default:
+		fmt.Fprintf(w, ", ttl %v", time.Duration(r.TTLMillis)*time.Millisecond)
+	}
+	fmt.Fprintln(w)
+	if r.Count != nil {
+		fmt.Fprintf(w, "  count: %d\n", *r.Count)
+	}
+	if r.Rate != nil {
+		fmt.Fprintf(w, "  rate: %d per %v, per client: %v\n", r.Rate.Permits, time.Duration(r.Rate.IntervalMillis)*time.Millisecond, r.Rate.PerClient)
+	}
+	if r.Token > 0 {
+		fmt.Fprintf(w, "  fencing token: %d\n", r.Token)
+	}
+	for _, h := range r.Holders {
+		fmt.Fprintf(w, "  holder %s%s\n", h.Owner, h.detail())
+	}
+	for i, q := range r.Queue {
+		fmt.Fprintf(w, "  queue %d: %s%s\n", i+1, q.Owner, q.detail())
+	}
+}
+
+func (en entry) detail() string {
+	var parts []string
+	if en.Count > 0 {
+		parts = append(parts, fmt.Sprintf("count %d", en.Count))
+	}
+	if en.Write {
+		parts = append(parts, "writer")
+	}
+	if en.Deadline != nil {
+		parts = append(parts, "until "+en.Deadline.Format(time.RFC3339Nano))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}

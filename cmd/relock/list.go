@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/relock-go/relock/reentrant"
+)
+
+func (e env) list(args []string) int {
+	fs, conn := e.flags("list")
+	asJSON := fs.Bool("json", false, "print JSON")
+	rest, ok := e.parse(fs, args)
+	if !ok {
+		return exitUsage
+	}
+	if len(rest) > 1 {
+		return e.fail(exitUsage, "list takes at most one PATTERN")
+	}
+	pattern := "*"
+	if len(rest) == 1 {
+		pattern = rest[0]
+	}
+	rdb, err := conn.redis()
+	if err != nil {
+		return e.fail(exitUnavailable, "%v", err)
+	}
+	defer rdb.Close()
+	locks, err := reentrant.New(rdb, reentrant.Options{Logger: e.log})
+	if err != nil {
+		return e.fail(exitUnavailable, "%v", err)
+	}
+	defer locks.Close()
+	names, err := scanHashes(e.ctx, rdb, pattern)
+	if err != nil {
+		return e.fail(exitUnavailable, "scan: %v", err)
+	}
+	reports := []keyReport{}
+	for _, name := range names {
+		info, err := locks.Inspect(e.ctx, name)
+		if err != nil {
+			return e.fail(exitUnavailable, "%v", err)
+		}
+		switch info.Kind {
+		case "lock", "fair", "fenced", "read-write":
+			reports = append(reports, report(info))
+		}
+	}
+	if *asJSON {
+		writeJSON(e.stdout, reports)
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tKIND\tTTL\tHOLDERS")
+	for _, r := range reports {
+		ttl := "none"
+		if r.TTLMillis >= 0 {
+			ttl = (time.Duration(r.TTLMillis) * time.Millisecond).String()
+		}
+		var holders []string
+		for _, h := range r.Holders {
+			holders = append(holders, fmt.Sprintf("%s×%d", h.Owner, h.Count))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.Kind, ttl, strings.Join(holders, " "))
+	}
+	tw.Flush()
+	return exitOK
+}
+
+// scanHashes returns the hash keys matching pattern on every node, found
+// with SCAN (never KEYS, which blocks the server), sorted.
+func scanHashes(ctx context.Context, rdb rueidis.Client, pattern string) ([]string, error) {
+	seen := map[string]bool{}
+	for _, node := range rdb.Nodes() {
+		var cursor uint64
+		for {
+			e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(pattern).Count(1000).Type("hash").Build()).AsScanEntry()
+			if err != nil {
+				return nil, err
+			}
+			for _, k := range e.Elements {
+				seen[k] = true
+			}
+			if cursor = e.Cursor; cursor == 0 {
+				break
+			}
+		}
+	}
+	names := make([]string, 0, len(seen))
+	for k := range seen {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names, nil
+}

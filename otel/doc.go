@@ -1,0 +1,15 @@
+// Package relockotel reports relock's locks to OpenTelemetry: metrics for
+// acquire waits, holds in progress, lost locks and watchdog renewals, and
+// spans for each acquire, hold and release.
+//
+// It is its own module, so programs that do not use OpenTelemetry do not
+// pull it in. Give the Hooks it returns to the relock client:
+//
+//	hooks, err := relockotel.NewHooks(relockotel.WithMeterProvider(mp), relockotel.WithTracerProvider(tp))
+//	if err != nil { ... }
+//	locks, err := reentrant.New(rdb, reentrant.Options{Hooks: hooks})
+//
+// Lock names are not recorded unless WithLockNames is given: a service
+// that locks one name per order or user would give every name its own
+// time series.
+package relockotel

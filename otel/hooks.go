@@ -1,0 +1,200 @@
+package relockotel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/relock-go/relock/reentrant"
+)
+
+// scope names the instrumentation scope of the meter and tracer.
+const scope = "github.com/relock-go/relock/otel"
+
+// Option configures NewHooks.
+type Option func(*config)
+
+type config struct {
+	meters  metric.MeterProvider
+	tracers trace.TracerProvider
+	names   bool
+}
+
+// WithMeterProvider sets where metrics go. Default otel.GetMeterProvider().
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(c *config) { c.meters = mp }
+}
+
+// WithTracerProvider sets where spans go. Default
+// otel.GetTracerProvider().
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *config) { c.tracers = tp }
+}
+
+// WithLockNames adds the lock's or synchronizer's name to every span and
+// metric, as relock.name. Off by default: each name would be a time
+// series of its own.
+func WithLockNames() Option {
+	return func(c *config) { c.names = true }
+}
+
+// The attributes.
+const (
+	kindKey     = attribute.Key("relock.kind")    // Acquire.Kind
+	nameKey     = attribute.Key("relock.name")    // with WithLockNames
+	outcomeKey  = attribute.Key("relock.outcome") // acquired, not_acquired, error
+	reasonKey   = attribute.Key("relock.reason")  // why a hold was lost
+	attemptsKey = attribute.Key("relock.attempts")
+)
+
+type instruments struct {
+	cfg      config
+	tracer   trace.Tracer
+	acquire  metric.Float64Histogram
+	holds    metric.Int64UpDownCounter
+	lost     metric.Int64Counter
+	renewal  metric.Float64Histogram
+	failures metric.Int64Counter
+	wakes    metric.Int64Counter
+}
+
+// NewHooks returns hooks that record, for every Client they are given to:
+//
+//   - relock.acquire.duration (s): how long each acquire call took, by
+//     relock.kind and relock.outcome;
+//   - relock.holds: holds in progress (locks held, permits taken), by kind;
+//   - relock.lost: holds lost, by kind and relock.reason (gone: Redis no
+//     longer has it; unconfirmed: renewals got no answer until the local
+//     deadline; lease_ended: a LeaseFor hold ran out before its Unlock);
+//   - relock.renewal.duration (s) and relock.renewal.failures: the
+//     watchdog's renewal rounds and the holds they failed to renew;
+//   - relock.wakes: waiters woken by a release message, by kind;
+//
+// and a span for each acquire call (relock.acquire), each hold from its
+// acquire to its end (relock.hold), and each release (relock.release),
+// with relock.kind and the outcome, under the span of the ctx the lock was
+// taken with.
+func NewHooks(opts ...Option) (reentrant.Hooks, error) {
+	cfg := config{meters: otel.GetMeterProvider(), tracers: otel.GetTracerProvider()}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	if cfg.meters == nil || cfg.tracers == nil {
+		return reentrant.Hooks{}, fmt.Errorf("relockotel: %w: nil provider", reentrant.ErrInvalidArgument)
+	}
+	in := &instruments{cfg: cfg, tracer: cfg.tracers.Tracer(scope)}
+	meter := cfg.meters.Meter(scope)
+	var errs [6]error
+	in.acquire, errs[0] = meter.Float64Histogram("relock.acquire.duration", metric.WithUnit("s"),
+		metric.WithDescription("How long acquire calls took, waiting included."))
+	in.holds, errs[1] = meter.Int64UpDownCounter("relock.holds", metric.WithUnit("{hold}"),
+		metric.WithDescription("Locks held and permits taken, in progress."))
+	in.lost, errs[2] = meter.Int64Counter("relock.lost", metric.WithUnit("{hold}"),
+		metric.WithDescription("Holds lost before they were given back."))
+	in.renewal, errs[3] = meter.Float64Histogram("relock.renewal.duration", metric.WithUnit("s"),
+		metric.WithDescription("How long the watchdog's renewal rounds took."))
+	in.failures, errs[4] = meter.Int64Counter("relock.renewal.failures", metric.WithUnit("{hold}"),
+		metric.WithDescription("Holds a renewal round did not renew."))
+	in.wakes, errs[5] = meter.Int64Counter("relock.wakes", metric.WithUnit("{wake}"),
+		metric.WithDescription("Waiters woken by a release message."))
+	if err := errors.Join(errs[:]...); err != nil {
+		return reentrant.Hooks{}, fmt.Errorf("relockotel: %w", err)
+	}
+	return reentrant.Hooks{
+		AcquireEnded: in.acquireEnded,
+		HoldEnded:    in.holdEnded,
+		Renewed:      in.renewed,
+		Woken:        in.woken,
+	}, nil
+}
+
+func (in *instruments) attrs(kind, name string, more ...attribute.KeyValue) []attribute.KeyValue {
+	kv := append(make([]attribute.KeyValue, 0, 2+len(more)), kindKey.String(kind))
+	if in.cfg.names {
+		kv = append(kv, nameKey.String(name))
+	}
+	return append(kv, more...)
+}
+
+func outcome(err error) string {
+	switch {
+	case err == nil:
+		return "acquired"
+	case errors.Is(err, reentrant.ErrNotAcquired):
+		return "not_acquired"
+	}
+	return "error"
+}
+
+func (in *instruments) acquireEnded(ctx context.Context, a reentrant.Acquire) {
+	kv := in.attrs(a.Kind, a.Name, outcomeKey.String(outcome(a.Err)))
+	in.acquire.Record(ctx, a.Waited.Seconds(), metric.WithAttributes(kv...))
+	if a.Held {
+		in.holds.Add(ctx, 1, metric.WithAttributes(in.attrs(a.Kind, a.Name)...))
+	}
+	_, span := in.tracer.Start(ctx, "relock.acquire", trace.WithTimestamp(a.Start),
+		trace.WithAttributes(append(kv, attemptsKey.Int(a.Attempts))...))
+	if outcome(a.Err) == "error" {
+		span.RecordError(a.Err)
+		span.SetStatus(codes.Error, a.Err.Error())
+	}
+	span.End(trace.WithTimestamp(a.Start.Add(a.Waited)))
+}
+
+// reason names why a hold was lost: its lease ran out, renewals went
+// unconfirmed until the local deadline (Redis unreachable), or Redis no
+// longer had it (ErrNotRenewed, or found so by Unlock).
+func reason(cause error) string {
+	switch {
+	case errors.Is(cause, reentrant.ErrLeaseEnded):
+		return "lease_ended"
+	case errors.Is(cause, reentrant.ErrUnconfirmed):
+		return "unconfirmed"
+	}
+	return "gone"
+}
+
+func (in *instruments) holdEnded(ctx context.Context, e reentrant.HoldEnd) {
+	in.holds.Add(ctx, -1, metric.WithAttributes(in.attrs(e.Kind, e.Name)...))
+	end := time.Now()
+	kv := in.attrs(e.Kind, e.Name)
+	lost := errors.Is(e.Cause, reentrant.ErrLockLost)
+	if lost {
+		kv = append(kv, reasonKey.String(reason(e.Cause)))
+		in.lost.Add(ctx, 1, metric.WithAttributes(kv...))
+	}
+	hctx, hold := in.tracer.Start(ctx, "relock.hold", trace.WithTimestamp(end.Add(-e.Held)), trace.WithAttributes(kv...))
+	if lost && !errors.Is(e.Cause, reentrant.ErrLeaseEnded) {
+		hold.SetStatus(codes.Error, e.Cause.Error())
+	}
+	if e.Releasing > 0 {
+		_, rel := in.tracer.Start(hctx, "relock.release", trace.WithTimestamp(end.Add(-e.Releasing)), trace.WithAttributes(in.attrs(e.Kind, e.Name)...))
+		if e.Err != nil {
+			rel.RecordError(e.Err)
+			rel.SetStatus(codes.Error, e.Err.Error())
+		}
+		rel.End(trace.WithTimestamp(end))
+	}
+	hold.End(trace.WithTimestamp(end))
+}
+
+func (in *instruments) renewed(r reentrant.Renewal) {
+	ctx := context.Background()
+	in.renewal.Record(ctx, r.Duration.Seconds())
+	if r.Failed > 0 {
+		in.failures.Add(ctx, int64(r.Failed))
+	}
+}
+
+func (in *instruments) woken(ctx context.Context, kind, name string) {
+	in.wakes.Add(ctx, 1, metric.WithAttributes(in.attrs(kind, name)...))
+}

@@ -1,0 +1,146 @@
+package relockotel_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.uber.org/goleak"
+
+	"github.com/relock-go/relock/internal/redistest"
+	relockotel "github.com/relock-go/relock/otel"
+	"github.com/relock-go/relock/reentrant"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// collect returns the data points of every metric, by metric name.
+func collect(t *testing.T, r sdkmetric.Reader) map[string]metricdata.Aggregation {
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, r.Collect(context.Background(), &rm))
+	out := map[string]metricdata.Aggregation{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			out[m.Name] = m.Data
+		}
+	}
+	return out
+}
+
+// count sums the points of a counter or histogram whose attributes include
+// every one of want.
+func count(a metricdata.Aggregation, want ...attribute.KeyValue) int64 {
+	has := func(set attribute.Set) bool {
+		for _, kv := range want {
+			if v, ok := set.Value(kv.Key); !ok || v != kv.Value {
+				return false
+			}
+		}
+		return true
+	}
+	var n int64
+	switch d := a.(type) {
+	case metricdata.Sum[int64]:
+		for _, p := range d.DataPoints {
+			if has(p.Attributes) {
+				n += p.Value
+			}
+		}
+	case metricdata.Histogram[float64]:
+		for _, p := range d.DataPoints {
+			if has(p.Attributes) {
+				n += int64(p.Count)
+			}
+		}
+	}
+	return n
+}
+
+func TestHooksOnRealLocks(t *testing.T) {
+	srv := redistest.Start(t)
+	reader := sdkmetric.NewManualReader()
+	meters := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	spans := tracetest.NewSpanRecorder()
+	tracers := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	defer tracers.Shutdown(context.Background())
+
+	hooks, err := relockotel.NewHooks(relockotel.WithMeterProvider(meters), relockotel.WithTracerProvider(tracers))
+	require.NoError(t, err)
+	locks, err := reentrant.New(srv.Client(), reentrant.Options{Hooks: hooks, WatchdogTimeout: 1500 * time.Millisecond})
+	require.NoError(t, err)
+	defer locks.Close()
+	other, err := reentrant.New(srv.Client(), reentrant.Options{})
+	require.NoError(t, err)
+	defer other.Close()
+
+	ctx, root := tracers.Tracer("test").Start(context.Background(), "job")
+	err = locks.Do(ctx, "report", func(ctx context.Context) error {
+		_, ok, err := other.Lock("report").TryLock(context.Background())
+		require.NoError(t, err)
+		require.False(t, ok)
+		_, ok, err = locks.Lock("report").TryLock(reentrant.WithoutOwner(ctx))
+		require.NoError(t, err)
+		assert.False(t, ok, "a new owner of this client is refused")
+		return nil
+	})
+	require.NoError(t, err)
+	root.End()
+
+	lost, err := locks.FencedLock("lost").Lock(context.Background())
+	require.NoError(t, err)
+	srv.Do("DEL", "lost")
+	<-lost.Done()
+
+	m := collect(t, reader)
+	kind := attribute.String("relock.kind", "lock")
+	assert.Equal(t, int64(1), count(m["relock.acquire.duration"], kind, attribute.String("relock.outcome", "acquired")))
+	assert.Equal(t, int64(1), count(m["relock.acquire.duration"], kind, attribute.String("relock.outcome", "not_acquired")))
+	assert.Equal(t, int64(0), count(m["relock.holds"]), "nothing held now")
+	assert.Equal(t, int64(1), count(m["relock.lost"], attribute.String("relock.kind", "fenced"), attribute.String("relock.reason", "gone")))
+	assert.Equal(t, int64(1), count(m["relock.renewal.failures"]), "the round that found it gone")
+	assert.GreaterOrEqual(t, count(m["relock.renewal.duration"]), int64(1))
+	for _, d := range m["relock.acquire.duration"].(metricdata.Histogram[float64]).DataPoints {
+		_, named := d.Attributes.Value("relock.name")
+		assert.False(t, named, "no names unless asked for")
+	}
+
+	byName := map[string][]sdktrace.ReadOnlySpan{}
+	for _, s := range spans.Ended() {
+		byName[s.Name()] = append(byName[s.Name()], s)
+	}
+	require.Len(t, byName["relock.acquire"], 3)
+	require.Len(t, byName["relock.hold"], 2)
+	require.Len(t, byName["relock.release"], 1)
+	job := byName["job"][0].SpanContext()
+	first := byName["relock.acquire"][0]
+	assert.Equal(t, job.SpanID(), first.Parent().SpanID(), "the acquire span is the job's child")
+	hold := byName["relock.hold"][0]
+	assert.Equal(t, job.SpanID(), hold.Parent().SpanID(), "so is the hold's")
+	assert.Equal(t, hold.SpanContext().SpanID(), byName["relock.release"][0].Parent().SpanID(), "the release is the hold's child")
+	assert.False(t, hold.StartTime().Before(first.StartTime()), "the hold starts when its acquire was sent")
+	assert.Equal(t, "Error", byName["relock.hold"][1].Status().Code.String(), "the lost hold")
+}
+
+func TestHooksLockNames(t *testing.T) {
+	srv := redistest.Start(t)
+	reader := sdkmetric.NewManualReader()
+	meters := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	hooks, err := relockotel.NewHooks(relockotel.WithMeterProvider(meters), relockotel.WithLockNames())
+	require.NoError(t, err)
+	locks, err := reentrant.New(srv.Client(), reentrant.Options{Hooks: hooks})
+	require.NoError(t, err)
+	defer locks.Close()
+	require.NoError(t, locks.Do(context.Background(), "named", func(context.Context) error { return nil }))
+	m := collect(t, reader)
+	assert.Equal(t, int64(1), count(m["relock.acquire.duration"], attribute.String("relock.name", "named")))
+
+	_, err = relockotel.NewHooks(relockotel.WithMeterProvider(nil))
+	assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+}

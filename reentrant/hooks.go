@@ -1,0 +1,124 @@
+package reentrant
+
+import (
+	"context"
+	"time"
+)
+
+// Hooks let a program watch what a Client does, for metrics, traces or
+// logs; the module github.com/relock-go/relock/otel builds OpenTelemetry
+// metrics and spans on them. Every hook is optional, and a nil one costs
+// nothing.
+//
+// Hooks run on the goroutine doing the work: a caller's for the acquire
+// and release hooks, the watchdog's loop for Renewed and for HoldEnded of a
+// lost hold. They must return quickly and must not block or call the
+// Client: a slow hook delays its caller, and a blocked one stalls the
+// renewal of every lock the client holds. Hand anything slow to another
+// goroutine.
+type Hooks struct {
+	// AcquireStarted is called when a call that takes a lock or a permit,
+	// or awaits a latch, begins: Lock, TryLock and Do (once per lock a
+	// MultiLock or Redlock takes), the synchronizers' Acquire and
+	// TryAcquire, and CountDownLatch.Await. Only Kind, Name and Start are
+	// set.
+	AcquireStarted func(ctx context.Context, a Acquire)
+
+	// AcquireEnded is called when that call ends, whatever its outcome.
+	AcquireEnded func(ctx context.Context, a Acquire)
+
+	// HoldEnded is called once for each acquisition that AcquireEnded
+	// reported with Held, when it ends: given back by Unlock or
+	// Permit.Release, lost, or dropped by Close. The holds in progress are
+	// the Held acquisitions not yet ended. It runs before the
+	// acquisition's held context is cancelled; ctx is the one the
+	// acquisition was taken with.
+	HoldEnded func(ctx context.Context, e HoldEnd)
+
+	// Renewed is called after each renewal round of the watchdog.
+	Renewed func(r Renewal)
+
+	// Woken is called when a release message wakes a waiter, before its
+	// next attempt.
+	Woken func(ctx context.Context, kind, name string)
+}
+
+// Acquire describes one call that takes a lock or a permit, or awaits a
+// latch, to the acquire hooks.
+type Acquire struct {
+	// Kind is what is taken: "lock", "fenced", "fair", "read", "write",
+	// "spin" (the Client methods that make the Lock), "semaphore",
+	// "permit" (PermitExpirableSemaphore), "latch" or "rate".
+	Kind string
+	// Name is the lock's or synchronizer's name.
+	Name string
+	// Start is when the call began.
+	Start time.Time
+
+	// The rest is set for AcquireEnded.
+
+	// Waited is how long the call took.
+	Waited time.Duration
+	// Attempts is how many acquire scripts the call ran.
+	Attempts int
+	// Err is the call's error: nil when it took what it asked for (or
+	// the latch opened); wrapping ErrNotAcquired when it was taken by
+	// others for as long as the call would wait; anything else is a
+	// failure, an outage included.
+	Err error
+	// Held says the call recorded a hold, which a HoldEnded will end: a
+	// lock's acquisition or a permit.
+	Held bool
+}
+
+// HoldEnd describes the end of one acquisition to HoldEnded.
+type HoldEnd struct {
+	Kind, Name string
+	// Owner is the holder; for a permit, its id.
+	Owner Owner
+	// Held is how long it was held: from when its acquire was sent.
+	Held time.Duration
+	// Cause is nil when Unlock or Permit.Release gave it back; otherwise
+	// it wraps ErrLockLost (with the reason: ErrNotRenewed,
+	// ErrUnconfirmed, ErrLeaseEnded), or is ErrClosed.
+	Cause error
+	// Releasing is how long the release that gave it back took (0 when
+	// it was not given back), and Err its error.
+	Releasing time.Duration
+	Err       error
+}
+
+// Renewal describes one renewal round of the watchdog to Renewed.
+type Renewal struct {
+	// Holds is how many holds the round tried to renew; Failed, how many
+	// it did not (found gone, or their batch got no answer).
+	Holds, Failed int
+	// Duration is how long the round's script calls took.
+	Duration time.Duration
+	// Err is the first error of the round's script calls, if any.
+	Err error
+}
+
+// started reports an acquire call beginning, if anyone listens, and
+// returns its start time (zero when nobody does).
+func (h *Hooks) started(ctx context.Context, kind, name string) time.Time {
+	if h.AcquireStarted == nil && h.AcquireEnded == nil {
+		return time.Time{}
+	}
+	start := time.Now()
+	if h.AcquireStarted != nil {
+		h.AcquireStarted(ctx, Acquire{Kind: kind, Name: name, Start: start})
+	}
+	return start
+}
+
+// ended reports an acquire call's end.
+func (h *Hooks) ended(ctx context.Context, kind, name string, start time.Time, attempts int, held bool, err error) {
+	if h.AcquireEnded == nil {
+		return
+	}
+	h.AcquireEnded(ctx, Acquire{
+		Kind: kind, Name: name, Start: start, Waited: time.Since(start),
+		Attempts: attempts, Err: err, Held: held && err == nil,
+	})
+}

@@ -1,0 +1,133 @@
+package reentrant_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/reentrant"
+)
+
+// The README's snippets, compiled and run here; TestDocSnippets checks
+// that the README still shows this very code.
+
+func connect() (rueidis.Client, error) {
+	rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
+	return rdb, err
+}
+
+var errBusy = errors.New("busy")
+
+func chargeOrder(ctx context.Context, rdb rueidis.Client, charge func(context.Context) error) error {
+	locks, err := reentrant.New(rdb, reentrant.Options{}) // one per rueidis client, shared
+	if err != nil {
+		return err
+	}
+	defer locks.Close()
+
+	mu := locks.Lock("order:42") // a cheap handle
+	held, err := mu.Lock(ctx)    // waits while someone else holds it
+	if err != nil {
+		return err // ctx ended, or Redis could not be reached
+	}
+	defer mu.Unlock(held) // the context Lock returned, not ctx
+
+	// Work under the lock with held: it is cancelled if the lock is lost.
+	return charge(held)
+}
+
+func tryCharge(ctx context.Context, mu *reentrant.Lock, charge func(context.Context) error) error {
+	held, ok, err := mu.TryLock(ctx, reentrant.WaitAtMost(5*time.Second), reentrant.LeaseFor(10*time.Second))
+	if err != nil {
+		return err // Redis could not be reached, or refused
+	}
+	if !ok {
+		return errBusy // held by someone else for all of 5s
+	}
+	defer mu.Unlock(held)
+	return charge(held)
+}
+
+func nightly(ctx context.Context, locks *reentrant.Client, report func(context.Context) error) error {
+	return locks.Do(ctx, "nightly-report", func(ctx context.Context) error {
+		return report(ctx) // ctx is cancelled if the lock is lost
+	})
+}
+
+func fanOut(held context.Context, mu *reentrant.Lock) {
+	go func() {
+		// A new owner: waits its turn, as a new Java thread would.
+		ctx, err := mu.Lock(reentrant.WithoutOwner(held))
+		if err == nil {
+			defer mu.Unlock(ctx)
+		}
+	}()
+}
+
+// The snippets run, on miniredis.
+func TestReadmeSnippetsRun(t *testing.T) {
+	_, rdb := redistest.Miniredis(t)
+	ctx := bg()
+	var sawHeld bool
+	require.NoError(t, chargeOrder(ctx, rdb, func(held context.Context) error {
+		_, sawHeld = reentrant.OwnerFrom(held)
+		return nil
+	}))
+	assert.True(t, sawHeld)
+
+	locks, err := reentrant.New(rdb, reentrant.Options{})
+	require.NoError(t, err)
+	defer locks.Close()
+	mu := locks.Lock("order:7")
+	ran := false
+	require.NoError(t, tryCharge(ctx, mu, func(context.Context) error { ran = true; return nil }))
+	assert.True(t, ran)
+	require.NoError(t, nightly(ctx, locks, func(context.Context) error { return nil }))
+	_ = connect // compiled, not run: it would dial 6379
+	_ = fanOut
+}
+
+var fence = regexp.MustCompile("(?s)```go\n(.*?)```")
+
+// Every Go snippet in the README and the testing guide is code that this
+// package's tests compile: the README's here, the testing guide's in
+// reentranttest.
+func TestDocSnippets(t *testing.T) {
+	sources := ""
+	for _, f := range []string{"readme_test.go", "reentranttest/example_test.go", "reentranttest/synctest_test.go", "reentranttest/reentranttest.go"} {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		sources += string(b)
+	}
+	code := squash(sources)
+	for _, doc := range []string{"../README.md", "../docs/testing.md"} {
+		b, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		blocks := fence.FindAllStringSubmatch(string(b), -1)
+		require.NotEmpty(t, blocks, doc)
+		for _, m := range blocks {
+			assert.True(t, strings.Contains(code, squash(m[1])), "%s shows code no test compiles:\n%s", doc, m[1])
+		}
+	}
+}
+
+// squash drops indentation and blank lines, so a snippet matches the code
+// it was cut from.
+func squash(s string) string {
+	var out []string
+	for _, line := range strings.Split(s, "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
+}

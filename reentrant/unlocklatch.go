@@ -1,0 +1,99 @@
+package reentrant
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/relock-go/relock/scripts"
+)
+
+// latchSweeper deletes unlock latches once their release has its reply,
+// as Redisson does (RedissonBaseLock.unlockInnerAsync sends DEL of the
+// latch when the unlock script's reply arrives). A latch only has to
+// outlive retries of its own request, and a release that got its reply is
+// never sent again; so the latches alive at any moment are those of
+// releases in flight, not of every release of the last ten seconds.
+//
+// Deleting is off the caller's path: Unlock queues the name and returns,
+// and one goroutine sends what is queued within a millisecond, many names
+// per DEL (one per cluster slot), all in one pipeline. A name the queue has
+// no room for, or whose DEL fails, expires with its TTL, as it did before.
+type latchSweeper struct {
+	rdb     rueidis.Client
+	cluster bool
+	queue   chan string
+}
+
+// sweepBatch is the most names one DEL round deletes; sweepLinger is how
+// long the sweeper waits for more names after the first, so that a steady
+// stream of unlocks costs one DEL per batch rather than one per unlock. It
+// bounds how long an answered latch outlives its reply.
+const (
+	sweepBatch  = 512
+	sweepLinger = time.Millisecond
+)
+
+func newLatchSweeper(rdb rueidis.Client, cluster bool) *latchSweeper {
+	return &latchSweeper{rdb: rdb, cluster: cluster, queue: make(chan string, 4*sweepBatch)}
+}
+
+// drop queues latch for deletion, unless the queue is full.
+func (s *latchSweeper) drop(latch string) {
+	select {
+	case s.queue <- latch:
+	default:
+	}
+}
+
+// run deletes queued latches until ctx ends.
+func (s *latchSweeper) run(ctx context.Context) {
+	linger := time.NewTimer(sweepLinger)
+	linger.Stop()
+	names := make([]string, 0, sweepBatch)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case name := <-s.queue:
+			names = s.gather(append(names[:0], name), linger)
+			s.sweep(ctx, names)
+		}
+	}
+}
+
+// gather adds to names what is queued within sweepLinger, up to
+// sweepBatch names.
+func (s *latchSweeper) gather(names []string, linger *time.Timer) []string {
+	linger.Reset(sweepLinger)
+	defer linger.Stop()
+	for len(names) < sweepBatch {
+		select {
+		case n := <-s.queue:
+			names = append(names, n)
+		case <-linger.C:
+			return names
+		}
+	}
+	return names
+}
+
+// sweep deletes names: one DEL, or on a cluster one per slot, in one
+// pipeline. A latch not deleted expires with its TTL.
+func (s *latchSweeper) sweep(ctx context.Context, names []string) {
+	if !s.cluster {
+		s.rdb.Do(ctx, s.rdb.B().Del().Key(names...).Build())
+		return
+	}
+	bySlot := map[uint16][]string{}
+	for _, n := range names {
+		slot := scripts.Slot(n)
+		bySlot[slot] = append(bySlot[slot], n)
+	}
+	cmds := make(rueidis.Commands, 0, len(bySlot))
+	for _, keys := range bySlot {
+		cmds = append(cmds, s.rdb.B().Del().Key(keys...).Build())
+	}
+	s.rdb.DoMulti(ctx, cmds...)
+}

@@ -45,7 +45,10 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Con
 		case err != nil:
 			err = c.failed(attempt, ttl, err)
 		case acquired:
-			return c.hold(ttl, sent, token)
+			if held, err = c.hold(ttl, sent, token); !errors.Is(err, errLateReply) {
+				return held, err
+			}
+			err = c.failed(attempt, ttl, err) // as if the reply were lost
 		default:
 			err = c.held(attempt, pttl)
 		}
@@ -94,9 +97,10 @@ func (c *cycle) mayRetry(attempt int) bool {
 //   - ctx ended during the attempt: the attempt is undone (private owner).
 //   - The server cannot run scripts for now (loading, demoted by a
 //     failover): the script did not run; back off and go on.
-//   - The connection broke, for a private owner: a hold of it can only be
-//     the lost attempt's; it is released, and the wait goes on (or, when the
-//     call would not wait, the error is returned).
+//   - The connection broke, or the reply came after the new hold's deadline
+//     (errLateReply), for a private owner: a hold of it can only be the
+//     attempt's; it is released, and the wait goes on (or, when the call
+//     would not wait, the error is returned).
 //   - Anything else (an owner the caller gave, which may hold the lock
 //     elsewhere; WRONGTYPE; a closed client) is returned.
 func (c *cycle) failed(attempt int, ttl time.Duration, err error) error {

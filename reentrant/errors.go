@@ -57,3 +57,8 @@ var (
 	// server refuses WAIT, so no lock can be confirmed on replicas.
 	ErrSyncUnavailable = errors.New("the server refuses WAIT; replica sync unavailable")
 )
+
+// errLateReply: an acquire's reply came after the deadline its new hold
+// would have had. By then the hold may have expired and the lock been
+// taken by another, so the attempt counts as one whose reply was lost.
+var errLateReply = errors.New("the acquire's reply came after its hold's deadline")

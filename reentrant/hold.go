@@ -110,20 +110,31 @@ func (c *Client) acquireTTL(key holdKey, lease time.Duration) time.Duration {
 // was sent at sent with TTL ttl, hands it to the watchdog, and returns its
 // held context: parent with a cancel that fires on release or loss. given
 // is the ctx Lock was given.
+//
+// A new hold whose deadline has passed already is not recorded: the reply
+// came so late that the key may have expired, and another taken it, before
+// the caller could be told. Returning a held context anyway, even one
+// cancelled a moment later by the watchdog, would let the caller start
+// work under a lock it may not hold; addHold returns errLateReply instead,
+// and the caller treats the attempt as one whose reply was lost. (A hold
+// that exists already is the watchdog's to judge.)
 func (c *Client) addHold(parent, given context.Context, kind string, key holdKey, group uint32, lease, ttl time.Duration, sent time.Time) (context.Context, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, fmt.Errorf("relock: lock %q: %w", key.name, ErrClosed)
 	}
+	deadline := watchdog.Deadline(sent, ttl)
 	h := c.holds[key]
+	if h == nil && !time.Now().Before(deadline) {
+		return nil, errLateReply
+	}
 	if h == nil {
 		h = &hold{key: key, c: c}
 		c.holds[key] = h
 	}
 	ctx, cancel := context.WithCancelCause(context.WithValue(parent, holdCtxKey{}, h))
 	h.acqs = append(h.acqs, acquisition{lease: lease, cancel: cancel, parent: given, kind: kind, sent: sent})
-	deadline := watchdog.Deadline(sent, ttl)
 	if h.lease == nil {
 		h.lease = c.watchdog.Add(key.name, key.owner, group, h.renewed(), deadline,
 			func(reason error) { c.lost(h, reason) })

@@ -123,11 +123,12 @@ func TestLostReleaseReply(t *testing.T) {
 // of a script call while armed is above zero.
 func loseRepliesClient(t *testing.T, s *redistest.Server) (*reentrant.Client, *atomic.Int32) {
 	armed := new(atomic.Int32)
-	return wrappedClient(t, s, func(c net.Conn) net.Conn { return &loseReplies{Conn: c, armed: armed} }), armed
+	return wrappedClient(t, s, reentrant.Options{}, func(c net.Conn) net.Conn { return &loseReplies{Conn: c, armed: armed} }), armed
 }
 
-// wrappedClient returns a client on s whose connections are wrapped by wrap.
-func wrappedClient(t *testing.T, s *redistest.Server, wrap func(net.Conn) net.Conn) *reentrant.Client {
+// wrappedClient returns a client on s with opts whose connections are
+// wrapped by wrap.
+func wrappedClient(t *testing.T, s *redistest.Server, opts reentrant.Options, wrap func(net.Conn) net.Conn) *reentrant.Client {
 	rdb, err := rueidis.NewClient(rueidis.ClientOption{
 		InitAddress: []string{s.Addr}, DisableCache: true,
 		DialCtxFn: func(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
@@ -140,7 +141,7 @@ func wrappedClient(t *testing.T, s *redistest.Server, wrap func(net.Conn) net.Co
 	})
 	require.NoError(t, err)
 	t.Cleanup(rdb.Close)
-	c, err := reentrant.New(rdb, reentrant.Options{})
+	c, err := reentrant.New(rdb, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	return c
@@ -217,13 +218,124 @@ func (c *slowReplies) Read(b []byte) (int, error) {
 	return n, err
 }
 
+// lateReplies is a connection that, while armed, holds back the reply of a
+// script call for delay once it arrives (so the script ran on time).
+type lateReplies struct {
+	net.Conn
+	armed   *atomic.Int32 // replies still to hold back
+	delay   time.Duration
+	pending atomic.Bool // a script was written and its reply is due
+}
+
+func (c *lateReplies) Write(b []byte) (int, error) {
+	if c.armed.Load() > 0 && bytes.Contains(b, []byte("EVAL")) {
+		c.pending.Store(true)
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *lateReplies) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 && c.pending.CompareAndSwap(true, false) && c.armed.Add(-1) >= 0 {
+		time.Sleep(c.delay)
+	}
+	return n, err
+}
+
+// An acquire whose reply comes after the deadline its new hold would have
+// had (0.9 TTL after it was sent) gives no held context: by then the key may
+// have expired and another taken the lock, and a caller told "held" would
+// work beside the new holder. The late attempt counts as one whose reply
+// was lost: a waiting call undoes it and takes the lock (or permit) with a
+// later attempt; a call that does not wait undoes it and returns an error
+// that is not ErrNotAcquired. Here the reply comes 500ms after a 300ms TTL
+// was sent, for a plain lock, a fair lock and a permit.
+func TestLateAcquireReply(t *testing.T) {
+	s := redistest.Start(t)
+	armed := new(atomic.Int32)
+	var mu sync.Mutex
+	var attempts []int // of each acquire call that took what it asked for
+	opts := reentrant.Options{
+		WatchdogTimeout: 300 * time.Millisecond,
+		Hooks: reentrant.Hooks{AcquireEnded: func(_ context.Context, a reentrant.Acquire) {
+			if a.Held {
+				mu.Lock()
+				attempts = append(attempts, a.Attempts)
+				mu.Unlock()
+			}
+		}},
+	}
+	c := wrappedClient(t, s, opts, func(c net.Conn) net.Conn {
+		return &lateReplies{Conn: c, armed: armed, delay: 500 * time.Millisecond}
+	})
+	lastAttempts := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return attempts[len(attempts)-1]
+	}
+	exists := func(key string) int64 {
+		n, err := s.Do("EXISTS", key).AsInt64()
+		require.NoError(t, err)
+		return n
+	}
+
+	for _, l := range []*reentrant.Lock{c.Lock("late"), c.FairLock("late-fair")} {
+		held, err := l.Lock(bg()) // loads the scripts
+		require.NoError(t, err)
+		require.NoError(t, l.Unlock(held))
+
+		armed.Store(1)
+		held, err = l.Lock(bg())
+		require.NoError(t, err, "%s: the wait goes on after the late reply", l.Name())
+		assert.Zero(t, armed.Load(), "a reply came late")
+		assert.GreaterOrEqual(t, lastAttempts(), 2, "%s: the late attempt did not count as taken", l.Name())
+		require.NoError(t, context.Cause(held), "%s: a live held context", l.Name())
+		fields, err := s.Do("HGETALL", l.Name()).AsStrMap()
+		require.NoError(t, err)
+		assert.Len(t, fields, 1, "%s: one owner in Redis", l.Name())
+		for _, v := range fields {
+			assert.Equal(t, "1", v, "%s: held once, the late hold undone", l.Name())
+		}
+		require.NoError(t, l.Unlock(held))
+		assert.Zero(t, exists(l.Name()))
+
+		armed.Store(1)
+		_, ok, err := l.TryLock(bg())
+		assert.False(t, ok, "%s: TryLock does not take a lock on a late reply", l.Name())
+		require.Error(t, err)
+		assert.NotErrorIs(t, err, reentrant.ErrNotAcquired, "Redis was slow: nobody else holds it")
+		assert.Zero(t, exists(l.Name()), "%s: the late hold is undone", l.Name())
+	}
+
+	sem := c.PermitExpirableSemaphore("late-permits")
+	_, err := sem.TrySetPermits(bg(), 2)
+	require.NoError(t, err)
+	armed.Store(1)
+	p, err := sem.Acquire(bg())
+	require.NoError(t, err, "the wait goes on after the late reply")
+	assert.Zero(t, armed.Load(), "a reply came late")
+	assert.GreaterOrEqual(t, lastAttempts(), 2, "the late attempt did not count as taken")
+	require.NoError(t, context.Cause(p.Context()))
+	available, taken, err := sem.Permits(bg())
+	require.NoError(t, err)
+	assert.Equal(t, [2]int64{1, 1}, [2]int64{available, taken}, "one permit taken, the late one given back")
+	require.NoError(t, p.Release(bg()))
+	armed.Store(1)
+	_, ok, err := sem.TryAcquire(bg())
+	assert.False(t, ok)
+	require.Error(t, err)
+	available, taken, err = sem.Permits(bg())
+	require.NoError(t, err)
+	assert.Equal(t, [2]int64{2, 0}, [2]int64{available, taken}, "the late permit given back")
+}
+
 // A wait whose ctx ends while an attempt is in flight, after the script ran
 // and took the lock, leaves no hold behind: the attempt is undone, instead
 // of blocking every caller until its TTL (30s) ends.
 func TestCancelledAttemptLeavesNoHold(t *testing.T) {
 	s := redistest.Start(t)
 	delay := new(atomic.Int64)
-	c := wrappedClient(t, s, func(c net.Conn) net.Conn { return &slowReplies{Conn: c, delay: delay} })
+	c := wrappedClient(t, s, reentrant.Options{}, func(c net.Conn) net.Conn { return &slowReplies{Conn: c, delay: delay} })
 
 	for _, l := range []*reentrant.Lock{c.Lock("cut"), c.FairLock("cut-fair")} {
 		// Load the scripts first: a NOSCRIPT reply would mean nothing ran.

@@ -125,7 +125,10 @@ func (s *PermitExpirableSemaphore) acquire(ctx context.Context, cfg acquireConfi
 		w.heard(err)
 		switch {
 		case acquired:
-			return s.hold(ctx, id, cfg.lease, ttl, sent, err)
+			if p, err = s.hold(ctx, id, cfg.lease, ttl, sent, err); !errors.Is(err, errLateReply) {
+				return p, err
+			}
+			err = s.failed(&w, cfg, id, err)
 		case err != nil:
 			err = s.failed(&w, cfg, id, err)
 		default:

@@ -48,7 +48,7 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Con
 			if held, err = c.hold(ttl, sent, token); !errors.Is(err, errLateReply) {
 				return held, err
 			}
-			err = c.failed(attempt, ttl, err) // as if the reply were lost
+			err = c.lateHold(attempt, ttl, err)
 		default:
 			err = c.held(attempt, pttl)
 		}
@@ -82,7 +82,7 @@ func (c *cycle) hold(ttl time.Duration, sent time.Time, token int64) (context.Co
 	if token > 0 {
 		ctx = context.WithValue(ctx, tokenKey{}, token)
 	}
-	return c.l.c.addHold(ctx, c.given, c.kind, c.key, c.l.c.group(c.l), c.cfg.lease, ttl, sent)
+	return c.l.c.keepHold(ctx, c.given, c.kind, c.key, c.l.c.group(c.l), c.cfg.lease, ttl, sent)
 }
 
 // mayRetry reports whether a failed attempt may be followed by another.
@@ -97,7 +97,7 @@ func (c *cycle) mayRetry(attempt int) bool {
 //   - ctx ended during the attempt: the attempt is undone (private owner).
 //   - The server cannot run scripts for now (loading, demoted by a
 //     failover): the script did not run; back off and go on.
-//   - The connection broke, or the reply came after the new hold's deadline
+//   - The connection broke, or the reply came too late to keep the hold
 //     (errLateReply), for a private owner: a hold of it can only be the
 //     attempt's; it is released, and the wait goes on (or, when the call
 //     would not wait, the error is returned).
@@ -122,6 +122,17 @@ func (c *cycle) failed(attempt int, ttl time.Duration, err error) error {
 		return redisError("lock", l.name, err)
 	}
 	return l.clearAttempt(&c.waiting, c.owner, ttl, err, -1)
+}
+
+// lateHold handles an attempt whose hold keepHold did not keep. If it had
+// expired and the call waits, the wait goes on as after an attempt that
+// found the lock taken (it may be free, or another's). Otherwise it is
+// handled as an attempt whose reply was lost: undone, for a private owner.
+func (c *cycle) lateHold(attempt int, ttl time.Duration, err error) error {
+	if errors.Is(err, errHoldExpired) && c.mayRetry(attempt) {
+		return c.held(attempt, 0)
+	}
+	return c.failed(attempt, ttl, err)
 }
 
 // held handles an attempt that found the lock held (pttl left on it) and

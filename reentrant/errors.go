@@ -2,6 +2,7 @@ package reentrant
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/relock-go/relock/scripts"
 	"github.com/relock-go/relock/watchdog"
@@ -59,6 +60,10 @@ var (
 )
 
 // errLateReply: an acquire's reply came after the deadline its new hold
-// would have had. By then the hold may have expired and the lock been
-// taken by another, so the attempt counts as one whose reply was lost.
+// would have had, and the hold could not be confirmed (see keepHold); the
+// attempt counts as one whose reply was lost.
 var errLateReply = errors.New("the acquire's reply came after its hold's deadline")
+
+// errHoldExpired: as errLateReply, but Redis said the hold had expired
+// meanwhile.
+var errHoldExpired = fmt.Errorf("%w, and the hold had expired", errLateReply)

@@ -110,14 +110,8 @@ func (c *Client) acquireTTL(key holdKey, lease time.Duration) time.Duration {
 // was sent at sent with TTL ttl, hands it to the watchdog, and returns its
 // held context: parent with a cancel that fires on release or loss. given
 // is the ctx Lock was given.
-//
-// A new hold whose deadline has passed already is not recorded: the reply
-// came so late that the key may have expired, and another taken it, before
-// the caller could be told. Returning a held context anyway, even one
-// cancelled a moment later by the watchdog, would let the caller start
-// work under a lock it may not hold; addHold returns errLateReply instead,
-// and the caller treats the attempt as one whose reply was lost. (A hold
-// that exists already is the watchdog's to judge.)
+// A new hold whose deadline has passed already is not recorded (see
+// keepHold): addHold returns errLateReply.
 func (c *Client) addHold(parent, given context.Context, kind string, key holdKey, group uint32, lease, ttl time.Duration, sent time.Time) (context.Context, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -142,6 +136,44 @@ func (c *Client) addHold(parent, given context.Context, kind string, key holdKey
 		c.watchdog.Update(h.lease, h.renewed(), deadline)
 	}
 	return ctx, nil
+}
+
+// keepHold is addHold for a hold an acquire just took. A reply that came
+// after the new hold's deadline is not trusted: the key may have expired,
+// and another taken the lock, before the caller could be told, and a held
+// context returned anyway, even one the watchdog cancels a moment later,
+// would let the caller start work under a lock it may not hold. So one
+// renewal asks Redis. If the owner's hold is still there, it never lapsed
+// (only this owner's acquires write its field), and it is recorded with its
+// deadline counted from the renewal's sending. If it is gone, keepHold
+// returns errHoldExpired; if the renewal fails, or comes late too, an error
+// that wraps errLateReply. (A hold that exists already is the watchdog's to
+// judge.)
+func (c *Client) keepHold(parent, given context.Context, kind string, key holdKey, group uint32, lease, ttl time.Duration, sent time.Time) (context.Context, error) {
+	held, err := c.addHold(parent, given, kind, key, group, lease, ttl, sent)
+	if !errors.Is(err, errLateReply) {
+		return held, err
+	}
+	renewer := renewers[0].run
+	for _, rn := range renewers {
+		if group&(readGroup|permitGroup) == rn.group {
+			renewer = rn.run
+		}
+	}
+	late := time.Since(sent)
+	sent = time.Now()
+	renewed, errs := renewer(parent, c.scriptConn(), ttl, [][]scripts.Held{{{Key: key.name, Owner: key.owner}}})
+	switch {
+	case errs[0] != nil:
+		err = fmt.Errorf("%w; confirming the hold: %w", errLateReply, errs[0])
+	case !renewed[0][0]:
+		err = errHoldExpired
+	default:
+		held, err = c.addHold(parent, given, kind, key, group, lease, ttl, sent)
+	}
+	c.opts.Logger.Warn("relock: an acquire's reply came after its hold's deadline", "lock", key.name, "owner", key.owner,
+		"reply after", late.Round(time.Millisecond), "ttl", ttl, "kept", err == nil, "error", err)
+	return held, err
 }
 
 // lockedWith reports whether ctx is the context some Lock of lock name on

@@ -40,9 +40,14 @@ func (l *Lock) Name() string {
 // held. The held context is cancelled when Unlock gives the hold back
 // (cause context.Canceled), or as soon as the client learns the lock may be
 // lost (cause ErrLockLost; see context.Cause), or by Close (cause
-// ErrClosed). It can be cancelled from the start: when the acquire's reply
-// came after the hold's local deadline (a network stall of 0.9 TTL), the
-// lock may already be gone. Work under the lock with the held context.
+// ErrClosed). Work under the lock with the held context.
+//
+// An acquire whose reply comes after the new hold's local deadline (a stall
+// of 0.9 TTL) is not trusted, since the lock may be gone by then: one
+// renewal asks Redis whether the hold is still there. If it is, it is kept,
+// with its deadline counted from the renewal; if not, the wait goes on as
+// after an attempt that found the lock taken (a call that would not wait
+// returns an error that is not ErrNotAcquired).
 //
 // If ctx ends first, Lock returns promptly with ctx's error wrapped. The wait
 // options (NoWait, WaitAtMost, RetryCount) make it give up with

@@ -128,7 +128,7 @@ func (s *PermitExpirableSemaphore) acquire(ctx context.Context, cfg acquireConfi
 			if p, err = s.hold(ctx, id, cfg.lease, ttl, sent, err); !errors.Is(err, errLateReply) {
 				return p, err
 			}
-			err = s.failed(&w, cfg, id, err)
+			err = s.lateHold(&w, cfg, attempt, id, err)
 		case err != nil:
 			err = s.failed(&w, cfg, id, err)
 		default:
@@ -153,6 +153,15 @@ func (s *PermitExpirableSemaphore) failed(w *waiting, cfg acquireConfig, id stri
 		return redisError("semaphore", s.name, err)
 	}
 	return w.backOff()
+}
+
+// lateHold handles an attempt whose permit keepHold did not keep: the wait
+// goes on if it had expired, or it is undone as after a lost reply.
+func (s *PermitExpirableSemaphore) lateHold(w *waiting, cfg acquireConfig, attempt int, id string, err error) error {
+	if errors.Is(err, errHoldExpired) && cfg.wait != 0 {
+		return w.pause(attempt, func() time.Duration { return 0 })
+	}
+	return s.failed(w, cfg, id, err)
 }
 
 // permitSleep bounds a waiter's sleep by the nearest lease end too: that
@@ -184,7 +193,7 @@ func (s *PermitExpirableSemaphore) hold(ctx context.Context, id string, lease, t
 	if err != nil {
 		return nil, err
 	}
-	held, err := s.c.addHold(ctx, ctx, "permit", holdKey{s.name, id}, s.c.groupOf(s.name, permitGroup), lease, ttl, sent)
+	held, err := s.c.keepHold(ctx, ctx, "permit", holdKey{s.name, id}, s.c.groupOf(s.name, permitGroup), lease, ttl, sent)
 	if err != nil {
 		return nil, err
 	}

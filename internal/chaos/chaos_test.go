@@ -280,6 +280,7 @@ func chaos(t *testing.T, workload string, linearizable bool) {
 	var ops []op
 	var gates []gate
 	var sums []summary
+	var voided []int64
 	var wg sync.WaitGroup
 	for id := 0; id < workers; id++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -311,6 +312,8 @@ func chaos(t *testing.T, workload string, linearizable bool) {
 					gates = append(gates, *rec.Gate)
 				case rec.Summary != nil:
 					sums = append(sums, *rec.Summary)
+				case rec.Voided != 0:
+					voided = append(voided, rec.Voided)
 				}
 				mu.Unlock()
 			}
@@ -424,7 +427,7 @@ schedule:
 
 	// Oracle F: the fair lock serves live waiters in queue order.
 	if samples != nil {
-		r.fairOrder(samples.stop(), intervals, lost)
+		r.fairOrder(samples.stop(), intervals, slices.Sorted(slices.Values(append(slices.Clone(lost), voided...))))
 	}
 
 	// Oracle C: with benign faults only, the history of lock calls is

@@ -71,9 +71,11 @@ var reorders = []string{"reset", "client-kill", "kill-restart-redis", "data-loss
 // fairOrder is oracle F: whenever the queue showed waiter a ahead of
 // waiter b, and both went on, within the same wait, to take the lock, a
 // took it first: order is kept among live waiters. A pair is excused when
-// one of the reorders faults, or a lost reply, came between the sample and
-// a's turn, or when a was not live then: its process paused or cut off (its
-// turn may run out meanwhile, and Redisson's rules then drop it).
+// one of the reorders faults, or a lost reply (lost: its times, with those
+// of replies that came after their hold had expired), came between the
+// sample and a's turn, or when a was not live then: its process paused or
+// cut off (its turn may run out meanwhile, and Redisson's rules then drop
+// it).
 func (r *run) fairOrder(samples []queueSample, intervals []interval, lost []int64) {
 	turn := map[string]int64{}
 	worker := map[string]int{}

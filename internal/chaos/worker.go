@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -62,6 +63,32 @@ type record struct {
 	Op       *op       `json:"op,omitempty"`
 	Gate     *gate     `json:"gate,omitempty"`
 	Summary  *summary  `json:"sum,omitempty"`
+	// Voided is when the library said a winning acquire's reply came after
+	// the hold had expired: the waiter joins a fair queue again at its end,
+	// as after a lost reply.
+	Voided int64 `json:"void,omitempty"`
+}
+
+// voidedMsg is the library's warning of a reply that came after its hold's
+// deadline; its attribute kept=false says the hold had not lived.
+const voidedMsg = "relock: an acquire's reply came after its hold's deadline"
+
+// voidWatch passes log records on, and reports each voided acquire.
+type voidWatch struct {
+	slog.Handler
+	voided func()
+}
+
+func (v voidWatch) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == voidedMsg {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "kept" && !a.Value.Bool() {
+				v.voided()
+			}
+			return true
+		})
+	}
+	return v.Handler.Handle(ctx, r)
 }
 
 // summary is what a worker reports at the end.
@@ -174,17 +201,25 @@ func runWorker(spec string) {
 	if err != nil {
 		fatal(err)
 	}
+	out := json.NewEncoder(os.Stdout)
+	var outMu sync.Mutex
+	emit := func(r record) {
+		outMu.Lock()
+		defer outMu.Unlock()
+		out.Encode(r)
+	}
 	// Warnings only: reconnects under faults are expected and many.
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := slog.New(voidWatch{
+		Handler: slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}),
+		voided:  func() { emit(record{Voided: mono()}) },
+	})
 	c, err := reentrant.New(rdb, reentrant.Options{WatchdogTimeout: timeout, RepollInterval: repoll, FairWaitTimeout: fairTurn, Logger: logger})
 	if err != nil {
 		fatal(err)
 	}
 	st := newStoreClient(socket)
-	out := json.NewEncoder(os.Stdout)
 	sum := summary{Errors: map[string]int{}}
 	var acq int64 // acquisitions tried
-	emit := func(r record) { out.Encode(r) }
 	emit(record{Client: c.ID()})
 	if workload == "latch" {
 		runLatchWorker(c, id, n, emit, &sum)

@@ -109,9 +109,8 @@ func (c *Client) acquireTTL(key holdKey, lease time.Duration) time.Duration {
 // addHold records an acquisition of a thing of the given kind, whose script
 // was sent at sent with TTL ttl, hands it to the watchdog, and returns its
 // held context: parent with a cancel that fires on release or loss. given
-// is the ctx Lock was given.
-// A new hold whose deadline has passed already is not recorded (see
-// keepHold): addHold returns errLateReply.
+// is the ctx Lock was given. A new hold whose deadline has passed already
+// is not recorded: addHold returns errLateReply (see keepHold).
 func (c *Client) addHold(parent, given context.Context, kind string, key holdKey, group uint32, lease, ttl time.Duration, sent time.Time) (context.Context, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -5,8 +5,8 @@
 //
 // Workloads, one run each: the fenced lock, the plain lock, the read-write
 // lock (7 reads in 10), the fair lock, a permit-expirable semaphore, latch
-// rounds, and the herd: the plain lock with 16 processes, most of them
-// waiting at any time. Faults include a force unlock and a partition of the
+// rounds, and, only when named (RELOCK_CHAOS_WORKLOADS=herd), the herd: the
+// plain lock with 16 processes, most of them waiting at any time. Faults include a force unlock and a partition of the
 // holder whose renewal replies first come late.
 //
 // Oracles: A, a fencing-checking store that refuses stale tokens and detects
@@ -18,7 +18,8 @@
 // unknown outcomes (porcupine; not for the read-write lock); D, leaks (lock
 // keys, queues, channels, goroutines) after the run; E, liveness: no wait
 // longer than the holds and faults around it explain; F, for the fair lock,
-// live waiters served in queue order.
+// live waiters served in queue order; S, never more permits in use than the
+// semaphore has; L, no latch opens early, and every round opens.
 //
 // The suite runs when RELOCK_CHAOS=1 (see docs/safety.md for the commands).
 package chaos

@@ -126,10 +126,14 @@ func (c *cycle) failed(attempt int, ttl time.Duration, err error) error {
 
 // lateHold handles an attempt whose hold keepHold did not keep. If it had
 // expired and the call waits, the wait goes on as after an attempt that
-// found the lock taken (it may be free, or another's). Otherwise it is
-// handled as an attempt whose reply was lost: undone, for a private owner.
+// found the lock free: the next attempt comes at once, whatever backoff
+// came before, since the hold ended with no release to wake anyone (a fair
+// waiter's attempt then tells the queue's new head its turn has come).
+// Otherwise it is handled as an attempt whose reply was lost: undone, for a
+// private owner.
 func (c *cycle) lateHold(attempt int, ttl time.Duration, err error) error {
 	if errors.Is(err, errHoldExpired) && c.mayRetry(attempt) {
+		c.backoff = 0
 		return c.held(attempt, 0)
 	}
 	return c.failed(attempt, ttl, err)

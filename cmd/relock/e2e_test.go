@@ -37,7 +37,13 @@ func TestMain(m *testing.M) {
 		panic("building relock: " + err.Error() + "\n" + string(out))
 	}
 	code := m.Run()
-	if err := goleak.Find(); code == 0 && err != nil {
+	// The cluster test's own rueidis client leaves goroutines that Close
+	// does not wait for (reentrant's TestMain says which); they end by
+	// themselves.
+	if err := goleak.Find(
+		goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2"),
+		goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*call).DelayDo.func1"),
+	); code == 0 && err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		code = 1
 	}

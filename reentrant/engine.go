@@ -132,9 +132,13 @@ func (c *cycle) failed(attempt int, ttl time.Duration, err error) error {
 // Otherwise it is handled as an attempt whose reply was lost: undone, for a
 // private owner.
 func (c *cycle) lateHold(attempt int, ttl time.Duration, err error) error {
-	if errors.Is(err, errHoldExpired) && c.mayRetry(attempt) {
-		c.backoff = 0
-		return c.held(attempt, 0)
+	if errors.Is(err, errHoldExpired) {
+		if c.mayRetry(attempt) {
+			c.backoff = 0
+			return c.held(attempt, 0)
+		}
+	} else {
+		c.unreachable = err // Redis did not confirm in time: a wait that ends now says so
 	}
 	return c.failed(attempt, ttl, err)
 }

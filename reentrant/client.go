@@ -226,19 +226,21 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// background runs task in a goroutine that Close waits for; task must
-// return soon after Close cancels c.closing. After Close it does not run.
-func (c *Client) background(task func()) {
+// background runs task in a goroutine that Close waits for, and reports
+// whether it started; task must return soon after Close cancels c.closing.
+// After Close it does not run.
+func (c *Client) background(task func()) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return
+		return false
 	}
 	c.tasks.Add(1)
 	go func() {
 		defer c.tasks.Done()
 		task()
 	}()
+	return true
 }
 
 // scriptConn returns where the lock scripts run: the client, with the replica

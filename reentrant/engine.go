@@ -26,6 +26,9 @@ type cycle struct {
 	private bool // owner was made for this call: a hold of it can only be this call's
 	key     holdKey
 	backoff time.Duration // the last spin or fair-idle sleep
+	// abandoned: ctx ended while an attempt was in flight; its reply is
+	// awaited, and what it did undone, in the background (see attemptOnce).
+	abandoned bool
 }
 
 // acquire takes the lock and returns the held context.
@@ -39,18 +42,18 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Con
 	for attempt := 0; ; attempt++ {
 		ttl := l.c.acquireTTL(c.key, cfg.lease)
 		sent := time.Now()
-		acquired, pttl, token, err := l.attempt(c.ctx, c.owner, ttl, cfg)
-		c.heard(err)
+		r := c.attempt(ttl)
+		c.heard(r.err)
 		switch {
-		case err != nil:
-			err = c.failed(attempt, ttl, err)
-		case acquired:
-			if held, err = c.hold(ttl, sent, token); !errors.Is(err, errLateReply) {
+		case r.err != nil:
+			err = c.failed(attempt, ttl, r.err)
+		case r.acquired:
+			if held, err = c.hold(ttl, sent, r.token); !errors.Is(err, errLateReply) {
 				return held, err
 			}
 			err = c.lateHold(attempt, ttl, err)
 		default:
-			err = c.held(attempt, pttl)
+			err = c.held(attempt, r.pttl)
 		}
 		if err != nil {
 			return nil, err
@@ -94,7 +97,9 @@ func (c *cycle) mayRetry(attempt int) bool {
 // the cycle goes on. Unless Redis replied with an error, the attempt's
 // outcome is unknown: it may have taken the lock, and such a hold is not
 // recorded, so nothing would renew or release it.
-//   - ctx ended during the attempt: the attempt is undone (private owner).
+//   - ctx ended during the attempt: the attempt is undone once its reply
+//     comes (see attemptOnce); if it ended just after an attempt that got
+//     no answer, that attempt is undone as a lost one (private owner).
 //   - The server cannot run scripts for now (loading, demoted by a
 //     failover): the script did not run; back off and go on.
 //   - The connection broke, or the reply came too late to keep the hold
@@ -106,8 +111,8 @@ func (c *cycle) mayRetry(attempt int) bool {
 func (c *cycle) failed(attempt int, ttl time.Duration, err error) error {
 	l := c.l
 	if c.ctx.Err() != nil {
-		if c.private && !scripts.IsReply(err) && !scripts.NotSent(err) {
-			l.undoCancelled(c.ctx, c.owner, ttl)
+		if !c.abandoned {
+			c.undoHold(c.ctx, ttl, lockAttempt{err: err})
 		}
 		return waitError(c.ctx, l.name)
 	}
@@ -174,10 +179,11 @@ func (c *cycle) nextSleep(pttl time.Duration) time.Duration {
 }
 
 // end finishes the cycle with err, its result: it ends the wait and, if
-// the lock was not taken, leaves a fair lock's queue.
+// the lock was not taken, leaves a fair lock's queue (after the reply of an
+// abandoned attempt: see undo).
 func (c *cycle) end(err error) error {
 	err = c.waiting.end(err)
-	if err != nil && c.l.kind.spec().queued && c.cfg.wait != 0 {
+	if err != nil && c.l.kind.spec().queued && c.cfg.wait != 0 && !c.abandoned {
 		c.l.leaveQueue(c.ctx, c.owner, c.l.fairTurn(c.cfg))
 	}
 	return err
@@ -224,18 +230,4 @@ func (l *Lock) clearAttempt(w *waiting, owner Owner, ttl time.Duration, lost err
 		}
 	}
 	return nil
-}
-
-// undoCancelled releases the hold that an attempt cut short by ctx may
-// have taken: the script may have run after the call gave up on its reply,
-// and nothing would renew or release that hold, which would block everyone
-// until its TTL ended. The owner is the call's own, so a hold of it can only
-// be that attempt's. One try, detached from ctx; if it fails, the hold
-// expires with its TTL.
-func (l *Lock) undoCancelled(ctx context.Context, owner Owner, ttl time.Duration) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWindow)
-	defer cancel()
-	if _, err := l.release(ctx, owner, ttl, l.c.newRequestID()); err != nil {
-		l.c.opts.Logger.Debug("relock: undoing a cancelled attempt", "lock", l.name, "error", err)
-	}
 }

@@ -26,7 +26,8 @@ import (
 //
 // A waiter that gives up (its ctx ends, a wait limit runs out) leaves the
 // queue at once and those behind it move up a turn, as with Redisson's
-// tryLock. TryLock without a wait tries once and never queues. Deadlines are
+// tryLock (if ctx ended while an attempt was in flight, Lock returns at
+// once and the waiter leaves when that attempt's reply has come). TryLock without a wait tries once and never queues. Deadlines are
 // Redis's clock; see docs/migrating-from-redisson.md for mixing with Java
 // waiters.
 func (c *Client) FairLock(name string) *Lock {

@@ -49,9 +49,12 @@ func (l *Lock) Name() string {
 // after an attempt that found the lock taken (a call that would not wait
 // returns an error that is not ErrNotAcquired).
 //
-// If ctx ends first, Lock returns promptly with ctx's error wrapped. The wait
-// options (NoWait, WaitAtMost, RetryCount) make it give up with
-// ErrNotAcquired instead.
+// If ctx ends first, Lock returns promptly with ctx's error wrapped. An
+// attempt in flight then is heard out in the background, and whatever it
+// did (a hold taken, a fair queue joined) is undone once its reply comes,
+// not before: an undo sent at once could reach Redis ahead of the attempt,
+// on another of the client's connections. The wait options (NoWait,
+// WaitAtMost, RetryCount) make it give up with ErrNotAcquired instead.
 //
 // A waiting Lock rides out a failover or restart: a server that cannot run
 // scripts for now (LOADING, READONLY, ...) is tried again after a backoff,
@@ -82,19 +85,61 @@ func (l *Lock) TryLock(ctx context.Context, opts ...LockOption) (held context.Co
 	return held, true, nil
 }
 
-// attempt runs the lock's acquire script once.
-func (l *Lock) attempt(ctx context.Context, owner Owner, ttl time.Duration, cfg acquireConfig) (acquired bool, pttl time.Duration, token int64, err error) {
-	if cfg.timeout > 0 {
+// lockAttempt is what one run of a lock's acquire script did.
+type lockAttempt struct {
+	acquired bool
+	pttl     time.Duration
+	token    int64
+	err      error
+}
+
+// attempt runs the lock's acquire script once (see attemptOnce).
+func (c *cycle) attempt(ttl time.Duration) lockAttempt {
+	l, ctx := c.l, c.ctx
+	if c.cfg.timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, cfg.timeout)
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.timeout)
 		defer cancel()
 	}
-	rdb := l.c.scriptConn()
-	acquired, pttl, token, err = l.kind.spec().acquire(ctx, rdb, l.name, owner.id, ttl, l.fairTurn(cfg), cfg.wait != 0, l.c.publish)
-	if acquired && err != nil {
-		err = l.unsynced(ctx, owner, ttl, err)
+	r, abandoned := attemptOnce(l.c, ctx, func(ctx context.Context) (r lockAttempt) {
+		r.acquired, r.pttl, r.token, r.err = l.kind.spec().acquire(ctx, l.c.scriptConn(), l.name, c.owner.id, ttl, l.fairTurn(c.cfg), c.cfg.wait != 0, l.c.publish)
+		if r.acquired && r.err != nil {
+			r.err = l.unsynced(ctx, c.owner, ttl, r.err)
+		}
+		return r
+	}, func(ctx context.Context, r lockAttempt) { c.undo(ctx, ttl, r) })
+	if abandoned {
+		c.abandoned = true
+		r.err = abandonedError(ctx)
 	}
-	return acquired, pttl, token, err
+	return r
+}
+
+// undo undoes what an attempt the caller gave up on did, once its reply
+// came: a hold it took is released (see undoHold), and a fair lock's
+// waiter leaves the queue it may have joined.
+func (c *cycle) undo(ctx context.Context, ttl time.Duration, r lockAttempt) {
+	c.undoHold(ctx, ttl, r)
+	if c.l.kind.spec().queued && c.cfg.wait != 0 {
+		c.l.leaveQueue(ctx, c.owner, c.l.fairTurn(c.cfg))
+	}
+}
+
+// undoHold releases the hold attempt r took: one hold, so a re-entry keeps
+// the others. An attempt that got no answer may have taken one; it is
+// released for a private owner only, whose hold can only be the attempt's.
+// One try, detached from ctx; if it fails, the hold expires with its TTL.
+func (c *cycle) undoHold(ctx context.Context, ttl time.Duration, r lockAttempt) {
+	l := c.l
+	lost := r.err != nil && !r.acquired && !scripts.IsReply(r.err) && !scripts.NotSent(r.err)
+	if !(r.acquired && r.err == nil) && !(lost && c.private) {
+		return
+	}
+	ctx, cancel := cleanup(ctx)
+	defer cancel()
+	if _, err := l.release(ctx, c.owner, ttl, l.c.newRequestID()); err != nil {
+		l.c.opts.Logger.Debug("relock: undoing an attempt cut short", "lock", l.name, "error", err)
+	}
 }
 
 // unsynced handles an acquire that replicas did not confirm: kept when the

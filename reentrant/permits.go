@@ -121,8 +121,11 @@ func (s *PermitExpirableSemaphore) acquire(ctx context.Context, cfg acquireConfi
 	defer func() { err = w.end(err) }()
 	for attempt := 0; ; attempt++ {
 		sent := time.Now()
-		acquired, nearest, err := scripts.PermitAcquire(ctx, s.c.scriptConn(), s.name, []string{id}, ttl, s.c.publish)
+		acquired, nearest, err := s.attempt(ctx, id, ttl)
 		w.heard(err)
+		if errors.Is(err, errAbandoned) {
+			return nil, waitError(ctx, s.name)
+		}
 		switch {
 		case acquired:
 			if p, err = s.hold(ctx, id, cfg.lease, ttl, sent, err); !errors.Is(err, errLateReply) {
@@ -138,6 +141,29 @@ func (s *PermitExpirableSemaphore) acquire(ctx context.Context, cfg acquireConfi
 			return nil, err
 		}
 	}
+}
+
+// attempt runs the acquire script once for permit id (see attemptOnce): an
+// attempt that ctx cut short is undone once its reply comes, the permit
+// released if it was taken or may have been.
+func (s *PermitExpirableSemaphore) attempt(ctx context.Context, id string, ttl time.Duration) (acquired bool, nearest time.Duration, err error) {
+	type result struct {
+		acquired bool
+		nearest  time.Duration
+		err      error
+	}
+	r, abandoned := attemptOnce(s.c, ctx, func(ctx context.Context) (r result) {
+		r.acquired, r.nearest, r.err = scripts.PermitAcquire(ctx, s.c.scriptConn(), s.name, []string{id}, ttl, s.c.publish)
+		return r
+	}, func(ctx context.Context, r result) {
+		if r.acquired || (r.err != nil && !scripts.IsReply(r.err) && !scripts.NotSent(r.err)) {
+			s.undo(ctx, id)
+		}
+	})
+	if abandoned {
+		return false, 0, abandonedError(ctx)
+	}
+	return r.acquired, r.nearest, r.err
 }
 
 // failed handles an attempt that ended in err, and returns nil when the

@@ -86,9 +86,13 @@ func (w *waiting) announcedOn(channel string, wakes pubsub.Wakes) {
 }
 
 // heard records whether an attempt got an answer from Redis: any reply,
-// except one saying the server cannot run scripts for now.
+// except one saying the server cannot run scripts for now. An attempt the
+// caller gave up on (errAbandoned) tells nothing new.
 func (w *waiting) heard(err error) {
 	w.attempts++
+	if errors.Is(err, errAbandoned) {
+		return
+	}
 	w.unreachable = nil
 	if err != nil && (!scripts.IsReply(err) || scripts.IsUnavailable(err)) {
 		w.unreachable = err

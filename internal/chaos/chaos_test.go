@@ -345,6 +345,9 @@ schedule:
 	var lost []int64
 	r.eachProxy(func(p *proxy) { lost = append(lost, p.lostReplies()...) })
 	slices.Sort(lost)
+	if dir := os.Getenv(traceEnv); dir != "" {
+		r.writeTrace(dir, intervals, ops, lost, voided)
+	}
 
 	// Oracle A: fencing.
 	total := 0
@@ -504,7 +507,11 @@ func (r *run) near(t int64) string {
 	var out []string
 	for _, ev := range r.log {
 		if ev.end >= t-int64(time.Second) && ev.start <= t+int64(time.Second) {
-			out = append(out, fmt.Sprintf("%s[%v..%v]", ev.name, time.Duration(ev.start-t), time.Duration(ev.end-t)))
+			hit := ""
+			if ev.worker >= 0 {
+				hit = fmt.Sprintf("@%d", ev.worker)
+			}
+			out = append(out, fmt.Sprintf("%s%s[%v..%v]", ev.name, hit, time.Duration(ev.start-t), time.Duration(ev.end-t)))
 		}
 	}
 	return strings.Join(out, " ")
@@ -579,4 +586,27 @@ func (r *run) permitsInUse(intervals []interval) {
 		most = max(most, inUse)
 	}
 	r.t.Logf("oracle S: at most %d of %d permits in use; %d holds excused (paused through their lease)", most, semPermits, excused)
+}
+
+// writeTrace writes the run's faults and history beside the workers'
+// traces (see traceEnv), in their line format.
+func (r *run) writeTrace(dir string, intervals []interval, ops []op, lost, voided []int64) {
+	t, err := newTracer(dir, -1)
+	require.NoError(r.t, err)
+	defer t.close()
+	for _, ev := range r.log {
+		t.line(ev.start, ev.end, "fault %s worker=%d", ev.name, ev.worker)
+	}
+	for _, x := range intervals {
+		t.line(x.Start, x.End, "interval %+v", x)
+	}
+	for _, o := range ops {
+		t.line(o.Call, o.Ret, "op %+v", o)
+	}
+	for _, at := range lost {
+		t.line(at, 0, "lost-reply")
+	}
+	for _, at := range voided {
+		t.line(at, 0, "voided")
+	}
 }

@@ -122,8 +122,8 @@ func (r *run) liveness(intervals []interval, ops []op, lost []int64) {
 		if u > int64(liveSlack) {
 			over++
 			if over <= 10 {
-				r.t.Errorf("oracle E: worker %d waited %v, %v of it unexplained; faults near it: %s",
-					o.Worker, time.Duration(o.Ret-o.Call), time.Duration(u), r.near(o.Ret))
+				r.t.Errorf("oracle E: worker %d waited %v (monotonic %d to %d), %v of it unexplained; faults near it: %s",
+					o.Worker, time.Duration(o.Ret-o.Call), o.Call, o.Ret, time.Duration(u), r.near(o.Ret))
 			}
 		}
 	}

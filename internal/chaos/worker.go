@@ -201,6 +201,14 @@ func runWorker(spec string) {
 	if err != nil {
 		fatal(err)
 	}
+	var tr *tracer
+	if dir := os.Getenv(traceEnv); dir != "" {
+		if tr, err = newTracer(dir, id); err != nil {
+			fatal(err)
+		}
+		defer tr.close()
+		rdb = tracedClient{Client: rdb, t: tr}
+	}
 	out := json.NewEncoder(os.Stdout)
 	var outMu sync.Mutex
 	emit := func(r record) {
@@ -213,7 +221,11 @@ func runWorker(spec string) {
 		Handler: slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}),
 		voided:  func() { emit(record{Voided: mono()}) },
 	})
-	c, err := reentrant.New(rdb, reentrant.Options{WatchdogTimeout: timeout, RepollInterval: repoll, FairWaitTimeout: fairTurn, Logger: logger})
+	opts := reentrant.Options{WatchdogTimeout: timeout, RepollInterval: repoll, FairWaitTimeout: fairTurn, Logger: logger}
+	if tr != nil {
+		opts.Hooks = tr.hooks()
+	}
+	c, err := reentrant.New(rdb, opts)
 	if err != nil {
 		fatal(err)
 	}

@@ -1,0 +1,125 @@
+package reentrant_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/reentrant"
+)
+
+// slowWrites is a connection that, while armed, holds the next script call
+// back for delay before writing it, then reports it written on ran.
+type slowWrites struct {
+	net.Conn
+	armed *atomic.Bool
+	delay time.Duration
+	ran   chan<- struct{}
+}
+
+func (c *slowWrites) Write(b []byte) (int, error) {
+	if !bytes.Contains(b, []byte("EVAL")) || !c.armed.CompareAndSwap(true, false) {
+		return c.Conn.Write(b)
+	}
+	time.Sleep(c.delay)
+	defer func() { c.ran <- struct{}{} }()
+	return c.Conn.Write(b)
+}
+
+// An attempt that the caller's ctx cuts short is undone only once its reply
+// has come. rueidis spreads a client's commands over several connections
+// (here two), so an undo sent at once could run before the attempt, which
+// would then take the lock, join the fair queue or take the permit for an
+// owner nobody will release: everyone would wait out its lease, or its
+// turn at the head of the queue. Here the attempt is held back 300ms on its
+// connection while ctx ends after 50ms; once it has run, nothing of it may
+// be left. Each round has even odds that the undo takes the other
+// connection, so eight rounds catch an undo sent too early almost surely.
+func TestAbandonedAttemptUndoneAfterItRuns(t *testing.T) {
+	s := redistest.Start(t)
+	var armed atomic.Bool
+	ran := make(chan struct{}, 1)
+	rdb, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress: []string{s.Addr}, DisableCache: true, PipelineMultiplex: 1,
+		DialCtxFn: func(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
+			c, err := d.DialContext(ctx, "tcp", addr)
+			if err != nil {
+				return nil, err
+			}
+			return &slowWrites{Conn: c, armed: &armed, delay: 300 * time.Millisecond, ran: ran}, nil
+		},
+	})
+	require.NoError(t, err)
+	t.Cleanup(rdb.Close)
+	c, err := reentrant.New(rdb, reentrant.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	other, err := reentrant.New(s.Client(), reentrant.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { other.Close() })
+	bg := context.Background()
+
+	// cutShort arms the delay, runs acquire with a ctx that ends first,
+	// and waits until the held-back attempt has been written.
+	cutShort := func(acquire func(ctx context.Context) error) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(bg, 50*time.Millisecond)
+		defer cancel()
+		armed.Store(true)
+		require.ErrorIs(t, acquire(ctx), context.DeadlineExceeded)
+		<-ran
+	}
+	gone := func(what string, count func() int64) {
+		t.Helper()
+		require.Eventually(t, func() bool { return count() == 0 }, 2*time.Second, 5*time.Millisecond, what)
+	}
+	exists := func(key string) func() int64 {
+		return func() int64 { n, _ := s.Do("EXISTS", key).AsInt64(); return n }
+	}
+
+	sem := c.PermitExpirableSemaphore("abandoned-sem")
+	_, err = sem.TrySetPermits(bg, 1)
+	require.NoError(t, err)
+	// Load every script first: a NOSCRIPT retry is a second write.
+	for _, l := range []*reentrant.Lock{c.Lock("abandoned-plain"), c.FairLock("abandoned-fair")} {
+		held, err := l.Lock(bg)
+		require.NoError(t, err)
+		require.NoError(t, l.Unlock(held))
+	}
+	p, err := sem.Acquire(bg)
+	require.NoError(t, err)
+	require.NoError(t, p.Release(bg))
+
+	for range 8 {
+		// A free lock: the late attempt takes it, and the undo releases it.
+		cutShort(func(ctx context.Context) error { _, err := c.Lock("abandoned-plain").Lock(ctx); return err })
+		gone("a plain lock's late hold", exists("abandoned-plain"))
+
+		// A held fair lock: the late attempt joins the queue, and the
+		// waiter leaves it.
+		fair := other.FairLock("abandoned-fair")
+		held, err := fair.Lock(bg)
+		require.NoError(t, err)
+		cutShort(func(ctx context.Context) error { _, err := c.FairLock("abandoned-fair").Lock(ctx); return err })
+		gone("a fair queue's ghost waiter", func() int64 {
+			n, _ := s.Do("LLEN", "redisson_lock_queue:{abandoned-fair}").AsInt64()
+			return n
+		})
+		require.NoError(t, fair.Unlock(held))
+
+		// A free permit: the late attempt takes it, and the undo gives it back.
+		cutShort(func(ctx context.Context) error { _, err := sem.Acquire(ctx); return err })
+		gone("a late permit", func() int64 {
+			_, taken, _ := sem.Permits(bg)
+			return taken
+		})
+	}
+}

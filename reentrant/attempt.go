@@ -23,27 +23,15 @@ var errAbandoned = errors.New("the attempt's reply is awaited in the background"
 // nobody will renew, release or take out. Everyone then waits out that
 // hold's lease, or that ghost waiter's whole turn at the head of the queue.
 //
-// So run gets a ctx detached from the caller's (ended by Close, bounded by
-// releaseWindow). If ctx ends first, attemptOnce returns at once with
-// abandoned set, and a background task waits for run's result and hands it
-// to undo, which can undo exactly what the attempt did. A ctx that can never
-// end runs run on the caller's goroutine.
+// So run gets the client's ctx, which only Close ends, not the caller's. If
+// ctx ends first, attemptOnce returns at once with abandoned set, and a
+// background task waits for run's result and hands it to undo, which can
+// undo exactly what the attempt did. (A ctx that can never end needs none
+// of this: the caller runs the script itself.)
 func attemptOnce[R any](c *Client, ctx context.Context, run func(context.Context) R, undo func(context.Context, R)) (r R, abandoned bool) {
-	if ctx.Done() == nil {
-		return run(ctx), false
-	}
 	done := make(chan R, 1)
-	detached, cancel := cleanup(ctx)
-	stop := context.AfterFunc(c.closing, cancel)
-	started := c.background(func() {
-		defer cancel()
-		defer stop()
-		done <- run(detached)
-	})
-	if !started { // closed: the script meets ErrClosed
-		stop()
-		cancel()
-		return run(ctx), false
+	if !c.background(func() { done <- run(c.closing) }) {
+		return run(ctx), false // closed: the script meets ErrClosed
 	}
 	select {
 	case r = <-done:

@@ -112,7 +112,7 @@ func (c *cycle) failed(attempt int, ttl time.Duration, err error) error {
 	l := c.l
 	if c.ctx.Err() != nil {
 		if !c.abandoned {
-			c.undoHold(c.ctx, ttl, lockAttempt{err: err})
+			try{l: l, owner: c.owner, private: c.private, ttl: ttl}.undoHold(c.ctx, lockAttempt{err: err})
 		}
 		return waitError(c.ctx, l.name)
 	}

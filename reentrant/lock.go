@@ -95,19 +95,17 @@ type lockAttempt struct {
 
 // attempt runs the lock's acquire script once (see attemptOnce).
 func (c *cycle) attempt(ttl time.Duration) lockAttempt {
-	l, ctx := c.l, c.ctx
+	ctx := c.ctx
 	if c.cfg.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.cfg.timeout)
 		defer cancel()
 	}
-	r, abandoned := attemptOnce(l.c, ctx, func(ctx context.Context) (r lockAttempt) {
-		r.acquired, r.pttl, r.token, r.err = l.kind.spec().acquire(ctx, l.c.scriptConn(), l.name, c.owner.id, ttl, l.fairTurn(c.cfg), c.cfg.wait != 0, l.c.publish)
-		if r.acquired && r.err != nil {
-			r.err = l.unsynced(ctx, c.owner, ttl, r.err)
-		}
-		return r
-	}, func(ctx context.Context, r lockAttempt) { c.undo(ctx, ttl, r) })
+	t := try{l: c.l, owner: c.owner, private: c.private, ttl: ttl, cfg: c.cfg}
+	if ctx.Done() == nil { // nothing can cut it short
+		return t.run(ctx)
+	}
+	r, abandoned := attemptOnce(c.l.c, ctx, t.run, t.undo)
 	if abandoned {
 		c.abandoned = true
 		r.err = abandonedError(ctx)
@@ -115,13 +113,34 @@ func (c *cycle) attempt(ttl time.Duration) lockAttempt {
 	return r
 }
 
+// try is one attempt of a cycle: what running it and undoing it need, by
+// value, so that an undo in the background holds nothing of the cycle.
+type try struct {
+	l       *Lock
+	owner   Owner
+	private bool // see cycle
+	ttl     time.Duration
+	cfg     acquireConfig
+}
+
+// run runs the acquire script; an acquire that replicas did not confirm is
+// rolled back (see unsynced).
+func (t try) run(ctx context.Context) (r lockAttempt) {
+	l := t.l
+	r.acquired, r.pttl, r.token, r.err = l.kind.spec().acquire(ctx, l.c.scriptConn(), l.name, t.owner.id, t.ttl, l.fairTurn(t.cfg), t.cfg.wait != 0, l.c.publish)
+	if r.acquired && r.err != nil {
+		r.err = l.unsynced(ctx, t.owner, t.ttl, r.err)
+	}
+	return r
+}
+
 // undo undoes what an attempt the caller gave up on did, once its reply
 // came: a hold it took is released (see undoHold), and a fair lock's
 // waiter leaves the queue it may have joined.
-func (c *cycle) undo(ctx context.Context, ttl time.Duration, r lockAttempt) {
-	c.undoHold(ctx, ttl, r)
-	if c.l.kind.spec().queued && c.cfg.wait != 0 {
-		c.l.leaveQueue(ctx, c.owner, c.l.fairTurn(c.cfg))
+func (t try) undo(ctx context.Context, r lockAttempt) {
+	t.undoHold(ctx, r)
+	if t.l.kind.spec().queued && t.cfg.wait != 0 {
+		t.l.leaveQueue(ctx, t.owner, t.l.fairTurn(t.cfg))
 	}
 }
 
@@ -129,15 +148,15 @@ func (c *cycle) undo(ctx context.Context, ttl time.Duration, r lockAttempt) {
 // the others. An attempt that got no answer may have taken one; it is
 // released for a private owner only, whose hold can only be the attempt's.
 // One try, detached from ctx; if it fails, the hold expires with its TTL.
-func (c *cycle) undoHold(ctx context.Context, ttl time.Duration, r lockAttempt) {
-	l := c.l
+func (t try) undoHold(ctx context.Context, r lockAttempt) {
+	l := t.l
 	lost := r.err != nil && !r.acquired && !scripts.IsReply(r.err) && !scripts.NotSent(r.err)
-	if !(r.acquired && r.err == nil) && !(lost && c.private) {
+	if !(r.acquired && r.err == nil) && !(lost && t.private) {
 		return
 	}
 	ctx, cancel := cleanup(ctx)
 	defer cancel()
-	if _, err := l.release(ctx, c.owner, ttl, l.c.newRequestID()); err != nil {
+	if _, err := l.release(ctx, t.owner, t.ttl, l.c.newRequestID()); err != nil {
 		l.c.opts.Logger.Debug("relock: undoing an attempt cut short", "lock", l.name, "error", err)
 	}
 }

@@ -1,6 +1,7 @@
 package reentrant_test
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -22,6 +23,32 @@ func BenchmarkLockUnlock(b *testing.B) {
 	defer c.Close()
 	mu := c.Lock("bench")
 	ctx := bg()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		held, err := mu.Lock(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := mu.Unlock(held); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLockUnlockCancellable is BenchmarkLockUnlock with a ctx that can
+// end, as a request's can: each attempt then runs on its own goroutine, so
+// that one cut short is heard out (see Lock).
+func BenchmarkLockUnlockCancellable(b *testing.B) {
+	s := redistest.Start(b)
+	c, err := reentrant.New(s.Client(), reentrant.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	mu := c.Lock("bench")
+	ctx, cancel := context.WithCancel(bg())
+	defer cancel()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

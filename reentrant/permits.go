@@ -147,6 +147,9 @@ func (s *PermitExpirableSemaphore) acquire(ctx context.Context, cfg acquireConfi
 // attempt that ctx cut short is undone once its reply comes, the permit
 // released if it was taken or may have been.
 func (s *PermitExpirableSemaphore) attempt(ctx context.Context, id string, ttl time.Duration) (acquired bool, nearest time.Duration, err error) {
+	if ctx.Done() == nil { // nothing can cut it short
+		return scripts.PermitAcquire(ctx, s.c.scriptConn(), s.name, []string{id}, ttl, s.c.publish)
+	}
 	type result struct {
 		acquired bool
 		nearest  time.Duration

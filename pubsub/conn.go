@@ -186,16 +186,19 @@ func (cn *conn) resubscribe() {
 
 func (cn *conn) onMessage(m rueidis.PubSubMessage) {
 	cn.s.mu.Lock()
-	defer cn.s.mu.Unlock()
 	ch := cn.channels[m.Channel]
-	if ch == nil {
-		return
+	var unclaimed func()
+	if ch != nil {
+		switch n := ch.wakes(m.Message); {
+		case n == All:
+			ch.wakeAll()
+		case n > 0:
+			unclaimed = ch.wake(n)
+		}
 	}
-	switch n := ch.wakes(m.Message); {
-	case n == All:
-		ch.wakeAll()
-	case n > 0:
-		ch.wake(n)
+	cn.s.mu.Unlock()
+	if unclaimed != nil {
+		unclaimed()
 	}
 }
 

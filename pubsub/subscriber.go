@@ -73,10 +73,11 @@ func LockWakes(message string) int {
 // Subscriber shares subscriptions among local waiters. Its methods are safe
 // for concurrent use.
 type Subscriber struct {
-	rdb  rueidis.Client
-	mode Mode
-	slot func(channel string) uint16
-	log  *slog.Logger
+	rdb    rueidis.Client
+	mode   Mode
+	slot   func(channel string) uint16
+	log    *slog.Logger
+	linger time.Duration
 
 	mu     sync.Mutex
 	conns  map[uint16]*conn
@@ -85,12 +86,15 @@ type Subscriber struct {
 }
 
 // New returns a Subscriber for rdb in the given mode. In sharded mode, slot
-// maps a channel to its cluster slot; in classic mode it is not used.
-func New(rdb rueidis.Client, mode Mode, slot func(channel string) uint16, log *slog.Logger) *Subscriber {
+// maps a channel to its cluster slot; in classic mode it is not used. A
+// channel that has an unclaimed handler (see Subscribe) stays subscribed for
+// linger after its last waiter leaves, so that a waiter that comes back
+// soon finds it live (see Join).
+func New(rdb rueidis.Client, mode Mode, slot func(channel string) uint16, log *slog.Logger, linger time.Duration) *Subscriber {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Subscriber{rdb: rdb, mode: mode, slot: slot, log: log, conns: make(map[uint16]*conn)}
+	return &Subscriber{rdb: rdb, mode: mode, slot: slot, log: log, linger: linger, conns: make(map[uint16]*conn)}
 }
 
 // Mode returns the subscriber's mode.
@@ -104,13 +108,18 @@ const (
 )
 
 type channel struct {
-	name    string
-	state   int
-	ready   chan struct{} // closed when a subscription is confirmed or fails
-	err     error         // why it failed
-	rewake  bool          // wake every waiter when confirmed (after a reconnect)
-	wakes   Wakes         // reads the channel's messages
-	waiters list.List     // of *Waiter, in arrival order
+	name   string
+	state  int
+	ready  chan struct{} // closed when a subscription is confirmed or fails
+	err    error         // why it failed
+	rewake bool          // wake every waiter when confirmed (after a reconnect)
+	wakes  Wakes         // reads the channel's messages
+	// unclaimed, if set, is called (without s.mu) when a wake finds no
+	// waiter to take it.
+	unclaimed func()
+	// idle, while the channel lingers with no waiter, unsubscribes it.
+	idle *time.Timer
+	waiters   list.List // of *Waiter, in arrival order
 }
 
 // Waiter is one goroutine's place in a channel's queue.
@@ -126,10 +135,13 @@ type Waiter struct {
 
 // Subscribe joins the queue of channel name, subscribing it if this is its
 // first waiter, and returns once the server has confirmed the subscription.
-// wakes reads the channel's messages; every waiter of one channel must pass
-// the same. The waiter must Leave. If the subscription cannot be made, or
-// ctx ends first, Subscribe returns an error and no waiter.
-func (s *Subscriber) Subscribe(ctx context.Context, name string, wakes Wakes) (*Waiter, error) {
+// wakes reads the channel's messages; unclaimed, if not nil, is called when
+// a wake finds no waiter to take it (a message with every waiter gone or
+// already woken, a wake left or passed on with no other waiter): it must
+// not block. Every waiter of one channel must pass the same. The waiter
+// must Leave. If the subscription cannot be made, or ctx ends first,
+// Subscribe returns an error and no waiter.
+func (s *Subscriber) Subscribe(ctx context.Context, name string, wakes Wakes, unclaimed func()) (*Waiter, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err // not a coin toss against a quick confirmation
 	}
@@ -149,13 +161,11 @@ func (s *Subscriber) Subscribe(ctx context.Context, name string, wakes Wakes) (*
 	}
 	ch := cn.channels[name]
 	if ch == nil {
-		ch = &channel{name: name, state: subscribing, ready: make(chan struct{}), wakes: wakes}
+		ch = &channel{name: name, state: subscribing, ready: make(chan struct{}), wakes: wakes, unclaimed: unclaimed}
 		cn.channels[name] = ch
 		cn.queue(op{subscribe: true, name: name})
 	}
-	wake := make(chan struct{}, 1)
-	w := &Waiter{C: wake, wake: wake, s: s, cn: cn, ch: ch}
-	w.elem = ch.waiters.PushBack(w)
+	w := ch.join(s, cn)
 	ready := ch.ready
 	s.mu.Unlock()
 
@@ -175,53 +185,143 @@ func (s *Subscriber) Subscribe(ctx context.Context, name string, wakes Wakes) (*
 	}
 }
 
+// Join joins the queue of channel name if the channel is live: subscribed,
+// confirmed, and not being unsubscribed. Then a message published from now
+// on reaches the waiter's queue, and Join returns the waiter, which must
+// Leave; otherwise it returns nil, and Subscribe is the way in. It never
+// waits for the server.
+func (s *Subscriber) Join(name string) *Waiter {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := uint16(0)
+	if s.mode == Sharded {
+		key = s.slot(name)
+	}
+	cn := s.conns[key]
+	if s.closed || cn == nil {
+		return nil
+	}
+	ch := cn.channels[name]
+	if ch == nil || ch.state != live || ch.err != nil {
+		return nil
+	}
+	return ch.join(s, cn)
+}
+
+// join adds a waiter to the channel's queue. Called with s.mu held.
+func (ch *channel) join(s *Subscriber, cn *conn) *Waiter {
+	if ch.idle != nil {
+		ch.idle.Stop()
+		ch.idle = nil
+	}
+	wake := make(chan struct{}, 1)
+	w := &Waiter{C: wake, wake: wake, s: s, cn: cn, ch: ch}
+	w.elem = ch.waiters.PushBack(w)
+	return w
+}
+
 // Leave takes the waiter out of its queue. A wake it received and did not act
 // on (still in C) passes to the next waiter. The last waiter to leave
 // unsubscribes the channel. Leave is idempotent.
 func (w *Waiter) Leave() {
 	w.s.mu.Lock()
-	defer w.s.mu.Unlock()
 	if w.elem == nil {
+		w.s.mu.Unlock()
 		return
 	}
 	w.ch.waiters.Remove(w.elem)
 	w.elem = nil
+	var unclaimed func()
 	select {
 	case <-w.wake:
-		w.ch.wakeOne()
+		unclaimed = w.ch.wakeOne()
 	default:
 	}
 	if w.ch.waiters.Len() == 0 && w.ch.state != unsubscribing && w.ch.err == nil {
-		w.ch.state = unsubscribing
-		w.ch.ready = make(chan struct{})
-		w.cn.queue(op{subscribe: false, name: w.ch.name})
+		if w.ch.unclaimed != nil && w.s.linger > 0 && w.ch.state == live {
+			w.ch.linger(w.s, w.cn)
+		} else {
+			w.ch.unsubscribe(w.cn)
+		}
 	}
+	w.s.mu.Unlock()
+	if unclaimed != nil {
+		unclaimed()
+	}
+}
+
+// unsubscribe drops the channel, which has no waiter. Called with s.mu held.
+func (ch *channel) unsubscribe(cn *conn) {
+	ch.state = unsubscribing
+	ch.ready = make(chan struct{})
+	cn.queue(op{subscribe: false, name: ch.name})
+}
+
+// linger unsubscribes the channel after s.linger, unless a waiter joins it
+// first. Called with s.mu held.
+func (ch *channel) linger(s *Subscriber, cn *conn) {
+	var t *time.Timer
+	t = time.AfterFunc(s.linger, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if ch.idle != t {
+			return // a waiter joined, or the subscriber closed
+		}
+		ch.idle = nil
+		switch {
+		case ch.waiters.Len() > 0 || ch.err != nil || s.closed:
+		case ch.state == live:
+			ch.unsubscribe(cn)
+		case ch.state == subscribing: // resubscribing after a reconnect
+			ch.linger(s, cn)
+		}
+	})
+	ch.idle = t
 }
 
 // PassOn hands a wake the waiter took from C, but will not act on, to the
 // next waiter.
 func (w *Waiter) PassOn() {
 	w.s.mu.Lock()
-	defer w.s.mu.Unlock()
+	var unclaimed func()
 	if w.elem != nil {
-		w.ch.wakeOne()
+		unclaimed = w.ch.wakeOne()
+	}
+	w.s.mu.Unlock()
+	if unclaimed != nil {
+		unclaimed()
 	}
 }
 
-// wakeOne wakes the longest-waiting waiter not already woken. Called with
-// s.mu held.
-func (ch *channel) wakeOne() { ch.wake(1) }
+// Alone reports whether the waiter is its channel's only one.
+func (w *Waiter) Alone() bool {
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	return w.ch.waiters.Len() <= 1
+}
+
+// wakeOne wakes the longest-waiting waiter not already woken, and returns
+// the channel's unclaimed callback when there was none. Called with s.mu
+// held.
+func (ch *channel) wakeOne() func() { return ch.wake(1) }
 
 // wake wakes the n longest-waiting waiters not already woken, or as many as
-// there are. Called with s.mu held.
-func (ch *channel) wake(n int) {
+// there are, and returns the channel's unclaimed callback (nil if it has
+// none) when it woke nobody. Called with s.mu held.
+func (ch *channel) wake(n int) (unclaimed func()) {
+	woke := false
 	for e := ch.waiters.Front(); e != nil && n > 0; e = e.Next() {
 		select {
 		case e.Value.(*Waiter).wake <- struct{}{}:
 			n--
+			woke = true
 		default: // already woken; try the next
 		}
 	}
+	if !woke {
+		return ch.unclaimed
+	}
+	return nil
 }
 
 // wakeAll wakes every waiter. Called with s.mu held.
@@ -258,6 +358,10 @@ func (s *Subscriber) Close() {
 	for _, cn := range s.conns {
 		close(cn.stop)
 		for _, ch := range cn.channels {
+			if ch.idle != nil {
+				ch.idle.Stop()
+				ch.idle = nil
+			}
 			if ch.state != live {
 				ch.fail(ErrClosed)
 			}

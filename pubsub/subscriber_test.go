@@ -22,7 +22,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func newSubscriber(t *testing.T) (*miniredis.Miniredis, *pubsub.Subscriber) {
 	m, rdb := redistest.Miniredis(t)
-	s := pubsub.New(rdb, pubsub.Classic, nil, nil)
+	s := pubsub.New(rdb, pubsub.Classic, nil, nil, 0)
 	t.Cleanup(s.Close)
 	return m, s
 }
@@ -52,7 +52,7 @@ func TestWakeOrder(t *testing.T) {
 	ctx := context.Background()
 	var ws []*pubsub.Waiter
 	for i := 0; i < 4; i++ {
-		w, err := s.Subscribe(ctx, "ch", pubsub.LockWakes)
+		w, err := s.Subscribe(ctx, "ch", pubsub.LockWakes, nil)
 		require.NoError(t, err)
 		ws = append(ws, w)
 	}
@@ -89,11 +89,11 @@ func TestWakeOrder(t *testing.T) {
 func TestUnusedWakePassesOn(t *testing.T) {
 	m, s := newSubscriber(t)
 	ctx := context.Background()
-	a, err := s.Subscribe(ctx, "ch", pubsub.LockWakes)
+	a, err := s.Subscribe(ctx, "ch", pubsub.LockWakes, nil)
 	require.NoError(t, err)
-	b, err := s.Subscribe(ctx, "ch", pubsub.LockWakes)
+	b, err := s.Subscribe(ctx, "ch", pubsub.LockWakes, nil)
 	require.NoError(t, err)
-	c, err := s.Subscribe(ctx, "ch", pubsub.LockWakes)
+	c, err := s.Subscribe(ctx, "ch", pubsub.LockWakes, nil)
 	require.NoError(t, err)
 
 	m.Publish("ch", "0")
@@ -112,7 +112,7 @@ func TestSubscriptionLifecycle(t *testing.T) {
 	m, s := newSubscriber(t)
 	ctx := context.Background()
 	for round := 0; round < 20; round++ {
-		w, err := s.Subscribe(ctx, "ch", pubsub.LockWakes)
+		w, err := s.Subscribe(ctx, "ch", pubsub.LockWakes, nil)
 		require.NoError(t, err)
 		m.Publish("ch", "0")
 		require.True(t, woken(w), "round %d", round)
@@ -120,12 +120,12 @@ func TestSubscriptionLifecycle(t *testing.T) {
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	_, err := s.Subscribe(cancelled, "other", pubsub.LockWakes)
+	_, err := s.Subscribe(cancelled, "other", pubsub.LockWakes, nil)
 	assert.ErrorIs(t, err, context.Canceled)
 	require.Eventually(t, func() bool { return s.Channels() == 0 }, 5*time.Second, time.Millisecond)
 
 	s.Close()
-	_, err = s.Subscribe(ctx, "ch", pubsub.LockWakes)
+	_, err = s.Subscribe(ctx, "ch", pubsub.LockWakes, nil)
 	assert.ErrorIs(t, err, pubsub.ErrClosed)
 }
 
@@ -147,12 +147,12 @@ func TestReconnectWhileUnsubscribing(t *testing.T) {
 			return c, err
 		}
 	})
-	s := pubsub.New(rdb, pubsub.Classic, nil, nil)
+	s := pubsub.New(rdb, pubsub.Classic, nil, nil, 0)
 	t.Cleanup(s.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 
-	first, err := s.Subscribe(ctx, "ch", pubsub.LockWakes)
+	first, err := s.Subscribe(ctx, "ch", pubsub.LockWakes, nil)
 	require.NoError(t, err)
 	srv.Pause() // nothing is confirmed from here on
 	resumed := false
@@ -168,7 +168,7 @@ func TestReconnectWhileUnsubscribing(t *testing.T) {
 	}
 	second := make(chan result, 1)
 	go func() {
-		w, err := s.Subscribe(ctx, "ch", pubsub.LockWakes)
+		w, err := s.Subscribe(ctx, "ch", pubsub.LockWakes, nil)
 		second <- result{w, err}
 	}()
 	require.Eventually(t, func() bool { return s.Waiting("ch") == 1 }, 10*time.Second, time.Millisecond)
@@ -192,9 +192,9 @@ func TestReconnectWhileUnsubscribing(t *testing.T) {
 // the ctx's error, and the channel is dropped once the server answers.
 func TestSubscribeCancelledWhileUnconfirmed(t *testing.T) {
 	srv := redistest.Start(t)
-	s := pubsub.New(srv.Client(), pubsub.Classic, nil, nil)
+	s := pubsub.New(srv.Client(), pubsub.Classic, nil, nil, 0)
 	t.Cleanup(s.Close)
-	warm, err := s.Subscribe(context.Background(), "warm", pubsub.LockWakes)
+	warm, err := s.Subscribe(context.Background(), "warm", pubsub.LockWakes, nil)
 	require.NoError(t, err) // the connection is up
 	warm.Leave()
 	require.Eventually(t, func() bool { return s.Channels() == 0 }, 10*time.Second, time.Millisecond)
@@ -202,7 +202,7 @@ func TestSubscribeCancelledWhileUnconfirmed(t *testing.T) {
 	srv.Pause()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err = s.Subscribe(ctx, "ch", pubsub.LockWakes)
+	_, err = s.Subscribe(ctx, "ch", pubsub.LockWakes, nil)
 	srv.Resume()
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Eventually(t, func() bool { return s.Channels() == 0 }, 10*time.Second, time.Millisecond)

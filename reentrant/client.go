@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/redis/rueidis"
 
 	"github.com/relock-go/relock/pubsub"
@@ -22,7 +21,8 @@ import (
 // Client makes and keeps locks on one rueidis client. Make one per rueidis
 // client and share it; it is safe for concurrent use.
 //
-// A Client has an id, a random UUID that prefixes its owners. Close stops
+// A Client has an id, a random UUID (version 8, relock's mark) that prefixes
+// its owners. Close stops
 // it; it does not close the rueidis client.
 type Client struct {
 	rdb       rueidis.Client
@@ -30,6 +30,7 @@ type Client struct {
 	opts      Options
 	publish   scripts.Publish
 	cluster   bool
+	directed  bool // plain and fenced locks take directed wakes (directed.go)
 	nextOwner atomic.Int64
 	// nextRequest numbers release requests, for their unlock latch.
 	nextRequest atomic.Uint64
@@ -72,7 +73,7 @@ func New(rdb rueidis.Client, opts Options) (*Client, error) {
 	}
 	c := &Client{
 		rdb:     rdb,
-		id:      uuid.NewString(),
+		id:      newClientID(),
 		opts:    opts,
 		publish: scripts.PublishClassic,
 		cluster: cluster,
@@ -83,10 +84,13 @@ func New(rdb rueidis.Client, opts Options) (*Client, error) {
 	if opts.PubSub == pubsub.Sharded {
 		c.publish = scripts.PublishSharded
 	}
+	c.directed = !cluster || opts.PubSub == pubsub.Sharded
 	if err := c.startSync(); err != nil {
 		return nil, err
 	}
-	c.sub = pubsub.New(rdb, opts.PubSub, scripts.Slot, opts.Logger)
+	// A lock's wake channel lingers a little after its last waiter leaves:
+	// one that comes back soon (steady contention) finds it live.
+	c.sub = pubsub.New(rdb, opts.PubSub, scripts.Slot, opts.Logger, min(opts.RepollInterval, time.Second))
 	c.latches = newLatchSweeper(rdb, cluster)
 	c.background(func() { c.latches.run(c.closing) })
 	c.watchdog = watchdog.New(watchdog.Config{

@@ -29,6 +29,9 @@ type cycle struct {
 	// abandoned: ctx ended while an attempt was in flight; its reply is
 	// awaited, and what it did undone, in the background (see attemptOnce).
 	abandoned bool
+	// directed: the lock takes directed wakes (directed.go); registered: an
+	// attempt of this cycle put the client in the waiters' set.
+	directed, registered bool
 }
 
 // acquire takes the lock and returns the held context.
@@ -53,6 +56,7 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Con
 			}
 			err = c.lateHold(attempt, ttl, err)
 		default:
+			c.heldBy(r.holder)
 			err = c.held(attempt, r.pttl)
 		}
 		if err != nil {
@@ -71,8 +75,23 @@ func (l *Lock) startCycle(c *cycle, ctx context.Context, cfg acquireConfig) {
 		ctx = WithOwner(ctx, owner)
 	}
 	l.c.startWaiting(&c.waiting, ctx, l.kindName(), l.name, cfg.wait, cfg.retries)
-	if cfg.retryDelay == 0 && l.spin == nil {
-		c.announcedOn(l.channel(owner), pubsub.LockWakes)
+	switch {
+	case cfg.retryDelay != 0 || l.spin != nil: // polls
+	case l.directed():
+		c.directed = true
+		channel := scripts.WakeChannel(l.name, l.c.id)
+		c.announcedOn(channel, pubsub.LockWakes, l.name)
+		// A channel still live (another waiter's, or lingering after one)
+		// is joined before the first attempt: a release after that
+		// attempt registered the client is heard, so a failed attempt
+		// needs no second one after subscribing.
+		if cfg.wait != 0 {
+			if w := l.c.sub.Join(channel); w != nil {
+				c.sub, c.subscribe = w, false
+			}
+		}
+	default:
+		c.announcedOn(l.channel(owner), pubsub.LockWakes, "")
 	}
 	c.l, c.given, c.cfg = l, given, cfg
 	c.owner, c.private, c.key = owner, private, holdKey{l.name, l.field(owner)}
@@ -148,6 +167,20 @@ func (c *cycle) lateHold(attempt int, ttl time.Duration, err error) error {
 	return c.failed(attempt, ttl, err)
 }
 
+// heldBy notes, for directed wakes, that an attempt found the lock held by
+// the owner whose field is holder: the client is registered if the call
+// waits, and a holder whose release will not tell it directly (see
+// directedOwner) is heard on Redisson's channel too.
+func (c *cycle) heldBy(holder string) {
+	if !c.directed {
+		return
+	}
+	c.registered = c.registered || c.cfg.wait != 0
+	if holder != "" && !directedOwner(holder) {
+		c.listenAlso(scripts.LockChannel(c.l.name))
+	}
+}
+
 // held handles an attempt that found the lock held (pttl left on it) and
 // returns nil when the cycle goes on.
 func (c *cycle) held(attempt int, pttl time.Duration) error {
@@ -205,10 +238,11 @@ func (l *Lock) transient(err error) bool {
 func (l *Lock) clearAttempt(w *waiting, owner Owner, ttl time.Duration, lost error, tries int) error {
 	// A bounded clean-up (tries >= 0) follows a call that is already
 	// ending: its wait limit, which may have run out, does not cut it short.
-	sleep := w.sleep
+	sleep := w.sleepOut
 	if tries >= 0 {
-		sleep = func(_ <-chan struct{}, d time.Duration) (bool, error) {
-			return l.c.sleep(w.ctx, l.name, nil, nil, d)
+		sleep = func(d time.Duration) error {
+			_, err := l.c.sleep(w.ctx, l.name, nil, nil, nil, d)
+			return err
 		}
 	}
 	backoff := 20 * time.Millisecond
@@ -216,12 +250,11 @@ func (l *Lock) clearAttempt(w *waiting, owner Owner, ttl time.Duration, lost err
 		if tries >= 0 {
 			return nil
 		}
-		_, err := sleep(nil, backoff)
-		return err
+		return sleep(backoff)
 	}
 	requestID := l.c.newRequestID()
 	for try := 0; tries < 0 || try < tries; try++ {
-		if _, err := sleep(nil, backoff); err != nil {
+		if err := sleep(backoff); err != nil {
 			return err
 		}
 		backoff = doubled(backoff, 0, time.Second)

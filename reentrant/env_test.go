@@ -127,6 +127,12 @@ func receive(t *testing.T, msgs <-chan string) string {
 }
 
 // eventually waits, up to a generous bound, for cond to hold.
+// wakeChannel is the channel on which c's waiters on the plain or fenced
+// lock name hear directed wakes (a lock whose holder is a relock client).
+func wakeChannel(c *reentrant.Client, name string) string {
+	return "relock_wake:{" + name + "}:" + c.ID()
+}
+
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)

@@ -64,7 +64,7 @@ func (l *Lock) leaveQueue(ctx context.Context, owner Owner, turn time.Duration) 
 		defer context.AfterFunc(l.c.closing, cancel)()
 		for backoff := time.Duration(0); ; {
 			backoff = doubled(backoff, 10*time.Millisecond, time.Second)
-			if _, err := l.c.sleep(ctx, l.name, nil, nil, backoff); err != nil {
+			if _, err := l.c.sleep(ctx, l.name, nil, nil, nil, backoff); err != nil {
 				if ctx.Err() != nil && l.c.checkOpen() == nil {
 					l.c.opts.Logger.Warn("relock: could not leave a fair lock's queue; the entry is dropped when its turn ends", "lock", l.name)
 				}

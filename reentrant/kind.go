@@ -30,41 +30,60 @@ type kind struct {
 	// channel is the channel on which owner, waiting for lock name, hears
 	// releases.
 	channel func(name, owner string) string
-	// acquire runs the acquire script once. turn, join and pub matter to a
-	// fair lock only: the waiter's turn in the queue, whether it may join
-	// the queue (a call that will not wait tries once and leaves no trace),
-	// and how to tell a new head its turn has come.
-	acquire func(ctx context.Context, rdb scripts.Conn, name, owner string, ttl, turn time.Duration, join bool, pub scripts.Publish) (acquired bool, pttl time.Duration, token int64, err error)
+	// acquire runs the acquire script once.
+	acquire func(ctx context.Context, rdb scripts.Conn, a acquireArgs) lockAttempt
 	// release runs the release script once.
 	release func(ctx context.Context, rdb scripts.Conn, r scripts.Release) (scripts.Released, error)
-	// forceUnlock deletes the lock whoever holds it and wakes its waiters.
-	forceUnlock func(ctx context.Context, rdb scripts.Conn, name string, pub scripts.Publish) (bool, error)
+	// forceUnlock deletes the lock whoever holds it and wakes its waiters
+	// (directed: one relock client too, see scripts.Wake).
+	forceUnlock func(ctx context.Context, rdb scripts.Conn, name string, pub scripts.Publish, directed bool) (bool, error)
 	// renewedApart: holds are renewed by another script (read holds
 	// extend their timeout keys too), so they are batched apart.
 	renewedApart bool
 	// queued: waiters queue in Redis. One that gives up leaves the queue;
 	// one told "free, but not your turn" backs off instead of retrying.
 	queued bool
+	// directed: relock waiters may take directed wakes (scripts.Wake).
+	directed bool
+}
+
+// acquireArgs are an acquire script's inputs. turn, join and pub matter to a
+// fair lock only: the waiter's turn in the queue, whether it may join the
+// queue (a call that will not wait tries once and leaves no trace), and how
+// to tell a new head its turn has come; wake to the kinds with directed
+// wakes, and may be nil.
+type acquireArgs struct {
+	name, owner string
+	ttl, turn   time.Duration
+	join        bool
+	pub         scripts.Publish
+	wake        *scripts.Wake
 }
 
 var kinds = [...]kind{
 	plainLock: {
-		name:        "lock",
-		field:       ownField,
-		channel:     lockChannel,
-		acquire:     acquireWith(scripts.Acquire),
+		name:    "lock",
+		field:   ownField,
+		channel: lockChannel,
+		acquire: func(ctx context.Context, rdb scripts.Conn, a acquireArgs) (r lockAttempt) {
+			r.acquired, r.pttl, r.holder, r.err = scripts.Acquire(ctx, rdb, a.name, a.owner, a.ttl, a.wake)
+			return r
+		},
 		release:     runRelease,
 		forceUnlock: forceUnlockOn(scripts.LockChannel, pubsub.WakeOne),
+		directed:    true,
 	},
 	fencedLock: {
 		name:    "fenced",
 		field:   ownField,
 		channel: lockChannel,
-		acquire: func(ctx context.Context, rdb scripts.Conn, name, owner string, ttl, _ time.Duration, _ bool, _ scripts.Publish) (bool, time.Duration, int64, error) {
-			return scripts.FencedAcquire(ctx, rdb, name, owner, ttl)
+		acquire: func(ctx context.Context, rdb scripts.Conn, a acquireArgs) (r lockAttempt) {
+			r.acquired, r.pttl, r.token, r.holder, r.err = scripts.FencedAcquire(ctx, rdb, a.name, a.owner, a.ttl, a.wake)
+			return r
 		},
 		release:     runRelease,
 		forceUnlock: forceUnlockOn(scripts.LockChannel, pubsub.WakeOne),
+		directed:    true,
 	},
 	readLock: {
 		name:         "read",
@@ -87,15 +106,17 @@ var kinds = [...]kind{
 		name:    "fair",
 		field:   ownField,
 		channel: scripts.FairChannel,
-		acquire: func(ctx context.Context, rdb scripts.Conn, name, owner string, ttl, turn time.Duration, join bool, pub scripts.Publish) (bool, time.Duration, int64, error) {
-			acquired, pttl, err := scripts.FairAcquire(ctx, rdb, name, owner, ttl, turn, join, pub)
-			return acquired, pttl, 0, err
+		acquire: func(ctx context.Context, rdb scripts.Conn, a acquireArgs) (r lockAttempt) {
+			r.acquired, r.pttl, r.err = scripts.FairAcquire(ctx, rdb, a.name, a.owner, a.ttl, a.turn, a.join, a.pub)
+			return r
 		},
 		release: scripts.FairRelease,
 		// Waiters listen on their own channels: the head of the queue is
 		// told.
-		forceUnlock: scripts.FairForceUnlock,
-		queued:      true,
+		forceUnlock: func(ctx context.Context, rdb scripts.Conn, name string, pub scripts.Publish, _ bool) (bool, error) {
+			return scripts.FairForceUnlock(ctx, rdb, name, pub)
+		},
+		queued: true,
 	},
 }
 
@@ -119,17 +140,18 @@ func runRelease(ctx context.Context, rdb scripts.Conn, r scripts.Release) (scrip
 	return r.Run(ctx, rdb)
 }
 
-// acquireWith adapts an acquire script that draws no token and has no queue.
-func acquireWith(run func(ctx context.Context, rdb scripts.Conn, name, owner string, ttl time.Duration) (bool, time.Duration, error)) func(context.Context, scripts.Conn, string, string, time.Duration, time.Duration, bool, scripts.Publish) (bool, time.Duration, int64, error) {
-	return func(ctx context.Context, rdb scripts.Conn, name, owner string, ttl, _ time.Duration, _ bool, _ scripts.Publish) (bool, time.Duration, int64, error) {
-		acquired, pttl, err := run(ctx, rdb, name, owner, ttl)
-		return acquired, pttl, 0, err
+// acquireWith adapts an acquire script that draws no token, has no queue
+// and takes no directed wakes.
+func acquireWith(run func(ctx context.Context, rdb scripts.Conn, name, owner string, ttl time.Duration) (bool, time.Duration, error)) func(context.Context, scripts.Conn, acquireArgs) lockAttempt {
+	return func(ctx context.Context, rdb scripts.Conn, a acquireArgs) (r lockAttempt) {
+		r.acquired, r.pttl, r.err = run(ctx, rdb, a.name, a.owner, a.ttl)
+		return r
 	}
 }
 
 // forceUnlockOn deletes a lock and publishes message on its channel.
-func forceUnlockOn(channel func(string) string, message string) func(context.Context, scripts.Conn, string, scripts.Publish) (bool, error) {
-	return func(ctx context.Context, rdb scripts.Conn, name string, pub scripts.Publish) (bool, error) {
-		return scripts.ForceUnlock(ctx, rdb, name, channel(name), message, pub)
+func forceUnlockOn(channel func(string) string, message string) func(context.Context, scripts.Conn, string, scripts.Publish, bool) (bool, error) {
+	return func(ctx context.Context, rdb scripts.Conn, name string, pub scripts.Publish, directed bool) (bool, error) {
+		return scripts.ForceUnlock(ctx, rdb, name, channel(name), message, pub, directed)
 	}
 }

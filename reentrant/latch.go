@@ -106,7 +106,7 @@ func (l *CountDownLatch) Await(ctx context.Context, opts ...LockOption) (err err
 	}
 	var w waiting
 	l.c.startWaiting(&w, ctx, "latch", l.name, cfg.wait, cfg.retries)
-	w.announcedOn(scripts.LatchChannel(l.name), latchWakes)
+	w.announcedOn(scripts.LatchChannel(l.name), latchWakes, "")
 	defer func() { err = w.end(err) }()
 	for attempt := 0; ; attempt++ {
 		n, err := scripts.Count(ctx, l.c.scriptConn(), l.name)

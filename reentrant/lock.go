@@ -90,6 +90,7 @@ type lockAttempt struct {
 	acquired bool
 	pttl     time.Duration
 	token    int64
+	holder   string // a holder's field, told with directed wakes
 	err      error
 }
 
@@ -102,6 +103,9 @@ func (c *cycle) attempt(ttl time.Duration) lockAttempt {
 		defer cancel()
 	}
 	t := try{l: c.l, owner: c.owner, private: c.private, ttl: ttl, cfg: c.cfg}
+	if c.directed {
+		t.wake = c.wakeArgs()
+	}
 	if ctx.Done() == nil { // nothing can cut it short
 		return t.run(ctx)
 	}
@@ -121,13 +125,18 @@ type try struct {
 	private bool // see cycle
 	ttl     time.Duration
 	cfg     acquireConfig
+	wake    scripts.Wake // with directed wakes (Client set)
 }
 
 // run runs the acquire script; an acquire that replicas did not confirm is
 // rolled back (see unsynced).
 func (t try) run(ctx context.Context) (r lockAttempt) {
 	l := t.l
-	r.acquired, r.pttl, r.token, r.err = l.kind.spec().acquire(ctx, l.c.scriptConn(), l.name, t.owner.id, t.ttl, l.fairTurn(t.cfg), t.cfg.wait != 0, l.c.publish)
+	a := acquireArgs{name: l.name, owner: t.owner.id, ttl: t.ttl, turn: l.fairTurn(t.cfg), join: t.cfg.wait != 0, pub: l.c.publish}
+	if t.wake.Client != "" {
+		a.wake = &t.wake
+	}
+	r = l.kind.spec().acquire(ctx, l.c.scriptConn(), a)
 	if r.acquired && r.err != nil {
 		r.err = l.unsynced(ctx, t.owner, t.ttl, r.err)
 	}
@@ -194,12 +203,20 @@ func (l *Lock) release(ctx context.Context, owner Owner, restore time.Duration, 
 		Lease:     restore,
 		LatchTTL:  releaseWindow,
 		Publish:   l.publish(),
+		Directed:  l.directed(),
 	}
 	res, err := l.kind.spec().release(ctx, rdb, rel)
 	if err == nil {
 		l.c.latches.drop(rel.Latch()) // answered: it will not be sent again
 	}
 	return res, err
+}
+
+// directed reports whether the lock's waiters take directed wakes (see
+// scripts.Wake): a plain or fenced lock, not a spin lock, on a client whose
+// scripts can count who hears a channel (see Client.New).
+func (l *Lock) directed() bool {
+	return l.c.directed && l.kind.spec().directed && l.spin == nil
 }
 
 // publish is the command the lock's releases announce themselves with.
@@ -302,7 +319,7 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) (err error) {
 			defer cancel()
 		}
 		backoff = doubled(backoff, 10*time.Millisecond, time.Second)
-		if _, serr := l.c.sleep(ctx, l.name, nil, nil, backoff); serr != nil {
+		if _, serr := l.c.sleep(ctx, l.name, nil, nil, nil, backoff); serr != nil {
 			return redisError("unlock", l.name, err)
 		}
 	}

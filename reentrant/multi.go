@@ -69,7 +69,7 @@ func (m *MultiLock) Lock(ctx context.Context, opts ...LockOption) (context.Conte
 		}
 		first = taken
 		backoff = doubled(backoff, 2*time.Millisecond, 64*time.Millisecond)
-		if _, err := m.locks[first].c.sleep(ctx, m.locks[first].name, nil, nil, jittered(backoff)); err != nil {
+		if _, err := m.locks[first].c.sleep(ctx, m.locks[first].name, nil, nil, nil, jittered(backoff)); err != nil {
 			return nil, err
 		}
 	}

@@ -116,7 +116,7 @@ func (s *PermitExpirableSemaphore) acquire(ctx context.Context, cfg acquireConfi
 	var w waiting
 	s.c.startWaiting(&w, ctx, "permit", s.name, cfg.wait, cfg.retries)
 	if cfg.retryDelay == 0 {
-		w.announcedOn(scripts.SemaphoreChannel(s.name), permitWakes)
+		w.announcedOn(scripts.SemaphoreChannel(s.name), permitWakes, "")
 	}
 	defer func() { err = w.end(err) }()
 	for attempt := 0; ; attempt++ {

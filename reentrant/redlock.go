@@ -83,7 +83,7 @@ func (r *Redlock) Lock(ctx context.Context, opts ...LockOption) (context.Context
 		case cfg.retries >= 0 && attempt >= cfg.retries, !deadline.IsZero() && !time.Now().Before(deadline):
 			return nil, err
 		}
-		if _, err := r.locks[0].c.sleep(ctx, r.locks[0].name, nil, nil, retryDelay(cfg, deadline)); err != nil {
+		if _, err := r.locks[0].c.sleep(ctx, r.locks[0].name, nil, nil, nil, retryDelay(cfg, deadline)); err != nil {
 			return nil, err
 		}
 	}

@@ -92,7 +92,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, cfg acquireConfig) (er
 	var w waiting
 	s.c.startWaiting(&w, ctx, "semaphore", s.name, cfg.wait, cfg.retries)
 	if cfg.retryDelay == 0 {
-		w.announcedOn(scripts.SemaphoreChannel(s.name), permitWakes)
+		w.announcedOn(scripts.SemaphoreChannel(s.name), permitWakes, "")
 	}
 	defer func() { err = w.end(err) }()
 	for attempt := 0; ; attempt++ {

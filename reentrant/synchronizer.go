@@ -86,7 +86,7 @@ func (c *Client) untilRun(ctx context.Context, name string, change func(context.
 			return err
 		}
 		backoff = doubled(backoff, 20*time.Millisecond, time.Second)
-		if _, serr := c.sleep(ctx, name, nil, nil, backoff); serr != nil {
+		if _, serr := c.sleep(ctx, name, nil, nil, nil, backoff); serr != nil {
 			return err
 		}
 	}

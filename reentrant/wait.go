@@ -33,7 +33,15 @@ type waiting struct {
 	// the thing taken (wakes != nil).
 	subscribe bool
 	sub       *pubsub.Waiter
-	woken     bool // the last attempt followed a wake-up
+	// passOn, for directed wakes, is the lock whose wakes that no local
+	// waiter takes this client passes on (see Client.passOn).
+	passOn string
+	// also is Redisson's lock channel, listened on as well when a lock
+	// with directed wakes is found held by an owner that does not direct
+	// them (see directed.go); alsoOn names it until it is subscribed.
+	also   *pubsub.Waiter
+	alsoOn string
+	woken  *pubsub.Waiter // the subscription whose wake-up the last attempt followed
 	// unavailable is the backoff while the server cannot run scripts.
 	unavailable time.Duration
 	// unreachable is the last attempt's error while no attempt since has
@@ -80,9 +88,19 @@ func (w *waiting) holds() bool {
 	return true
 }
 
-// announcedOn makes the wait listen for releases on channel, read by wakes.
-func (w *waiting) announcedOn(channel string, wakes pubsub.Wakes) {
-	w.channel, w.wakes, w.subscribe = channel, wakes, true
+// announcedOn makes the wait listen for releases on channel, read by wakes;
+// with directed wakes, passOn is the lock whose wakes it passes on when no
+// local waiter takes them.
+func (w *waiting) announcedOn(channel string, wakes pubsub.Wakes, passOn string) {
+	w.channel, w.wakes, w.passOn, w.subscribe = channel, wakes, passOn, true
+}
+
+// listenAlso makes the wait listen on Redisson's lock channel as well, from
+// its next pause on (see waiting.also). It is done once per wait.
+func (w *waiting) listenAlso(channel string) {
+	if w.also == nil && w.alsoOn == "" && w.sub != nil {
+		w.alsoOn = channel
+	}
 }
 
 // heard records whether an attempt got an answer from Redis: any reply,
@@ -108,7 +126,7 @@ func notRun(err error) bool { return scripts.IsUnavailable(err) || scripts.NotSe
 // backOff sleeps before the next attempt while the server cannot run
 // scripts or cannot be reached: 20ms, doubling up to 1s.
 func (w *waiting) backOff() error {
-	_, err := w.sleep(nil, w.unavailable)
+	err := w.sleepOut(w.unavailable)
 	w.unavailable = doubled(w.unavailable, 0, time.Second)
 	return err
 }
@@ -119,7 +137,7 @@ func (w *waiting) backOff() error {
 // and the subscription would go unheard); after the others it sleeps at
 // most next(). It returns ErrNotAcquired once the limits run out.
 func (w *waiting) pause(attempt int, next func() time.Duration) error {
-	w.woken = false
+	w.woken = nil
 	if w.retries >= 0 && attempt >= w.retries {
 		return w.notAcquired()
 	}
@@ -131,22 +149,40 @@ func (w *waiting) pause(attempt int, next func() time.Duration) error {
 	if w.subscribe {
 		w.subscribe = false
 		var err error
-		if w.sub, err = w.c.subscribe(w.ctx, w.name, w.channel, w.wakes); err == nil {
+		var unclaimed func()
+		if w.passOn != "" {
+			unclaimed = w.c.passOn(w.passOn)
+		}
+		if w.sub, err = w.c.subscribe(w.ctx, w.name, w.channel, w.wakes, unclaimed); err == nil {
 			return nil
 		}
 		if w.ctx.Err() != nil {
 			return waitError(w.ctx, w.name)
 		}
 	}
-	var wake <-chan struct{}
-	if w.sub != nil {
-		wake = w.sub.C
+	if w.alsoOn != "" {
+		channel := w.alsoOn
+		w.alsoOn = "-" // tried
+		var err error
+		if w.also, err = w.c.subscribe(w.ctx, w.name, channel, pubsub.LockWakes, nil); err == nil {
+			return nil // again at once, as after the first subscription
+		}
+		if w.ctx.Err() != nil {
+			return waitError(w.ctx, w.name)
+		}
 	}
 	var err error
-	if w.woken, err = w.sleep(wake, next()); err != nil {
+	if w.woken, err = w.sleep(next()); err != nil {
 		return err
 	}
-	if hook := w.c.opts.Hooks.Woken; w.woken && hook != nil {
+	// A subscription that failed (not confirmed within the re-poll
+	// interval: the subscriber reconnecting, a slow link) is tried again
+	// after each sleep, not given up for the rest of the wait: a fair
+	// lock's head that only polls holds every waiter behind it up.
+	if w.sub == nil && w.wakes != nil {
+		w.subscribe = true
+	}
+	if hook := w.c.opts.Hooks.Woken; w.woken != nil && hook != nil {
 		hook(w.ctx, w.kind, w.name)
 	}
 	return nil
@@ -162,11 +198,13 @@ func (w *waiting) end(err error) error {
 	if err != nil && w.unreachable != nil && !errors.Is(err, w.unreachable) {
 		err = w.outageError(err)
 	}
-	if w.sub != nil {
-		if err != nil && w.woken {
-			w.sub.PassOn() // the wake-up was not used: the next waiter may
+	if err != nil && w.woken != nil {
+		w.woken.PassOn() // the wake-up was not used: the next waiter may
+	}
+	for _, sub := range []*pubsub.Waiter{w.sub, w.also} {
+		if sub != nil {
+			sub.Leave()
 		}
-		w.sub.Leave()
 	}
 	if !w.start.IsZero() {
 		w.c.opts.Hooks.ended(w.ctx, w.kind, w.name, w.start, w.attempts, w.holds(), err)
@@ -189,36 +227,62 @@ func (w *waiting) notAcquired() error {
 	return fmt.Errorf("relock: %s %q: %w", w.what(), w.name, ErrNotAcquired)
 }
 
-// sleep is Client.sleep within the wait's limits.
-func (w *waiting) sleep(wake <-chan struct{}, d time.Duration) (woken bool, err error) {
-	woken, err = w.c.sleep(w.ctx, w.name, w.giveUp, wake, d)
+// sleep is Client.sleep within the wait's limits, woken by either
+// subscription; woken is the one that woke it.
+func (w *waiting) sleep(d time.Duration) (woken *pubsub.Waiter, err error) {
+	var wake, wake2 <-chan struct{}
+	if w.sub != nil {
+		wake = w.sub.C
+	}
+	if w.also != nil {
+		wake2 = w.also.C
+	}
+	which, err := w.c.sleep(w.ctx, w.name, w.giveUp, wake, wake2, d)
 	if err == errGaveUp {
 		err = w.notAcquired()
 	}
+	switch which {
+	case 1:
+		woken = w.sub
+	case 2:
+		woken = w.also
+	}
 	return woken, err
+}
+
+// sleepOut is Client.sleep within the wait's limits, which no wake-up cuts
+// short.
+func (w *waiting) sleepOut(d time.Duration) error {
+	_, err := w.c.sleep(w.ctx, w.name, w.giveUp, nil, nil, d)
+	if err == errGaveUp {
+		err = w.notAcquired()
+	}
+	return err
 }
 
 // errGaveUp is Client.sleep's error when the wait limit ran out; waiting.sleep
 // turns it into ErrNotAcquired with the name of what was waited for.
 var errGaveUp = errors.New("wait limit reached")
 
-// sleep waits d, or until wake fires (woken), or until the wait for name
-// ends: at giveUp (errGaveUp), with ctx, or with Close, whose error it
-// returns.
-func (c *Client) sleep(ctx context.Context, name string, giveUp <-chan time.Time, wake <-chan struct{}, d time.Duration) (woken bool, err error) {
+// sleep waits d, or until wake or wake2 fires (woken: 1 or 2), or until
+// the wait for name ends: at giveUp (errGaveUp), with ctx, or with Close,
+// whose error it returns.
+func (c *Client) sleep(ctx context.Context, name string, giveUp <-chan time.Time, wake, wake2 <-chan struct{}, d time.Duration) (woken int, err error) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-wake:
-		return true, nil
+		return 1, nil
+	case <-wake2:
+		return 2, nil
 	case <-t.C:
-		return false, nil
+		return 0, nil
 	case <-giveUp:
-		return false, errGaveUp
+		return 0, errGaveUp
 	case <-ctx.Done():
-		return false, waitError(ctx, name)
+		return 0, waitError(ctx, name)
 	case <-c.done:
-		return false, fmt.Errorf("relock: waiting for %q: %w", name, ErrClosed)
+		return 0, fmt.Errorf("relock: waiting for %q: %w", name, ErrClosed)
 	}
 }
 
@@ -226,7 +290,7 @@ func (c *Client) sleep(ctx context.Context, name string, giveUp <-chan time.Time
 // name. When subscribing fails, waiters poll (bounded as always by the
 // holder's TTL and RepollInterval) instead of failing; that is logged once
 // per outage.
-func (c *Client) subscribe(ctx context.Context, name, channel string, wakes pubsub.Wakes) (*pubsub.Waiter, error) {
+func (c *Client) subscribe(ctx context.Context, name, channel string, wakes pubsub.Wakes, unclaimed func()) (*pubsub.Waiter, error) {
 	if hook := c.hookBeforeSubscribe; hook != nil {
 		hook()
 	}
@@ -234,7 +298,7 @@ func (c *Client) subscribe(ctx context.Context, name, channel string, wakes pubs
 	// by then polls, as when subscribing fails, rather than wait on.
 	sctx, cancel := context.WithTimeout(ctx, c.opts.RepollInterval)
 	defer cancel()
-	w, err := c.sub.Subscribe(sctx, channel, wakes)
+	w, err := c.sub.Subscribe(sctx, channel, wakes, unclaimed)
 	if err != nil {
 		if ctx.Err() == nil && c.degraded.CompareAndSwap(false, true) {
 			c.opts.Logger.Warn("relock: cannot subscribe to release channels; waiters poll until it works again", "name", name, "error", err)

@@ -40,7 +40,7 @@ func (e env) patient(t *testing.T) *reentrant.Client {
 func Test1000Waiters(t *testing.T) {
 	e := onRedis(t)
 	holder, c := e.client(t), e.patient(t)
-	const channel = "redisson_lock__channel:{crowd}"
+	channel := wakeChannel(c, "crowd")
 	held, err := holder.Lock("crowd").Lock(bg())
 	require.NoError(t, err)
 
@@ -94,7 +94,7 @@ func Test1000Waiters(t *testing.T) {
 func TestSubscriberKilled(t *testing.T) {
 	e := onRedis(t)
 	holder, c := e.client(t), e.patient(t)
-	const channel = "redisson_lock__channel:{killed}"
+	channel := wakeChannel(c, "killed")
 	run := func(t *testing.T, waitForResubscribe bool) {
 		held, err := holder.Lock("killed").Lock(bg())
 		require.NoError(t, err)
@@ -230,7 +230,7 @@ func TestCancelWhileWaitingUnsubscribes(t *testing.T) {
 		_, err := c.Lock("cancelled").Lock(ctx)
 		result <- err
 	}()
-	eventually(t, "the subscription", func() bool { return e.numsub(t, "redisson_lock__channel:{cancelled}") == 1 })
+	eventually(t, "the subscription", func() bool { return e.numsub(t, wakeChannel(c, "cancelled")) == 1 })
 	cancelled := time.Now()
 	cancel()
 	select {
@@ -240,7 +240,7 @@ func TestCancelWhileWaitingUnsubscribes(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("cancelled wait did not return")
 	}
-	eventually(t, "the channel to be dropped", func() bool { return e.numsub(t, "redisson_lock__channel:{cancelled}") == 0 })
+	eventually(t, "the channel to be dropped", func() bool { return e.numsub(t, wakeChannel(c, "cancelled")) == 0 })
 }
 
 // holderEnv names the environment variable that makes the test binary a
@@ -295,7 +295,7 @@ func TestHolderCrashed(t *testing.T) {
 			acquired <- at
 		}
 	}()
-	eventually(t, "the waiter's subscription", func() bool { return e.numsub(t, "redisson_lock__channel:{crashed}") == 1 })
+	eventually(t, "the waiter's subscription", func() bool { return e.numsub(t, wakeChannel(c, "crashed")) == 1 })
 	require.NoError(t, child.Process.Kill())
 	killed := time.Now()
 	select {

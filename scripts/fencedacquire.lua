@@ -3,8 +3,10 @@
 --
 -- KEYS[1]  the lock hash N
 -- KEYS[2]  the token counter, redisson_lock_token:{N}
+-- KEYS[3]  the waiters' set, relock_waiters:{N}; only with ARGV[3]
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  owner field
+-- ARGV[3..5]  directed wakes, as in acquire.lua
 --
 -- Reply: {1, token} when the owner now holds the lock. The token is the
 -- counter after INCR, raised to the server's clock in microseconds if that is
@@ -13,8 +15,9 @@
 -- restart without persistence, a failover that missed it), when a plain INCR
 -- would start again at 1 and a fencing store would refuse every new holder.
 -- Redisson's acquire, a plain INCR of the same counter, stays compatible.
--- {0, pttl} when another owner holds it, pttl as in acquire.lua. A key of
--- another type fails with WRONGTYPE.
+-- {0, pttl} when another owner holds it, pttl as in acquire.lua, and with
+-- ARGV[3] {0, pttl, a holder's field}. A key of another type fails with
+-- WRONGTYPE.
 local pttl = redis.call('pttl', KEYS[1])
 if pttl == -2 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
 	redis.call('hincrby', KEYS[1], ARGV[2], 1)
@@ -28,6 +31,15 @@ if pttl == -2 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
 		redis.call('set', KEYS[2], floor)
 		token = tonumber(floor)
 	end
+	if ARGV[3] then
+		settle(KEYS[3], ARGV[3], ARGV[4])
+	end
 	return {1, token}
 end
-return {0, pttl}
+if not ARGV[3] then
+	return {0, pttl}
+end
+if ARGV[5] ~= '0' then
+	register(KEYS[3], ARGV[3], ARGV[5])
+end
+return {0, pttl, redis.call('hkeys', KEYS[1])[1] or ''}

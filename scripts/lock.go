@@ -3,10 +3,11 @@ package scripts
 import (
 	"context"
 	_ "embed"
-
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/redis/rueidis"
 
 	"github.com/relock-go/relock/pubsub"
 )
@@ -26,15 +27,15 @@ const (
 var (
 	//go:embed acquire.lua
 	acquireLua    string
-	acquireScript = newScript(acquireLua)
+	acquireScript = newScript(wakeLib + acquireLua)
 
 	//go:embed release.lua
 	releaseLua    string
-	releaseScript = newScript(releaseLua)
+	releaseScript = newScript(wakeLib + releaseLua)
 
 	//go:embed fencedacquire.lua
 	fencedAcquireLua    string
-	fencedAcquireScript = newScript(fencedAcquireLua)
+	fencedAcquireScript = newScript(wakeLib + fencedAcquireLua)
 
 	//go:embed renew.lua
 	renewLua    string
@@ -42,7 +43,7 @@ var (
 
 	//go:embed forceunlock.lua
 	forceUnlockLua    string
-	forceUnlockScript = newScript(forceUnlockLua)
+	forceUnlockScript = newScript(wakeLib + forceUnlockLua)
 )
 
 func millis(d time.Duration) string {
@@ -52,10 +53,35 @@ func millis(d time.Duration) string {
 // Acquire runs acquire.lua: owner takes lock key, or takes it once more,
 // with the given lease as the key's TTL. When the lock is held by someone
 // else it returns acquired false and the key's remaining TTL (-1ms when the
-// key has no expiry). On a synced [Conn], an acquire that replicas did not
-// confirm returns acquired true with [ErrNotSynced] or [ErrSyncRefused].
-func Acquire(ctx context.Context, c Conn, key, owner string, lease time.Duration) (acquired bool, ttl time.Duration, err error) {
-	return acquireReply(acquireScript.exec(ctx, c, []string{key}, []string{millis(lease), owner}))
+// key has no expiry), and, with directed wakes (w not nil), a holder's
+// field. On a synced [Conn], an acquire that replicas did not confirm
+// returns acquired true with [ErrNotSynced] or [ErrSyncRefused].
+func Acquire(ctx context.Context, c Conn, key, owner string, lease time.Duration, w *Wake) (acquired bool, ttl time.Duration, holder string, err error) {
+	keys, args := []string{key}, []string{millis(lease), owner}
+	if w != nil {
+		keys, args = append(keys, waiters(key)), append(args, w.args()...)
+	}
+	res, syncErr := acquireScript.exec(ctx, c, keys, args)
+	if w == nil {
+		acquired, ttl, err = acquireReply(res, syncErr)
+		return acquired, ttl, "", err
+	}
+	if rueidis.IsRedisNil(res.Error()) {
+		return true, 0, "", syncErr
+	}
+	r, err := res.ToArray()
+	if err != nil {
+		return false, 0, "", err
+	}
+	if len(r) != 2 {
+		return false, 0, "", fmt.Errorf("acquire.lua: unexpected reply %v", r)
+	}
+	ms, err := r[0].AsInt64()
+	if err != nil {
+		return false, 0, "", err
+	}
+	holder, _ = r[1].ToString()
+	return false, time.Duration(ms) * time.Millisecond, holder, nil
 }
 
 // tokenCounter returns the key of lock name's fencing-token counter:
@@ -66,19 +92,34 @@ func tokenCounter(name string) string {
 
 // FencedAcquire runs fencedacquire.lua: Acquire, plus a fencing token drawn
 // from the lock's counter on every success.
-func FencedAcquire(ctx context.Context, c Conn, key, owner string, lease time.Duration) (acquired bool, ttl time.Duration, token int64, err error) {
-	res, syncErr := fencedAcquireScript.exec(ctx, c, []string{key, tokenCounter(key)}, []string{millis(lease), owner})
-	r, err := res.AsIntSlice()
+func FencedAcquire(ctx context.Context, c Conn, key, owner string, lease time.Duration, w *Wake) (acquired bool, ttl time.Duration, token int64, holder string, err error) {
+	keys, args := []string{key, tokenCounter(key)}, []string{millis(lease), owner}
+	if w != nil {
+		keys, args = append(keys, waiters(key)), append(args, w.args()...)
+	}
+	res, syncErr := fencedAcquireScript.exec(ctx, c, keys, args)
+	r, err := res.ToArray()
 	if err != nil {
-		return false, 0, 0, err
+		return false, 0, 0, "", err
 	}
-	if len(r) != 2 {
-		return false, 0, 0, fmt.Errorf("fencedacquire.lua: unexpected reply %v", r)
+	if len(r) < 2 {
+		return false, 0, 0, "", fmt.Errorf("fencedacquire.lua: unexpected reply %v", r)
 	}
-	if r[0] == 1 {
-		return true, 0, r[1], syncErr
+	flag, err := r[0].AsInt64()
+	if err != nil {
+		return false, 0, 0, "", err
 	}
-	return false, time.Duration(r[1]) * time.Millisecond, 0, nil
+	n, err := r[1].AsInt64()
+	if err != nil {
+		return false, 0, 0, "", err
+	}
+	if flag == 1 {
+		return true, 0, n, "", syncErr
+	}
+	if len(r) > 2 {
+		holder, _ = r[2].ToString()
+	}
+	return false, time.Duration(n) * time.Millisecond, 0, holder, nil
 }
 
 // Released is what a release did.
@@ -106,6 +147,9 @@ type Release struct {
 	Lease    time.Duration
 	LatchTTL time.Duration
 	Publish  Publish
+	// Directed: a freed lock also tells one registered relock client (see
+	// Wake).
+	Directed bool
 }
 
 // Latch returns the name of the request's unlock latch,
@@ -116,6 +160,9 @@ func (r Release) Latch() string { return unlockLatch(r.Key, r.RequestID) }
 func (r Release) Run(ctx context.Context, c Conn) (Released, error) {
 	keys := []string{r.Key, LockChannel(r.Key), unlockLatch(r.Key, r.RequestID)}
 	args := []string{pubsub.WakeOne, millis(r.Lease), r.Owner, string(r.Publish), millis(r.LatchTTL)}
+	if r.Directed {
+		keys, args = append(keys, waiters(r.Key)), append(args, wakePrefix(r.Key))
+	}
 	return releaseReply(releaseScript.exec(ctx, c, keys, args))
 }
 
@@ -165,9 +212,14 @@ func renewWith(s *script, ctx context.Context, c Conn, ttl time.Duration, batche
 }
 
 // ForceUnlock runs forceunlock.lua: it deletes lock key whoever holds it and
-// publishes message on channel. It reports whether there was a lock.
-func ForceUnlock(ctx context.Context, c Conn, key, channel, message string, pub Publish) (bool, error) {
-	r, _ := forceUnlockScript.exec(ctx, c, []string{key, channel}, []string{message, string(pub)})
+// publishes message on channel, and, directed, tells one registered relock
+// client (see Wake). It reports whether there was a lock.
+func ForceUnlock(ctx context.Context, c Conn, key, channel, message string, pub Publish, directed bool) (bool, error) {
+	keys, args := []string{key, channel}, []string{message, string(pub)}
+	if directed {
+		keys, args = append(keys, waiters(key)), append(args, wakePrefix(key))
+	}
+	r, _ := forceUnlockScript.exec(ctx, c, keys, args)
 	n, err := r.AsInt64()
 	if err != nil {
 		return false, err

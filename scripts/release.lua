@@ -9,6 +9,9 @@
 -- ARGV[4]  publish command: "publish", "spublish", or "" to announce
 --          nothing (Redisson's spin lock)
 -- ARGV[5]  latch TTL in milliseconds
+-- KEYS[4], ARGV[6]  with directed wakes (see wakelib.lua): the waiters'
+--          set, and the prefix of its clients' channels; a freed lock then
+--          also tells the longest-registered relock client
 --
 -- Reply: 1 when that was the last hold (the hash is deleted and ARGV[1] is
 -- published, unless ARGV[4] is empty); 0 when holds remain (the TTL is reset to the lease); nil when
@@ -29,6 +32,9 @@ else
 	redis.call('del', KEYS[1])
 	if ARGV[4] ~= '' then
 		redis.call(ARGV[4], KEYS[2], ARGV[1])
+		if ARGV[6] then
+			wakeNext(KEYS[4], ARGV[6], ARGV[4])
+		end
 	end
 	reply = 1
 end

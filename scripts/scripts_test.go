@@ -78,7 +78,8 @@ func TestReleaseLatch(t *testing.T) {
 	kinds := []kind{
 		{"lock", "o:1",
 			func(rdb scripts.Conn) (bool, time.Duration, error) {
-				return scripts.Acquire(ctx, rdb, "l", "o:1", time.Minute)
+				ok, ttl, _, err := scripts.Acquire(ctx, rdb, "l", "o:1", time.Minute, nil)
+				return ok, ttl, err
 			},
 			func(rdb scripts.Conn, r scripts.Release) (scripts.Released, error) { return r.Run(ctx, rdb) }},
 		{"read", "o:1",
@@ -146,7 +147,7 @@ func TestRenewOnlyOwnHolds(t *testing.T) {
 		ctx := context.Background()
 		for _, k := range []string{"mine", "theirs"} {
 			owner := map[string]string{"mine": "o:1", "theirs": "o:2"}[k]
-			_, _, err := scripts.Acquire(ctx, rdb, k, owner, time.Second)
+			_, _, _, err := scripts.Acquire(ctx, rdb, k, owner, time.Second, nil)
 			require.NoError(t, err)
 		}
 		do("SET", "string", "v")
@@ -171,14 +172,14 @@ func TestRenewOnlyOwnHolds(t *testing.T) {
 func TestAcquireReturnsPTTL(t *testing.T) {
 	each(t, func(t *testing.T, rdb scripts.Conn, do func(...string) rueidis.RedisResult) {
 		ctx := context.Background()
-		_, _, err := scripts.Acquire(ctx, rdb, "l", "o:1", 5*time.Second)
+		_, _, _, err := scripts.Acquire(ctx, rdb, "l", "o:1", 5*time.Second, nil)
 		require.NoError(t, err)
-		ok, ttl, err := scripts.Acquire(ctx, rdb, "l", "o:2", time.Minute)
+		ok, ttl, _, err := scripts.Acquire(ctx, rdb, "l", "o:2", time.Minute, nil)
 		require.NoError(t, err)
 		assert.False(t, ok)
 		assert.InDelta(t, 5*time.Second, ttl, float64(time.Second))
 		do("PERSIST", "l")
-		_, ttl, err = scripts.Acquire(ctx, rdb, "l", "o:2", time.Minute)
+		_, ttl, _, err = scripts.Acquire(ctx, rdb, "l", "o:2", time.Minute, nil)
 		require.NoError(t, err)
 		assert.Equal(t, -time.Millisecond, ttl)
 	})

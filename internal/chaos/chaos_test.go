@@ -500,7 +500,11 @@ func isConnError(err error) bool {
 	return err != nil && !isReply
 }
 
-func isLatch(k string) bool { return strings.HasPrefix(k, "redisson_unlock_latch:") }
+// isLatch reports whether k expires by itself: an unlock latch, or the set
+// of relock clients waiting with directed wakes.
+func isLatch(k string) bool {
+	return strings.HasPrefix(k, "redisson_unlock_latch:") || strings.HasPrefix(k, "relock_waiters:")
+}
 
 // near lists the faults within a second of t, with their offsets from t.
 func (r *run) near(t int64) string {

@@ -1,0 +1,79 @@
+package reentrant
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/relock-go/relock/scripts"
+)
+
+// Directed wakes: relock's addition to Redisson's protocol for plain and
+// fenced locks (docs/waiting.md). A release publishes "0" on Redisson's
+// channel, and every client listening there wakes one of its waiters: with
+// n clients waiting, n attempts for one free lock. So relock clients listen
+// on a channel of their own instead, and register in the lock's waiters'
+// set when an attempt fails (in that same script); a relock release, besides
+// publishing for Redisson's waiters, tells the client registered longest.
+// Nothing depends on the message: the re-poll bound holds as before.
+//
+//   - A message that reaches no one is known at once: the script sees that
+//     nobody heard it (PUBLISH's count), drops that client and tells the next.
+//   - A message that reaches a client with no waiter left to take it is
+//     passed on by that client (passOn).
+//   - A client whose waiter takes the lock moves to the end of the set if it
+//     has other waiters, and leaves it if not.
+//   - Releases by anything else (Java Redisson, an older relock) publish only
+//     on Redisson's channel: a waiter that finds the lock held by such an
+//     owner listens there too, for the rest of its wait. relock clients are
+//     told apart by their ids (newClientID).
+//
+// The scripts must be able to count who hears a channel: so not with
+// classic pub/sub on a cluster, where a subscriber may sit on any node and
+// PUBLISH counts only its own; there every waiter listens on Redisson's
+// channel, as Redisson's do.
+
+// newClientID returns a new client id: a random UUID marked as relock's with
+// version 8 (RFC 9562's custom version) where Redisson's Java ids are
+// version 4, so that a waiter can tell a relock holder, whose release tells
+// it directly, from one whose release it must hear on Redisson's channel.
+func newClientID() string {
+	u := uuid.New()
+	u[6] = u[6]&0x0f | 0x80
+	return u.String()
+}
+
+// directedOwner reports whether a lock's hash field is the owner of a relock
+// client that tells waiters directly (see newClientID).
+func directedOwner(field string) bool {
+	return len(field) > 36 && field[36] == ':' && field[14] == '8' && field[8] == '-' && field[13] == '-'
+}
+
+// wakeArgs returns the directed-wake part of the cycle's next attempt.
+func (c *cycle) wakeArgs() scripts.Wake {
+	w := scripts.Wake{Client: c.l.c.id, Settle: scripts.SettleKeep}
+	if c.cfg.wait != 0 {
+		w.Register = 2*c.l.c.opts.RepollInterval + time.Second // outlives the gaps between its attempts
+	}
+	if c.registered {
+		w.Settle = scripts.SettleDrop
+		if c.sub != nil && !c.sub.Alone() {
+			w.Settle = scripts.SettleRequeue
+		}
+	}
+	return w
+}
+
+// passOn hands on a directed wake for lock name that found no waiter of c
+// to take it (see scripts.PassOn). It does not block.
+func (c *Client) passOn(name string) func() {
+	return func() {
+		c.background(func() {
+			ctx, cancel := cleanup(c.closing)
+			defer cancel()
+			if err := scripts.PassOn(ctx, c.scriptConn(), name, c.id, c.publish); err != nil {
+				c.opts.Logger.Debug("relock: passing on a wake", "lock", name, "error", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,17 @@
+-- passon.lua: hand on a directed wake (see wakelib.lua) that reached a
+-- client with no waiter left to take it: the client leaves the waiters'
+-- set, and if the lock is free the next registered client is told.
+--
+-- KEYS[1]  the lock hash N
+-- KEYS[2]  the waiters' set, relock_waiters:{N}
+-- ARGV[1]  the client's id
+-- ARGV[2]  the prefix of the clients' channels, relock_wake:{N}:
+-- ARGV[3]  publish command: "publish" or "spublish"
+--
+-- Reply: 1 when another client was told, else 0.
+redis.call('zrem', KEYS[2], ARGV[1])
+if redis.call('exists', KEYS[1]) == 1 then
+	return 0
+end
+wakeNext(KEYS[2], ARGV[2], ARGV[3])
+return 1

@@ -1,0 +1,70 @@
+package scripts
+
+import (
+	"context"
+	_ "embed"
+	"time"
+)
+
+// wakeLib holds the functions of directed wakes; it is prepended to the
+// scripts that use them.
+//
+//go:embed wakelib.lua
+var wakeLib string
+
+var (
+	//go:embed passon.lua
+	passOnLua    string
+	passOnScript = newScript(wakeLib + passOnLua)
+)
+
+// Wake is a waiting client's part in a plain or fenced lock's directed
+// wakes, relock's addition to Redisson's protocol: relock clients that wait
+// register in the lock's waiters' set, relock_waiters:{name}, each listens
+// on its own channel (WakeChannel), and a release tells the one registered
+// longest, besides publishing on Redisson's channel as Redisson does.
+type Wake struct {
+	Client string // the client's id
+	// Register, when not zero, registers the client for that long (or as
+	// long as the set lives) when the acquire fails.
+	Register time.Duration
+	// Settle is what an acquire that succeeds does with the client's
+	// registration.
+	Settle Settle
+}
+
+// Settle is what becomes of a client's registration when one of its
+// waiters takes the lock.
+type Settle byte
+
+// The settlements.
+const (
+	SettleKeep    Settle = '0' // left as it is (the attempt never registered)
+	SettleDrop    Settle = '1' // dropped: the client has no other waiter
+	SettleRequeue Settle = '2' // moved to the end: the client has other waiters
+)
+
+// args returns the script arguments of w (none for a nil w).
+func (w *Wake) args() []string {
+	if w == nil {
+		return nil
+	}
+	return []string{w.Client, string(w.Settle), millis(w.Register)}
+}
+
+// waiters returns the key of lock name's waiters' set: relock_waiters:{name}.
+func waiters(name string) string { return prefixed("relock_waiters", name) }
+
+// wakePrefix returns the prefix of lock name's clients' wake channels.
+func wakePrefix(name string) string { return prefixed("relock_wake", name) + ":" }
+
+// WakeChannel returns the channel on which client hears the directed wakes
+// of lock name: relock_wake:{name}:<client>.
+func WakeChannel(name, client string) string { return wakePrefix(name) + client }
+
+// PassOn runs passon.lua: client, told of a free lock name with no waiter
+// left to take it, leaves the waiters' set, and the next client is told.
+func PassOn(ctx context.Context, c Conn, name, client string, pub Publish) error {
+	r, _ := passOnScript.exec(ctx, c, []string{name, waiters(name)}, []string{client, wakePrefix(name), string(pub)})
+	return r.Error()
+}

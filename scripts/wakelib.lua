@@ -1,0 +1,44 @@
+-- wakelib.lua: directed wakes, relock's own addition to a plain or fenced
+-- lock (see docs/waiting.md). Relock clients that wait on lock N register
+-- in the sorted set relock_waiters:{N} (member: the client's id, score: when
+-- it first registered, on the server's clock), and each listens on its own
+-- channel relock_wake:{N}:<client-id>. A release still publishes "0" on
+-- Redisson's channel, for Java waiters, and tells one relock client more.
+-- Prepended to the scripts that use it.
+
+-- wakeNext tells the longest-registered relock client that the lock is
+-- free: "0" on its channel, the channel's prefix given. A client that
+-- nobody hears on (it stopped waiting, or died) is dropped, and the next one
+-- is told, a few at most: the rest are reached by their re-polls.
+local function wakeNext(waiters, prefix, pub)
+	for _ = 1, 8 do
+		local head = redis.call('zrange', waiters, 0, 0)[1]
+		if head == nil then
+			return
+		end
+		if redis.call(pub, prefix .. head, '0') > 0 then
+			return
+		end
+		redis.call('zrem', waiters, head)
+	end
+end
+
+-- register puts client in the waiters' set, at its end if it is not there
+-- yet, and keeps the set alive for ttl ms more: every waiting client tries
+-- again well within that.
+local function register(waiters, client, ttl)
+	local t = redis.call('time')
+	redis.call('zadd', waiters, 'NX', t[1] * 1000 + math.floor(t[2] / 1000), client)
+	redis.call('pexpire', waiters, ttl)
+end
+
+-- settle updates client's registration after it took the lock: "1" drops
+-- it, "2" moves it to the end (it has other waiters), "0" leaves it.
+local function settle(waiters, client, how)
+	if how == '1' then
+		redis.call('zrem', waiters, client)
+	elseif how == '2' then
+		local t = redis.call('time')
+		redis.call('zadd', waiters, 'XX', t[1] * 1000 + math.floor(t[2] / 1000), client)
+	end
+end

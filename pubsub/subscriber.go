@@ -118,8 +118,8 @@ type channel struct {
 	// waiter to take it.
 	unclaimed func()
 	// idle, while the channel lingers with no waiter, unsubscribes it.
-	idle *time.Timer
-	waiters   list.List // of *Waiter, in arrival order
+	idle    *time.Timer
+	waiters list.List // of *Waiter, in arrival order
 }
 
 // Waiter is one goroutine's place in a channel's queue.

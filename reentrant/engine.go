@@ -258,7 +258,7 @@ func (l *Lock) clearAttempt(w *waiting, owner Owner, ttl time.Duration, lost err
 			return err
 		}
 		backoff = doubled(backoff, 0, time.Second)
-		if _, err := l.release(w.ctx, owner, ttl, requestID); err == nil || scripts.IsReply(err) {
+		if _, err := l.release(w.ctx, owner, ttl, requestID, try > 0); err == nil || scripts.IsReply(err) {
 			return nil
 		}
 	}

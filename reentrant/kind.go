@@ -50,12 +50,13 @@ type kind struct {
 // acquireArgs are an acquire script's inputs. turn, join and pub matter to a
 // fair lock only: the waiter's turn in the queue, whether it may join the
 // queue (a call that will not wait tries once and leaves no trace), and how
-// to tell a new head its turn has come; wake to the kinds with directed
-// wakes, and may be nil.
+// to tell a new head its turn has come; fresh (an owner made for this call,
+// which cannot hold the lock yet) and wake (may be nil) to the kinds with
+// directed wakes.
 type acquireArgs struct {
 	name, owner string
 	ttl, turn   time.Duration
-	join        bool
+	join, fresh bool
 	pub         scripts.Publish
 	wake        *scripts.Wake
 }
@@ -66,7 +67,7 @@ var kinds = [...]kind{
 		field:   ownField,
 		channel: lockChannel,
 		acquire: func(ctx context.Context, rdb scripts.Conn, a acquireArgs) (r lockAttempt) {
-			r.acquired, r.pttl, r.holder, r.err = scripts.Acquire(ctx, rdb, a.name, a.owner, a.ttl, a.wake)
+			r.acquired, r.pttl, r.holder, r.err = scripts.Acquire(ctx, rdb, a.name, a.owner, a.ttl, a.fresh, a.wake)
 			return r
 		},
 		release:     runRelease,
@@ -78,7 +79,7 @@ var kinds = [...]kind{
 		field:   ownField,
 		channel: lockChannel,
 		acquire: func(ctx context.Context, rdb scripts.Conn, a acquireArgs) (r lockAttempt) {
-			r.acquired, r.pttl, r.token, r.holder, r.err = scripts.FencedAcquire(ctx, rdb, a.name, a.owner, a.ttl, a.wake)
+			r.acquired, r.pttl, r.token, r.holder, r.err = scripts.FencedAcquire(ctx, rdb, a.name, a.owner, a.ttl, a.fresh, a.wake)
 			return r
 		},
 		release:     runRelease,

@@ -132,7 +132,7 @@ type try struct {
 // rolled back (see unsynced).
 func (t try) run(ctx context.Context) (r lockAttempt) {
 	l := t.l
-	a := acquireArgs{name: l.name, owner: t.owner.id, ttl: t.ttl, turn: l.fairTurn(t.cfg), join: t.cfg.wait != 0, pub: l.c.publish}
+	a := acquireArgs{name: l.name, owner: t.owner.id, ttl: t.ttl, turn: l.fairTurn(t.cfg), join: t.cfg.wait != 0, fresh: t.private, pub: l.c.publish}
 	if t.wake.Client != "" {
 		a.wake = &t.wake
 	}
@@ -165,7 +165,7 @@ func (t try) undoHold(ctx context.Context, r lockAttempt) {
 	}
 	ctx, cancel := cleanup(ctx)
 	defer cancel()
-	if _, err := l.release(ctx, t.owner, t.ttl, l.c.newRequestID()); err != nil {
+	if _, err := l.release(ctx, t.owner, t.ttl, l.c.newRequestID(), false); err != nil {
 		l.c.opts.Logger.Debug("relock: undoing an attempt cut short", "lock", l.name, "error", err)
 	}
 }
@@ -182,7 +182,7 @@ func (l *Lock) unsynced(ctx context.Context, owner Owner, ttl time.Duration, syn
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWindow)
 	defer cancel()
-	if _, err := l.release(ctx, owner, ttl, l.c.newRequestID()); err != nil {
+	if _, err := l.release(ctx, owner, ttl, l.c.newRequestID(), false); err != nil {
 		l.c.opts.Logger.Warn("relock: rolling back an acquire replicas did not confirm; the hold expires with its TTL", "lock", l.name, "error", err)
 	}
 	if errors.Is(syncErr, scripts.ErrSyncRefused) {
@@ -194,12 +194,14 @@ func (l *Lock) unsynced(ctx context.Context, owner Owner, ttl time.Duration, syn
 // release runs the lock's release script once for owner's newest hold;
 // restore is the TTL left to the holds that remain. requestID names the
 // release for the unlock latch: the same id across retries of one release.
-func (l *Lock) release(ctx context.Context, owner Owner, restore time.Duration, requestID string) (scripts.Released, error) {
+// again says whether that request may have been sent before.
+func (l *Lock) release(ctx context.Context, owner Owner, restore time.Duration, requestID string, again bool) (scripts.Released, error) {
 	rdb := l.c.scriptConn()
 	rel := scripts.Release{
 		Key:       l.name,
 		Owner:     owner.id,
 		RequestID: requestID,
+		Again:     again,
 		Lease:     restore,
 		LatchTTL:  releaseWindow,
 		Publish:   l.publish(),
@@ -306,7 +308,7 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) (err error) {
 	// within the window.
 	ctx = context.WithoutCancel(ctx)
 	for try, backoff := 0, time.Duration(0); ; try++ {
-		res, err := l.release(ctx, owner, restore, requestID)
+		res, err := l.release(ctx, owner, restore, requestID, try > 0)
 		if err == nil {
 			return l.released(res, found, key)
 		}

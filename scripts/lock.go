@@ -46,6 +46,14 @@ var (
 	forceUnlockScript = newScript(wakeLib + forceUnlockLua)
 )
 
+// flag is a script's boolean argument: "1" or "0".
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
 func millis(d time.Duration) string {
 	return strconv.FormatInt(d.Milliseconds(), 10)
 }
@@ -54,10 +62,11 @@ func millis(d time.Duration) string {
 // with the given lease as the key's TTL. When the lock is held by someone
 // else it returns acquired false and the key's remaining TTL (-1ms when the
 // key has no expiry), and, with directed wakes (w not nil), a holder's
-// field. On a synced [Conn], an acquire that replicas did not confirm
-// returns acquired true with [ErrNotSynced] or [ErrSyncRefused].
-func Acquire(ctx context.Context, c Conn, key, owner string, lease time.Duration, w *Wake) (acquired bool, ttl time.Duration, holder string, err error) {
-	keys, args := []string{key}, []string{millis(lease), owner}
+// field. A fresh owner, made for this call, cannot hold the lock already,
+// and saves a check. On a synced [Conn], an acquire that replicas did not
+// confirm returns acquired true with [ErrNotSynced] or [ErrSyncRefused].
+func Acquire(ctx context.Context, c Conn, key, owner string, lease time.Duration, fresh bool, w *Wake) (acquired bool, ttl time.Duration, holder string, err error) {
+	keys, args := []string{key}, []string{millis(lease), owner, flag(fresh)}
 	if w != nil {
 		keys, args = append(keys, waiters(key)), append(args, w.args()...)
 	}
@@ -92,8 +101,8 @@ func tokenCounter(name string) string {
 
 // FencedAcquire runs fencedacquire.lua: Acquire, plus a fencing token drawn
 // from the lock's counter on every success.
-func FencedAcquire(ctx context.Context, c Conn, key, owner string, lease time.Duration, w *Wake) (acquired bool, ttl time.Duration, token int64, holder string, err error) {
-	keys, args := []string{key, tokenCounter(key)}, []string{millis(lease), owner}
+func FencedAcquire(ctx context.Context, c Conn, key, owner string, lease time.Duration, fresh bool, w *Wake) (acquired bool, ttl time.Duration, token int64, holder string, err error) {
+	keys, args := []string{key, tokenCounter(key)}, []string{millis(lease), owner, flag(fresh)}
 	if w != nil {
 		keys, args = append(keys, waiters(key)), append(args, w.args()...)
 	}
@@ -143,6 +152,10 @@ type Release struct {
 	// RequestID names this request. A retry with the same RequestID within
 	// LatchTTL returns the first reply instead of releasing again.
 	RequestID string
+	// Again says the request may have been sent before (a retry): only
+	// then can its latch hold a reply, and only then is it read. (The
+	// read-write lock's scripts always read it.)
+	Again bool
 	// Lease is the TTL restored on the key while holds remain.
 	Lease    time.Duration
 	LatchTTL time.Duration
@@ -159,7 +172,7 @@ func (r Release) Latch() string { return unlockLatch(r.Key, r.RequestID) }
 // Run runs release.lua.
 func (r Release) Run(ctx context.Context, c Conn) (Released, error) {
 	keys := []string{r.Key, LockChannel(r.Key), unlockLatch(r.Key, r.RequestID)}
-	args := []string{pubsub.WakeOne, millis(r.Lease), r.Owner, string(r.Publish), millis(r.LatchTTL)}
+	args := []string{pubsub.WakeOne, millis(r.Lease), r.Owner, string(r.Publish), millis(r.LatchTTL), flag(r.Again)}
 	if r.Directed {
 		keys, args = append(keys, waiters(r.Key)), append(args, wakePrefix(r.Key))
 	}

@@ -9,7 +9,9 @@
 -- ARGV[4]  publish command: "publish", "spublish", or "" to announce
 --          nothing (Redisson's spin lock)
 -- ARGV[5]  latch TTL in milliseconds
--- KEYS[4], ARGV[6]  with directed wakes (see wakelib.lua): the waiters'
+-- ARGV[6]  "1" when this request may have been sent before, so that its
+--          latch may hold its reply; "0" for a first send, which skips it
+-- KEYS[4], ARGV[7]  with directed wakes (see wakelib.lua): the waiters'
 --          set, and the prefix of its clients' channels; a freed lock then
 --          also tells the longest-registered relock client
 --
@@ -18,9 +20,11 @@
 -- the owner holds nothing, and then nothing is changed.
 -- The latch remembers the reply of this request id, so a retried release
 -- returns its first reply instead of releasing a second time.
-local earlier = redis.call('get', KEYS[3])
-if earlier then
-	return tonumber(earlier)
+if ARGV[6] == '1' then
+	local earlier = redis.call('get', KEYS[3])
+	if earlier then
+		return tonumber(earlier)
+	end
 end
 if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
 	return nil
@@ -32,8 +36,8 @@ else
 	redis.call('del', KEYS[1])
 	if ARGV[4] ~= '' then
 		redis.call(ARGV[4], KEYS[2], ARGV[1])
-		if ARGV[6] then
-			wakeNext(KEYS[4], ARGV[6], ARGV[4])
+		if ARGV[7] then
+			wakeNext(KEYS[4], ARGV[7], ARGV[4])
 		end
 	end
 	reply = 1

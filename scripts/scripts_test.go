@@ -78,7 +78,7 @@ func TestReleaseLatch(t *testing.T) {
 	kinds := []kind{
 		{"lock", "o:1",
 			func(rdb scripts.Conn) (bool, time.Duration, error) {
-				ok, ttl, _, err := scripts.Acquire(ctx, rdb, "l", "o:1", time.Minute, nil)
+				ok, ttl, _, err := scripts.Acquire(ctx, rdb, "l", "o:1", time.Minute, false, nil)
 				return ok, ttl, err
 			},
 			func(rdb scripts.Conn, r scripts.Release) (scripts.Released, error) { return r.Run(ctx, rdb) }},
@@ -114,6 +114,7 @@ func TestReleaseLatch(t *testing.T) {
 				}
 				rel := scripts.Release{Key: "l", Owner: "o:1", RequestID: "r1", Lease: time.Minute, LatchTTL: time.Minute, Publish: scripts.PublishClassic}
 				for retry := 0; retry < 3; retry++ {
+					rel.Again = retry > 0 // a retry reads the latch
 					got, err := k.release(rdb, rel)
 					require.NoError(t, err)
 					assert.Equal(t, scripts.StillHeld, got)
@@ -121,17 +122,18 @@ func TestReleaseLatch(t *testing.T) {
 				n, err := do("HGET", "l", k.field).AsInt64()
 				require.NoError(t, err)
 				assert.Equal(t, int64(1), n, "three tries, one release")
-				rel.RequestID = "r2"
+				rel.RequestID, rel.Again = "r2", false
 				got, err := k.release(rdb, rel)
 				require.NoError(t, err)
 				assert.Equal(t, scripts.Freed, got)
+				rel.Again = true
 				got, err = k.release(rdb, rel)
 				require.NoError(t, err)
 				assert.Equal(t, scripts.Freed, got, "answered from the latch")
 				ttl, err := do("PTTL", scripts.UnlockLatch("l", "r2")).AsInt64()
 				require.NoError(t, err)
 				assert.Greater(t, ttl, int64(0), "the latch expires")
-				rel.RequestID = "r3"
+				rel.RequestID, rel.Again = "r3", false
 				got, err = k.release(rdb, rel)
 				require.NoError(t, err)
 				assert.Equal(t, scripts.NotHeld, got)
@@ -147,7 +149,7 @@ func TestRenewOnlyOwnHolds(t *testing.T) {
 		ctx := context.Background()
 		for _, k := range []string{"mine", "theirs"} {
 			owner := map[string]string{"mine": "o:1", "theirs": "o:2"}[k]
-			_, _, _, err := scripts.Acquire(ctx, rdb, k, owner, time.Second, nil)
+			_, _, _, err := scripts.Acquire(ctx, rdb, k, owner, time.Second, false, nil)
 			require.NoError(t, err)
 		}
 		do("SET", "string", "v")
@@ -172,14 +174,14 @@ func TestRenewOnlyOwnHolds(t *testing.T) {
 func TestAcquireReturnsPTTL(t *testing.T) {
 	each(t, func(t *testing.T, rdb scripts.Conn, do func(...string) rueidis.RedisResult) {
 		ctx := context.Background()
-		_, _, _, err := scripts.Acquire(ctx, rdb, "l", "o:1", 5*time.Second, nil)
+		_, _, _, err := scripts.Acquire(ctx, rdb, "l", "o:1", 5*time.Second, false, nil)
 		require.NoError(t, err)
-		ok, ttl, _, err := scripts.Acquire(ctx, rdb, "l", "o:2", time.Minute, nil)
+		ok, ttl, _, err := scripts.Acquire(ctx, rdb, "l", "o:2", time.Minute, false, nil)
 		require.NoError(t, err)
 		assert.False(t, ok)
 		assert.InDelta(t, 5*time.Second, ttl, float64(time.Second))
 		do("PERSIST", "l")
-		_, ttl, _, err = scripts.Acquire(ctx, rdb, "l", "o:2", time.Minute, nil)
+		_, ttl, _, err = scripts.Acquire(ctx, rdb, "l", "o:2", time.Minute, false, nil)
 		require.NoError(t, err)
 		assert.Equal(t, -time.Millisecond, ttl)
 	})

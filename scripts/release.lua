@@ -26,13 +26,15 @@ if ARGV[6] == '1' then
 		return tonumber(earlier)
 	end
 end
-if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+local count = redis.call('hget', KEYS[1], ARGV[3])
+if not count then
 	return nil
 end
 local reply = 0
-if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
+if tonumber(count) > 1 then
+	redis.call('hincrby', KEYS[1], ARGV[3], -1)
 	redis.call('pexpire', KEYS[1], ARGV[2])
-else
+else -- the last hold: the key goes, so its count needs no update
 	redis.call('del', KEYS[1])
 	if ARGV[4] ~= '' then
 		redis.call(ARGV[4], KEYS[2], ARGV[1])

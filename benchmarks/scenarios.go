@@ -104,6 +104,7 @@ func handoff(l lib, s *server, clients, acquisitions int, limit time.Duration) (
 		cond       = sync.NewCond(&mu)
 		count      int
 		late       int // acquisitions by waiters that got the lock after the run ended
+		perClient  = make([]int, clients)
 		stop       bool
 		acquiredAt = make([]time.Time, acquisitions+clients)
 		releasedAt = make([]time.Time, acquisitions+clients)
@@ -121,7 +122,7 @@ func handoff(l lib, s *server, clients, acquisitions int, limit time.Duration) (
 	})
 	defer timer.Stop()
 	var wg sync.WaitGroup
-	for _, lk := range lks {
+	for i, lk := range lks {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -164,6 +165,7 @@ func handoff(l lib, s *server, clients, acquisitions int, limit time.Duration) (
 					return
 				}
 				n := count
+				perClient[i]++
 				acquiredAt[n] = got
 				longest = max(longest, got.Sub(asked))
 				count++
@@ -203,6 +205,8 @@ func handoff(l lib, s *server, clients, acquisitions int, limit time.Duration) (
 		"handoff p50 µs":  us(percentile(hand, .5)),
 		"handoff p99 µs":  us(percentile(hand, .99)),
 		"acq/s":           c / elapsed.Seconds(),
+		"fewest":          float64(slices.Min(perClient)),
+		"most":            float64(slices.Max(perClient)),
 		"scripts/acq":     float64(scripts) / made,
 		"cmds/acq":        float64(all) / made,
 		"longest wait ms": float64(longest.Microseconds()) / 1000,

@@ -47,6 +47,7 @@ func TestDirectedWakes(t *testing.T) {
 	require.NoError(t, err)
 
 	const clients = 6
+	scripts := e.server.ScriptCalls()
 	var mu sync.Mutex
 	var order []string
 	var wg sync.WaitGroup
@@ -66,9 +67,14 @@ func TestDirectedWakes(t *testing.T) {
 			mu.Unlock()
 			assert.NoError(t, c.Lock(name).Unlock(held))
 		}()
-		// One at a time, so that the order of registration is known.
-		eventually(t, "the waiter to register and subscribe", func() bool {
-			return e.int(t, "ZCARD", waitersKey(name)) == int64(i+1) && e.numsub(t, wakeChannel(c.Client, name)) == 1
+		// One at a time, so that the order of registration is known: each
+		// has registered, subscribed, and made the attempt that follows
+		// (a newcomer's attempt may take a lock just freed, as in any lock
+		// that is not fair).
+		scripts += 2
+		eventually(t, "the waiter to register, subscribe and try again", func() bool {
+			return e.server.ScriptCalls() == scripts && e.int(t, "ZCARD", waitersKey(name)) == int64(i+1) &&
+				e.numsub(t, wakeChannel(c.Client, name)) == 1
 		})
 	}
 	registered, err := e.do(t, "ZRANGE", waitersKey(name), "0", "-1").AsStrSlice()

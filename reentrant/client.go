@@ -195,7 +195,8 @@ func (c *Client) newRequestID() string {
 }
 
 // ID returns the client's id, the UUID that prefixes its owners ("" for a
-// nil Client).
+// nil Client). It is a version 8 UUID, which tells a relock client's owners
+// from Java Redisson's (version 4).
 func (c *Client) ID() string {
 	if c == nil {
 		return ""

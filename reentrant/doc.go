@@ -26,6 +26,12 @@
 // may be lost (cause [ErrLockLost]). Do the work under the lock with that
 // context.
 //
+// Waiters block without polling: a release wakes them. A plain or fenced
+// lock's release tells one waiting relock client, the one waiting longest,
+// on its own channel, as well as publishing Redisson's message for Java
+// waiters, so a handoff costs the same however many processes wait
+// (docs/waiting.md).
+//
 // The same Client makes Redisson's synchronizers, on Redisson's keys and
 // channels: [Semaphore], [PermitExpirableSemaphore] (whose permits without a
 // lease the watchdog keeps, as it keeps locks), [CountDownLatch] and

@@ -418,7 +418,12 @@ func TestOutageIsNotNotAcquired(t *testing.T) {
 	refused := func(t *testing.T, err error) {
 		t.Helper()
 		require.Error(t, err)
-		assert.True(t, errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, io.EOF), "the connection error is in the chain: %v", err)
+		// Refused once the client redials; reset or closed when a connection
+		// opened before the kill is the one that meets it (which one, the
+		// machine's load decides).
+		connErr := errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+			errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF)
+		assert.True(t, connErr, "the connection error is in the chain: %v", err)
 		assert.NotErrorIs(t, err, reentrant.ErrNotAcquired, "an outage is not a lock held by someone else")
 		assert.Equal(t, 1, strings.Count(err.Error(), "relock:"), "%q", err.Error())
 	}

@@ -21,5 +21,7 @@
 // live waiters served in queue order; S, never more permits in use than the
 // semaphore has; L, no latch opens early, and every round opens.
 //
-// The suite runs when RELOCK_CHAOS=1 (see docs/safety.md for the commands).
+// The suite runs when RELOCK_CHAOS=1 (see docs/safety.md for the commands);
+// RELOCK_CHAOS_TRACE=DIR writes what each worker sent, heard and was told,
+// for reading a failure against.
 package chaos

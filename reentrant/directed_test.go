@@ -105,13 +105,19 @@ func TestDirectedWakePassesOn(t *testing.T) {
 	held, err := holder.Lock(name).Lock(bg(), reentrant.LeaseFor(time.Minute))
 	require.NoError(t, err)
 
-	// First in line: a client that died. Then one that gave up.
+	// First in line: a client that died. Then one that gave up. Each
+	// waiter has made both its attempts (before and after subscribing)
+	// before the next comes and before the release, so the last can take
+	// the lock only when told.
 	e.do(t, "ZADD", waitersKey(name), "1", "8d8ac610-566d-8ef0-9c22-186b2a5ed793")
+	scripts := e.server.ScriptCalls()
 	gaveUp := e.patient(t)
 	ctx, cancel := context.WithCancel(bg())
 	done := make(chan error, 1)
 	go func() { _, err := gaveUp.Lock(name).Lock(ctx); done <- err }()
-	eventually(t, "the first waiter to register", func() bool { return e.int(t, "ZCARD", waitersKey(name)) == 2 })
+	eventually(t, "the first waiter to register", func() bool {
+		return e.int(t, "ZCARD", waitersKey(name)) == 2 && e.server.ScriptCalls() == scripts+2
+	})
 	waiter := e.patient(t)
 	got := make(chan error, 1)
 	go func() {
@@ -121,8 +127,10 @@ func TestDirectedWakePassesOn(t *testing.T) {
 		}
 		got <- err
 	}()
-	eventually(t, "the second waiter to register", func() bool { return e.int(t, "ZCARD", waitersKey(name)) == 3 })
-	eventually(t, "the second waiter to subscribe", func() bool { return e.numsub(t, wakeChannel(waiter, name)) == 1 })
+	eventually(t, "the second waiter to register, subscribe and try again", func() bool {
+		return e.int(t, "ZCARD", waitersKey(name)) == 3 && e.numsub(t, wakeChannel(waiter, name)) == 1 &&
+			e.server.ScriptCalls() == scripts+4
+	})
 	cancel()
 	require.ErrorIs(t, <-done, context.Canceled)
 	assert.Equal(t, int64(3), e.int(t, "ZCARD", waitersKey(name)), "a waiter that gives up stays registered")

@@ -146,30 +146,8 @@ func (w *waiting) pause(attempt int, next func() time.Duration) error {
 		return w.notAcquired()
 	default:
 	}
-	if w.subscribe {
-		w.subscribe = false
-		var err error
-		var unclaimed func()
-		if w.passOn != "" {
-			unclaimed = w.c.passOn(w.passOn)
-		}
-		if w.sub, err = w.c.subscribe(w.ctx, w.name, w.channel, w.wakes, unclaimed); err == nil {
-			return nil
-		}
-		if w.ctx.Err() != nil {
-			return waitError(w.ctx, w.name)
-		}
-	}
-	if w.alsoOn != "" {
-		channel := w.alsoOn
-		w.alsoOn = "-" // tried
-		var err error
-		if w.also, err = w.c.subscribe(w.ctx, w.name, channel, pubsub.LockWakes, nil); err == nil {
-			return nil // again at once, as after the first subscription
-		}
-		if w.ctx.Err() != nil {
-			return waitError(w.ctx, w.name)
-		}
+	if subscribed, err := w.subscribeNext(); subscribed || err != nil {
+		return err // subscribed: again at once
 	}
 	var err error
 	if w.woken, err = w.sleep(next()); err != nil {
@@ -187,6 +165,40 @@ func (w *waiting) pause(attempt int, next func() time.Duration) error {
 	}
 	return nil
 }
+
+// subscribeNext makes the subscription the wait is due to make, if any:
+// its channel's first (see pause), or Redisson's lock channel as well (see
+// waiting.also). It reports whether one was made; one that fails leaves the
+// wait to poll, and err is set only when ctx ended.
+func (w *waiting) subscribeNext() (subscribed bool, err error) {
+	var sub **pubsub.Waiter
+	var channel string
+	var wakes pubsub.Wakes
+	var unclaimed func()
+	switch {
+	case w.subscribe:
+		w.subscribe = false
+		sub, channel, wakes = &w.sub, w.channel, w.wakes
+		if w.passOn != "" {
+			unclaimed = w.c.passOn(w.passOn)
+		}
+	case w.alsoOn != "" && w.alsoOn != alsoTried:
+		sub, channel, wakes = &w.also, w.alsoOn, pubsub.LockWakes
+		w.alsoOn = alsoTried
+	default:
+		return false, nil
+	}
+	if *sub, err = w.c.subscribe(w.ctx, w.name, channel, wakes, unclaimed); err == nil {
+		return true, nil
+	}
+	if w.ctx.Err() != nil {
+		return false, waitError(w.ctx, w.name)
+	}
+	return false, nil
+}
+
+// alsoTried marks waiting.alsoOn once its subscription was tried.
+const alsoTried = "-"
 
 // end finishes the wait with err, its result: an error met while Redis did
 // not answer says so, and the channel's queue is left, handing on a wake-up

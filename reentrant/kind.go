@@ -51,14 +51,14 @@ type kind struct {
 // fair lock only: the waiter's turn in the queue, whether it may join the
 // queue (a call that will not wait tries once and leaves no trace), and how
 // to tell a new head its turn has come; fresh (an owner made for this call,
-// which cannot hold the lock yet) and wake (may be nil) to the kinds with
-// directed wakes.
+// which cannot hold the lock yet) and wake to the kinds with directed
+// wakes.
 type acquireArgs struct {
 	name, owner string
 	ttl, turn   time.Duration
 	join, fresh bool
 	pub         scripts.Publish
-	wake        *scripts.Wake
+	wake        scripts.Wake // no Client: none
 }
 
 var kinds = [...]kind{

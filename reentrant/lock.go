@@ -133,9 +133,7 @@ type try struct {
 func (t try) run(ctx context.Context) (r lockAttempt) {
 	l := t.l
 	a := acquireArgs{name: l.name, owner: t.owner.id, ttl: t.ttl, turn: l.fairTurn(t.cfg), join: t.cfg.wait != 0, fresh: t.private, pub: l.c.publish}
-	if t.wake.Client != "" {
-		a.wake = &t.wake
-	}
+	a.wake = t.wake
 	r = l.kind.spec().acquire(ctx, l.c.scriptConn(), a)
 	if r.acquired && r.err != nil {
 		r.err = l.unsynced(ctx, t.owner, t.ttl, r.err)

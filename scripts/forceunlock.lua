@@ -5,7 +5,7 @@
 --          redisson_rwlock:{N} for a read-write lock)
 -- ARGV[1]  the message published ("0"; "1" for a read-write lock)
 -- ARGV[2]  publish command: "publish" or "spublish"
--- KEYS[3], ARGV[3]  with directed wakes, as in release.lua
+-- KEYS[3]  with directed wakes, the waiters' set, as in release.lua
 --
 -- Reply: 1 when a lock was deleted (and ARGV[1] published), 0 when there was
 -- none. A key of another type is not a lock: it fails with WRONGTYPE and is
@@ -19,7 +19,7 @@ if kind ~= 'hash' then
 end
 redis.call('del', KEYS[1])
 redis.call(ARGV[2], KEYS[2], ARGV[1])
-if ARGV[3] then
-	wakeNext(KEYS[3], ARGV[3], ARGV[2])
+if KEYS[3] then
+	wakeNext(KEYS[3], ARGV[2])
 end
 return 1

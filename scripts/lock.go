@@ -65,13 +65,10 @@ func millis(d time.Duration) string {
 // field. A fresh owner, made for this call, cannot hold the lock already,
 // and saves a check. On a synced [Conn], an acquire that replicas did not
 // confirm returns acquired true with [ErrNotSynced] or [ErrSyncRefused].
-func Acquire(ctx context.Context, c Conn, key, owner string, lease time.Duration, fresh bool, w *Wake) (acquired bool, ttl time.Duration, holder string, err error) {
-	keys, args := []string{key}, []string{millis(lease), owner, flag(fresh)}
-	if w != nil {
-		keys, args = append(keys, waiters(key)), append(args, w.args()...)
-	}
+func Acquire(ctx context.Context, c Conn, key, owner string, lease time.Duration, fresh bool, w Wake) (acquired bool, ttl time.Duration, holder string, err error) {
+	keys, args := w.with([]string{key, ""}, []string{millis(lease), owner, flag(fresh), "", "", ""}, key)
 	res, syncErr := acquireScript.exec(ctx, c, keys, args)
-	if w == nil {
+	if w.Client == "" {
 		acquired, ttl, err = acquireReply(res, syncErr)
 		return acquired, ttl, "", err
 	}
@@ -101,11 +98,8 @@ func tokenCounter(name string) string {
 
 // FencedAcquire runs fencedacquire.lua: Acquire, plus a fencing token drawn
 // from the lock's counter on every success.
-func FencedAcquire(ctx context.Context, c Conn, key, owner string, lease time.Duration, fresh bool, w *Wake) (acquired bool, ttl time.Duration, token int64, holder string, err error) {
-	keys, args := []string{key, tokenCounter(key)}, []string{millis(lease), owner, flag(fresh)}
-	if w != nil {
-		keys, args = append(keys, waiters(key)), append(args, w.args()...)
-	}
+func FencedAcquire(ctx context.Context, c Conn, key, owner string, lease time.Duration, fresh bool, w Wake) (acquired bool, ttl time.Duration, token int64, holder string, err error) {
+	keys, args := w.with([]string{key, tokenCounter(key), ""}, []string{millis(lease), owner, flag(fresh), "", "", ""}, key)
 	res, syncErr := fencedAcquireScript.exec(ctx, c, keys, args)
 	r, err := res.ToArray()
 	if err != nil {
@@ -174,7 +168,7 @@ func (r Release) Run(ctx context.Context, c Conn) (Released, error) {
 	keys := []string{r.Key, LockChannel(r.Key), unlockLatch(r.Key, r.RequestID)}
 	args := []string{pubsub.WakeOne, millis(r.Lease), r.Owner, string(r.Publish), millis(r.LatchTTL), flag(r.Again)}
 	if r.Directed {
-		keys, args = append(keys, waiters(r.Key)), append(args, wakePrefix(r.Key))
+		keys = append(keys, waiters(r.Key))
 	}
 	return releaseReply(releaseScript.exec(ctx, c, keys, args))
 }
@@ -230,7 +224,7 @@ func renewWith(s *script, ctx context.Context, c Conn, ttl time.Duration, batche
 func ForceUnlock(ctx context.Context, c Conn, key, channel, message string, pub Publish, directed bool) (bool, error) {
 	keys, args := []string{key, channel}, []string{message, string(pub)}
 	if directed {
-		keys, args = append(keys, waiters(key)), append(args, wakePrefix(key))
+		keys = append(keys, waiters(key))
 	}
 	r, _ := forceUnlockScript.exec(ctx, c, keys, args)
 	n, err := r.AsInt64()

@@ -5,13 +5,13 @@
 -- KEYS[1]  the lock hash N
 -- KEYS[2]  the waiters' set, relock_waiters:{N}
 -- ARGV[1]  the client's id
--- ARGV[2]  the prefix of the clients' channels, relock_wake:{N}:
--- ARGV[3]  publish command: "publish" or "spublish"
+-- ARGV[2]  publish command: "publish" or "spublish"
 --
--- Reply: 1 when another client was told, else 0.
+-- Reply: 1 when the lock was free (and the next client, if any, was told),
+-- 0 when it was held.
 redis.call('zrem', KEYS[2], ARGV[1])
 if redis.call('exists', KEYS[1]) == 1 then
 	return 0
 end
-wakeNext(KEYS[2], ARGV[2], ARGV[3])
+wakeNext(KEYS[2], ARGV[2])
 return 1

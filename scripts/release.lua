@@ -11,9 +11,8 @@
 -- ARGV[5]  latch TTL in milliseconds
 -- ARGV[6]  "1" when this request may have been sent before, so that its
 --          latch may hold its reply; "0" for a first send, which skips it
--- KEYS[4], ARGV[7]  with directed wakes (see wakelib.lua): the waiters'
---          set, and the prefix of its clients' channels; a freed lock then
---          also tells the longest-registered relock client
+-- KEYS[4]  with directed wakes (see wakelib.lua), the waiters' set: a
+--          freed lock then also tells the longest-registered relock client
 --
 -- Reply: 1 when that was the last hold (the hash is deleted and ARGV[1] is
 -- published, unless ARGV[4] is empty); 0 when holds remain (the TTL is reset to the lease); nil when
@@ -38,8 +37,8 @@ else -- the last hold: the key goes, so its count needs no update
 	redis.call('del', KEYS[1])
 	if ARGV[4] ~= '' then
 		redis.call(ARGV[4], KEYS[2], ARGV[1])
-		if ARGV[7] then
-			wakeNext(KEYS[4], ARGV[7], ARGV[4])
+		if KEYS[4] then
+			wakeNext(KEYS[4], ARGV[4])
 		end
 	end
 	reply = 1

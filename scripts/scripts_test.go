@@ -78,7 +78,7 @@ func TestReleaseLatch(t *testing.T) {
 	kinds := []kind{
 		{"lock", "o:1",
 			func(rdb scripts.Conn) (bool, time.Duration, error) {
-				ok, ttl, _, err := scripts.Acquire(ctx, rdb, "l", "o:1", time.Minute, false, nil)
+				ok, ttl, _, err := scripts.Acquire(ctx, rdb, "l", "o:1", time.Minute, false, scripts.Wake{})
 				return ok, ttl, err
 			},
 			func(rdb scripts.Conn, r scripts.Release) (scripts.Released, error) { return r.Run(ctx, rdb) }},
@@ -149,7 +149,7 @@ func TestRenewOnlyOwnHolds(t *testing.T) {
 		ctx := context.Background()
 		for _, k := range []string{"mine", "theirs"} {
 			owner := map[string]string{"mine": "o:1", "theirs": "o:2"}[k]
-			_, _, _, err := scripts.Acquire(ctx, rdb, k, owner, time.Second, false, nil)
+			_, _, _, err := scripts.Acquire(ctx, rdb, k, owner, time.Second, false, scripts.Wake{})
 			require.NoError(t, err)
 		}
 		do("SET", "string", "v")
@@ -174,14 +174,14 @@ func TestRenewOnlyOwnHolds(t *testing.T) {
 func TestAcquireReturnsPTTL(t *testing.T) {
 	each(t, func(t *testing.T, rdb scripts.Conn, do func(...string) rueidis.RedisResult) {
 		ctx := context.Background()
-		_, _, _, err := scripts.Acquire(ctx, rdb, "l", "o:1", 5*time.Second, false, nil)
+		_, _, _, err := scripts.Acquire(ctx, rdb, "l", "o:1", 5*time.Second, false, scripts.Wake{})
 		require.NoError(t, err)
-		ok, ttl, _, err := scripts.Acquire(ctx, rdb, "l", "o:2", time.Minute, false, nil)
+		ok, ttl, _, err := scripts.Acquire(ctx, rdb, "l", "o:2", time.Minute, false, scripts.Wake{})
 		require.NoError(t, err)
 		assert.False(t, ok)
 		assert.InDelta(t, 5*time.Second, ttl, float64(time.Second))
 		do("PERSIST", "l")
-		_, ttl, _, err = scripts.Acquire(ctx, rdb, "l", "o:2", time.Minute, false, nil)
+		_, ttl, _, err = scripts.Acquire(ctx, rdb, "l", "o:2", time.Minute, false, scripts.Wake{})
 		require.NoError(t, err)
 		assert.Equal(t, -time.Millisecond, ttl)
 	})

@@ -44,27 +44,30 @@ const (
 	SettleRequeue Settle = '2' // moved to the end: the client has other waiters
 )
 
-// args returns the script arguments of w (none for a nil w).
-func (w *Wake) args() []string {
-	if w == nil {
-		return nil
+// with fills the directed-wake slots at the ends of an acquire script's
+// keys and args (the waiters' set; the client, settlement and registration),
+// or cuts them off when w has no Client.
+func (w Wake) with(keys, args []string, key string) ([]string, []string) {
+	if w.Client == "" {
+		return keys[:len(keys)-1], args[:len(args)-3]
 	}
-	return []string{w.Client, string(w.Settle), millis(w.Register)}
+	keys[len(keys)-1] = waiters(key)
+	n := len(args)
+	args[n-3], args[n-2], args[n-1] = w.Client, string(w.Settle), millis(w.Register)
+	return keys, args
 }
 
 // waiters returns the key of lock name's waiters' set: relock_waiters:{name}.
 func waiters(name string) string { return prefixed("relock_waiters", name) }
 
-// wakePrefix returns the prefix of lock name's clients' wake channels.
-func wakePrefix(name string) string { return prefixed("relock_wake", name) + ":" }
-
 // WakeChannel returns the channel on which client hears the directed wakes
-// of lock name: relock_wake:{name}:<client>.
-func WakeChannel(name, client string) string { return wakePrefix(name) + client }
+// of lock name: relock_wake:{name}:<client> (wakelib.lua builds it from the
+// waiters' set's name).
+func WakeChannel(name, client string) string { return prefixed("relock_wake", name) + ":" + client }
 
 // PassOn runs passon.lua: client, told of a free lock name with no waiter
 // left to take it, leaves the waiters' set, and the next client is told.
 func PassOn(ctx context.Context, c Conn, name, client string, pub Publish) error {
-	r, _ := passOnScript.exec(ctx, c, []string{name, waiters(name)}, []string{client, wakePrefix(name), string(pub)})
+	r, _ := passOnScript.exec(ctx, c, []string{name, waiters(name)}, []string{client, string(pub)})
 	return r.Error()
 }

@@ -7,10 +7,12 @@
 -- Prepended to the scripts that use it.
 
 -- wakeNext tells the longest-registered relock client that the lock is
--- free: "0" on its channel, the channel's prefix given. A client that
--- nobody hears on (it stopped waiting, or died) is dropped, and the next one
--- is told, a few at most: the rest are reached by their re-polls.
-local function wakeNext(waiters, prefix, pub)
+-- free: "0" on its channel, relock_wake:{N}:<client-id>, named after the
+-- waiters' set relock_waiters:{N}. A client that nobody hears on (it
+-- stopped waiting, or died) is dropped, and the next one is told, a few at
+-- most: the rest are reached by their re-polls.
+local function wakeNext(waiters, pub)
+	local prefix = 'relock_wake' .. string.sub(waiters, 15) .. ':'
 	for _ = 1, 8 do
 		local head = redis.call('zrange', waiters, 0, 0)[1]
 		if head == nil then

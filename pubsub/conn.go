@@ -152,7 +152,7 @@ func (cn *conn) failed(name string, err error) {
 	if _, isReply := rueidis.IsRedisErr(err); !isReply {
 		return // the connection broke; run resubscribes on the next one
 	}
-	delete(cn.channels, name)
+	cn.drop(name)
 	ch.fail(err)
 }
 
@@ -166,7 +166,7 @@ func (cn *conn) resubscribe() {
 	cn.ops = cn.ops[:0]
 	for name, ch := range cn.channels {
 		if ch.waiters.Len() == 0 {
-			delete(cn.channels, name)
+			cn.drop(name)
 			ch.fail(ErrClosed)
 			continue
 		}
@@ -239,7 +239,7 @@ func (cn *conn) onSubscription(ev rueidis.PubSubSubscription) {
 			return
 		}
 		if ch.waiters.Len() == 0 {
-			delete(cn.channels, ev.Channel)
+			cn.drop(ev.Channel)
 			ch.settle()
 			return
 		}
@@ -247,4 +247,10 @@ func (cn *conn) onSubscription(ev rueidis.PubSubSubscription) {
 		ch.state = subscribing
 		cn.queue(op{subscribe: true, name: ch.name})
 	}
+}
+
+// drop forgets channel name. Called with s.mu held.
+func (cn *conn) drop(name string) {
+	delete(cn.channels, name)
+	cn.s.channels.Add(-1)
 }

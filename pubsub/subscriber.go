@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -78,6 +79,10 @@ type Subscriber struct {
 	slot   func(channel string) uint16
 	log    *slog.Logger
 	linger time.Duration
+
+	// channels counts the channels of every conn, so that Join can say
+	// "none" without the lock when nothing is subscribed.
+	channels atomic.Int32
 
 	mu     sync.Mutex
 	conns  map[uint16]*conn
@@ -163,6 +168,7 @@ func (s *Subscriber) Subscribe(ctx context.Context, name string, wakes Wakes, un
 	if ch == nil {
 		ch = &channel{name: name, state: subscribing, ready: make(chan struct{}), wakes: wakes, unclaimed: unclaimed}
 		cn.channels[name] = ch
+		s.channels.Add(1)
 		cn.queue(op{subscribe: true, name: name})
 	}
 	w := ch.join(s, cn)
@@ -191,6 +197,9 @@ func (s *Subscriber) Subscribe(ctx context.Context, name string, wakes Wakes, un
 // Leave; otherwise it returns nil, and Subscribe is the way in. It never
 // waits for the server.
 func (s *Subscriber) Join(name string) *Waiter {
+	if s.channels.Load() == 0 { // the uncontended path: no lock taken
+		return nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	key := uint16(0)

@@ -141,7 +141,9 @@ func moved(err error) bool {
 }
 
 // failed ends a subscription that the server refused or could not receive.
-// Its waiters get the error; a lost connection is retried by run.
+// Its waiters get the error: those still in Subscribe as its result, the
+// others (returned with ErrUnconfirmed, or queued before a reconnect) are
+// marked failed and woken. A lost connection is retried by run.
 func (cn *conn) failed(name string, err error) {
 	cn.s.mu.Lock()
 	defer cn.s.mu.Unlock()
@@ -154,6 +156,14 @@ func (cn *conn) failed(name string, err error) {
 	}
 	cn.drop(name)
 	ch.fail(err)
+	for e := ch.waiters.Front(); e != nil; e = e.Next() {
+		w := e.Value.(*Waiter)
+		w.failed.Store(true)
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // resubscribe queues a subscription of every channel on a new connection.
@@ -214,10 +224,7 @@ func (cn *conn) onSubscription(ev rueidis.PubSubSubscription) {
 		if ch.state == subscribing {
 			ch.state = live
 			ch.settle()
-			if ch.rewake {
-				ch.rewake = false
-				ch.wakeAll()
-			}
+			ch.wakeConfirmed()
 		}
 		// While unsubscribing, this confirms the subscribe sent before;
 		// the unsubscribe's own confirmation follows.

@@ -40,6 +40,12 @@ func (m Mode) String() string {
 // ErrClosed is returned by Subscribe after Close.
 var ErrClosed = errors.New("pubsub: subscriber closed")
 
+// ErrUnconfirmed is returned by Subscribe, with a waiter, when its ctx ended
+// before the server confirmed the subscription (a slow or dark link, a
+// server paused). The waiter stays queued and is woken once the
+// subscription is confirmed: a message published before that went unheard.
+var ErrUnconfirmed = errors.New("pubsub: subscription not confirmed yet")
+
 // The messages on a lock's channel, Redisson's payloads: decimal integers,
 // since Java Redisson parses them as numbers (and ignores any but these
 // two). Lock releases publish them; [LockWakes] reads them.
@@ -136,6 +142,12 @@ type Waiter struct {
 	cn   *conn
 	ch   *channel
 	elem *list.Element
+	// unconfirmed: Subscribe gave up waiting for the confirmation, which
+	// is to wake the waiter (see ErrUnconfirmed). Guarded by s.mu.
+	unconfirmed bool
+	// failed: the subscription failed after the waiter joined (see
+	// Failed).
+	failed atomic.Bool
 }
 
 // Subscribe joins the queue of channel name, subscribing it if this is its
@@ -144,8 +156,10 @@ type Waiter struct {
 // a wake finds no waiter to take it (a message with every waiter gone or
 // already woken, a wake left or passed on with no other waiter): it must
 // not block. Every waiter of one channel must pass the same. The waiter
-// must Leave. If the subscription cannot be made, or ctx ends first,
-// Subscribe returns an error and no waiter.
+// must Leave. If the subscription cannot be made, Subscribe returns an
+// error and no waiter. If ctx ends before the server has answered, it
+// returns the waiter with [ErrUnconfirmed] (wrapping ctx's error): the
+// waiter must still Leave.
 func (s *Subscriber) Subscribe(ctx context.Context, name string, wakes Wakes, unclaimed func()) (*Waiter, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err // not a coin toss against a quick confirmation
@@ -177,18 +191,23 @@ func (s *Subscriber) Subscribe(ctx context.Context, name string, wakes Wakes, un
 
 	select {
 	case <-ready:
-		s.mu.Lock()
-		err := ch.err
-		s.mu.Unlock()
-		if err != nil {
-			w.Leave()
-			return nil, err
-		}
-		return w, nil
 	case <-ctx.Done():
-		w.Leave()
-		return nil, ctx.Err()
 	}
+	s.mu.Lock()
+	select {
+	case <-ready: // settled, even if ctx ended too
+	default:
+		w.unconfirmed = true
+		s.mu.Unlock()
+		return w, fmt.Errorf("%w: %w", ErrUnconfirmed, ctx.Err())
+	}
+	err := ch.err
+	s.mu.Unlock()
+	if err != nil {
+		w.Leave()
+		return nil, err
+	}
+	return w, nil
 }
 
 // Join joins the queue of channel name if the channel is live: subscribed,
@@ -243,7 +262,9 @@ func (w *Waiter) Leave() {
 	var unclaimed func()
 	select {
 	case <-w.wake:
-		unclaimed = w.ch.wakeOne()
+		if w.ch.err == nil { // not the wake of a failed subscription
+			unclaimed = w.ch.wakeOne()
+		}
 	default:
 	}
 	if w.ch.waiters.Len() == 0 && w.ch.state != unsubscribing && w.ch.err == nil {
@@ -293,7 +314,7 @@ func (ch *channel) linger(s *Subscriber, cn *conn) {
 func (w *Waiter) PassOn() {
 	w.s.mu.Lock()
 	var unclaimed func()
-	if w.elem != nil {
+	if w.elem != nil && w.ch.err == nil {
 		unclaimed = w.ch.wakeOne()
 	}
 	w.s.mu.Unlock()
@@ -301,6 +322,12 @@ func (w *Waiter) PassOn() {
 		unclaimed()
 	}
 }
+
+// Failed reports whether the waiter's subscription failed after it joined
+// (the server refused to subscribe it again after a reconnect). The waiter
+// was woken then, and hears nothing more: it should Leave and subscribe
+// anew.
+func (w *Waiter) Failed() bool { return w.failed.Load() }
 
 // Alone reports whether the waiter is its channel's only one.
 func (w *Waiter) Alone() bool {
@@ -331,6 +358,24 @@ func (ch *channel) wake(n int) (unclaimed func()) {
 		return ch.unclaimed
 	}
 	return nil
+}
+
+// wakeConfirmed wakes, once its subscription is confirmed, the waiters that
+// may have missed a message: every one after a reconnect (rewake), else
+// those that stopped waiting for the confirmation (see ErrUnconfirmed).
+// Called with s.mu held.
+func (ch *channel) wakeConfirmed() {
+	for e := ch.waiters.Front(); e != nil; e = e.Next() {
+		w := e.Value.(*Waiter)
+		if ch.rewake || w.unconfirmed {
+			w.unconfirmed = false
+			select {
+			case w.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+	ch.rewake = false
 }
 
 // wakeAll wakes every waiter. Called with s.mu held.

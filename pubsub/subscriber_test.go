@@ -189,8 +189,10 @@ func TestReconnectWhileUnsubscribing(t *testing.T) {
 }
 
 // A waiter whose ctx ends before the server confirms its subscription gets
-// the ctx's error, and the channel is dropped once the server answers.
-func TestSubscribeCancelledWhileUnconfirmed(t *testing.T) {
+// ErrUnconfirmed with its waiter, which the confirmation wakes (a message
+// before it went unheard) and which hears the channel from then on. One
+// that leaves at once drops the channel once the server answers.
+func TestSubscribeUnconfirmed(t *testing.T) {
 	srv := redistest.Start(t)
 	s := pubsub.New(srv.Client(), pubsub.Classic, nil, nil, 0)
 	t.Cleanup(s.Close)
@@ -200,13 +202,58 @@ func TestSubscribeCancelledWhileUnconfirmed(t *testing.T) {
 	require.Eventually(t, func() bool { return s.Channels() == 0 }, 10*time.Second, time.Millisecond)
 
 	srv.Pause()
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	_, err = s.Subscribe(ctx, "ch", pubsub.LockWakes, nil)
+	resumed := false
+	defer func() {
+		if !resumed {
+			srv.Resume()
+		}
+	}()
+	subscribe := func(name string) *pubsub.Waiter {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		w, err := s.Subscribe(ctx, name, pubsub.LockWakes, nil)
+		require.ErrorIs(t, err, pubsub.ErrUnconfirmed)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.NotNil(t, w)
+		return w
+	}
+	kept := subscribe("ch")
+	subscribe("gone").Leave()
 	srv.Resume()
-	require.ErrorIs(t, err, context.DeadlineExceeded)
+	resumed = true
+
+	require.True(t, woken(kept), "the confirmation wakes the waiter")
+	require.Eventually(t, func() bool { return s.Channels() == 1 }, 10*time.Second, time.Millisecond, "the channel left is dropped")
+	srv.Do("PUBLISH", "ch", pubsub.WakeOne)
+	assert.True(t, woken(kept), "the waiter hears its channel")
+	assert.False(t, kept.Failed())
+	kept.Leave()
 	require.Eventually(t, func() bool { return s.Channels() == 0 }, 10*time.Second, time.Millisecond)
-	n, err := srv.Do("PUBSUB", "NUMSUB", "ch").AsIntMap()
+	n, err := srv.Do("PUBSUB", "NUMSUB", "ch", "gone").AsIntMap()
 	require.NoError(t, err)
-	assert.Equal(t, map[string]int64{"ch": 0}, n, "the server dropped it too")
+	assert.Equal(t, map[string]int64{"ch": 0, "gone": 0}, n, "the server dropped both")
+}
+
+// A subscription the server refuses to make again after a reconnect (here:
+// the user lost the right to the channel, and Redis disconnected it) wakes
+// its waiter and says so: Failed, and no wake is passed on.
+func TestSubscriptionFailsAfterReconnect(t *testing.T) {
+	srv := redistest.Start(t)
+	require.NoError(t, srv.Do("ACL", "SETUSER", "waiter", "on", ">pw", "~*", "&*", "+@all").Error())
+	rdb := srv.Client(func(o *rueidis.ClientOption) { o.Username, o.Password = "waiter", "pw" })
+	unclaimed := make(chan struct{}, 1)
+	s := pubsub.New(rdb, pubsub.Classic, nil, nil, 0)
+	t.Cleanup(s.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	w, err := s.Subscribe(ctx, "ch", pubsub.LockWakes, func() { unclaimed <- struct{}{} })
+	require.NoError(t, err)
+	require.False(t, w.Failed())
+
+	require.NoError(t, srv.Do("ACL", "SETUSER", "waiter", "resetchannels", "&other").Error())
+	require.True(t, woken(w), "the failure wakes the waiter")
+	assert.True(t, w.Failed())
+	w.Leave()
+	assert.Empty(t, unclaimed, "the failure's wake is not passed on")
+	assert.Zero(t, s.Channels())
 }

@@ -2,9 +2,14 @@ package reentrant
 
 import (
 	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/internal/redistest"
@@ -37,3 +42,94 @@ func TestReleaseInTheGap(t *testing.T) {
 	t.Logf("acquired %v after the release in the gap", time.Since(<-released))
 	require.NoError(t, waiter.Lock("gap").Unlock(got))
 }
+
+// A waiter whose subscription the server has not confirmed within the
+// re-poll interval (its link dark, here the server paused) polls, but
+// keeps the subscription: the confirmation wakes it for an attempt at once,
+// since the release it was waiting for may have gone unheard. Given up, the
+// subscription cost a whole re-poll after the link came back; at the head of
+// a fair queue, everyone queued behind waited that long too. Here the
+// release comes before the subscription (its message reaches nobody), and
+// the server is paused until the waiter has given up waiting for the
+// confirmation: the attempt that takes the lock must follow a wake-up, not
+// the re-poll (two seconds).
+func TestUnconfirmedSubscriptionWakesWhenConfirmed(t *testing.T) {
+	s := redistest.Start(t)
+	for _, fair := range []bool{false, true} {
+		t.Run(map[bool]string{false: "lock", true: "fair"}[fair], func(t *testing.T) {
+			holder, err := New(s.Client(), Options{})
+			require.NoError(t, err)
+			defer holder.Close()
+			gaveUp := make(chan struct{}, 1)
+			var woken atomic.Int32
+			waiter, err := New(s.Client(), Options{
+				RepollInterval: 2 * time.Second,
+				Logger:         slog.New(signal{"relock: cannot subscribe", gaveUp}),
+				Hooks:          Hooks{Woken: func(context.Context, string, string) { woken.Add(1) }},
+			})
+			require.NoError(t, err)
+			defer waiter.Close()
+			lock := func(c *Client) *Lock {
+				if fair {
+					return c.FairLock("unconfirmed")
+				}
+				return c.Lock("unconfirmed")
+			}
+
+			held, err := lock(holder).Lock(context.Background(), LeaseFor(time.Minute))
+			require.NoError(t, err)
+			var once sync.Once
+			paused := false
+			defer func() {
+				if paused {
+					s.Resume()
+				}
+			}()
+			waiter.hookBeforeSubscribe = func() {
+				once.Do(func() {
+					assert.NoError(t, lock(holder).Unlock(held))
+					s.Pause()
+					paused = true
+				})
+			}
+			type result struct {
+				held context.Context
+				err  error
+			}
+			got := make(chan result, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				held, err := lock(waiter).Lock(ctx)
+				got <- result{held, err}
+			}()
+			<-gaveUp
+			s.Resume()
+			paused = false
+			r := <-got
+			require.NoError(t, r.err)
+			assert.Equal(t, int32(1), woken.Load(), "taken after the confirmation's wake-up, not the re-poll")
+			require.NoError(t, lock(waiter).Unlock(r.held))
+		})
+	}
+}
+
+// signal is a slog handler that signals on c when a message starting with
+// prefix is logged.
+type signal struct {
+	prefix string
+	c      chan<- struct{}
+}
+
+func (s signal) Enabled(context.Context, slog.Level) bool { return true }
+func (s signal) Handle(_ context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, s.prefix) {
+		select {
+		case s.c <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+func (s signal) WithAttrs([]slog.Attr) slog.Handler { return s }
+func (s signal) WithGroup(string) slog.Handler      { return s }

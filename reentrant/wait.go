@@ -153,10 +153,10 @@ func (w *waiting) pause(attempt int, next func() time.Duration) error {
 	if w.woken, err = w.sleep(next()); err != nil {
 		return err
 	}
-	// A subscription that failed (not confirmed within the re-poll
-	// interval: the subscriber reconnecting, a slow link) is tried again
-	// after each sleep, not given up for the rest of the wait: a fair
-	// lock's head that only polls holds every waiter behind it up.
+	// A subscription that failed is tried again after each sleep, not
+	// given up for the rest of the wait: a fair lock's head that only
+	// polls holds every waiter behind it up.
+	w.dropFailed()
 	if w.sub == nil && w.wakes != nil {
 		w.subscribe = true
 	}
@@ -169,7 +169,12 @@ func (w *waiting) pause(attempt int, next func() time.Duration) error {
 // subscribeNext makes the subscription the wait is due to make, if any:
 // its channel's first (see pause), or Redisson's lock channel as well (see
 // waiting.also). It reports whether one was made; one that fails leaves the
-// wait to poll, and err is set only when ctx ended.
+// wait to poll, and err is set only when ctx ended. One the server has not
+// confirmed within the re-poll interval (a slow link, the subscriber
+// reconnecting) is kept: the wait polls, and its confirmation wakes it for
+// an attempt at once, since a release before it went unheard. Giving it up
+// instead cost a whole re-poll after the link came back, for everyone
+// queued behind a fair lock's head.
 func (w *waiting) subscribeNext() (subscribed bool, err error) {
 	var sub **pubsub.Waiter
 	var channel string
@@ -190,7 +195,7 @@ func (w *waiting) subscribeNext() (subscribed bool, err error) {
 	}
 	if *sub, err = w.c.subscribe(w.ctx, w.name, channel, wakes, unclaimed); err == nil {
 		return true, nil
-	}
+	} // else *sub is set if unconfirmed
 	if w.ctx.Err() != nil {
 		return false, waitError(w.ctx, w.name)
 	}
@@ -199,6 +204,23 @@ func (w *waiting) subscribeNext() (subscribed bool, err error) {
 
 // alsoTried marks waiting.alsoOn once its subscription was tried.
 const alsoTried = "-"
+
+// dropFailed leaves the subscriptions that failed after they were made
+// (see pubsub.Waiter.Failed): the wait subscribes anew. Such a failure
+// woke the wait, for no release.
+func (w *waiting) dropFailed() {
+	if w.sub != nil && w.sub.Failed() {
+		w.sub.Leave()
+		w.sub = nil
+	}
+	if w.also != nil && w.also.Failed() {
+		w.also.Leave()
+		w.also, w.alsoOn = nil, "" // listened on again from the next attempt that calls for it
+	}
+	if w.woken != nil && w.woken.Failed() {
+		w.woken = nil
+	}
+}
 
 // end finishes the wait with err, its result: an error met while Redis did
 // not answer says so, and the channel's queue is left, handing on a wake-up
@@ -301,21 +323,29 @@ func (c *Client) sleep(ctx context.Context, name string, giveUp <-chan time.Time
 // subscribe joins the local queue of waiters on channel, for a wait on
 // name. When subscribing fails, waiters poll (bounded as always by the
 // holder's TTL and RepollInterval) instead of failing; that is logged once
-// per outage.
+// per outage. A subscription not confirmed within RepollInterval is
+// returned with its error (pubsub.ErrUnconfirmed) unless ctx ended.
 func (c *Client) subscribe(ctx context.Context, name, channel string, wakes pubsub.Wakes, unclaimed func()) (*pubsub.Waiter, error) {
 	if hook := c.hookBeforeSubscribe; hook != nil {
 		hook()
 	}
-	// Bounded by the re-poll interval: a waiter that cannot be subscribed
-	// by then polls, as when subscribing fails, rather than wait on.
+	// Bounded by the re-poll interval: a waiter whose subscription is not
+	// confirmed by then polls until it is (see waiting.subscribeNext),
+	// rather than wait on.
 	sctx, cancel := context.WithTimeout(ctx, c.opts.RepollInterval)
 	defer cancel()
 	w, err := c.sub.Subscribe(sctx, channel, wakes, unclaimed)
 	if err != nil {
-		if ctx.Err() == nil && c.degraded.CompareAndSwap(false, true) {
+		if ctx.Err() != nil {
+			if w != nil {
+				w.Leave()
+			}
+			return nil, err
+		}
+		if c.degraded.CompareAndSwap(false, true) {
 			c.opts.Logger.Warn("relock: cannot subscribe to release channels; waiters poll until it works again", "name", name, "error", err)
 		}
-		return nil, err
+		return w, err // w is set when unconfirmed: it is woken once confirmed
 	}
 	c.degraded.Store(false)
 	return w, nil

@@ -7,7 +7,9 @@
 // is subscribed when its first [Waiter] arrives and unsubscribed when its
 // last one leaves. Subscriptions are confirmed by the server before
 // [Subscriber.Subscribe] returns, so a waiter that subscribes and then checks
-// its condition cannot miss a message sent after the check.
+// its condition cannot miss a message sent after the check. One whose ctx
+// ends first stays queued ([ErrUnconfirmed]) and is woken once the server
+// confirms, to check again.
 //
 // Message "0" wakes the longest-waiting waiter of the channel that is not
 // already woken; "1" wakes all of them; any other payload is ignored. After

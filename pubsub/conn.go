@@ -159,10 +159,7 @@ func (cn *conn) failed(name string, err error) {
 	for e := ch.waiters.Front(); e != nil; e = e.Next() {
 		w := e.Value.(*Waiter)
 		w.failed.Store(true)
-		select {
-		case w.wake <- struct{}{}:
-		default:
-		}
+		w.poke()
 	}
 }
 

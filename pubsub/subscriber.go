@@ -347,17 +347,26 @@ func (ch *channel) wakeOne() func() { return ch.wake(1) }
 func (ch *channel) wake(n int) (unclaimed func()) {
 	woke := false
 	for e := ch.waiters.Front(); e != nil && n > 0; e = e.Next() {
-		select {
-		case e.Value.(*Waiter).wake <- struct{}{}:
+		if e.Value.(*Waiter).poke() { // else already woken; try the next
 			n--
 			woke = true
-		default: // already woken; try the next
 		}
 	}
 	if !woke {
 		return ch.unclaimed
 	}
 	return nil
+}
+
+// poke wakes the waiter, and reports false if it was woken already (a wake
+// not yet taken from C).
+func (w *Waiter) poke() bool {
+	select {
+	case w.wake <- struct{}{}:
+		return true
+	default:
+		return false
+	}
 }
 
 // wakeConfirmed wakes, once its subscription is confirmed, the waiters that
@@ -369,10 +378,7 @@ func (ch *channel) wakeConfirmed() {
 		w := e.Value.(*Waiter)
 		if ch.rewake || w.unconfirmed {
 			w.unconfirmed = false
-			select {
-			case w.wake <- struct{}{}:
-			default:
-			}
+			w.poke()
 		}
 	}
 	ch.rewake = false
@@ -381,10 +387,7 @@ func (ch *channel) wakeConfirmed() {
 // wakeAll wakes every waiter. Called with s.mu held.
 func (ch *channel) wakeAll() {
 	for e := ch.waiters.Front(); e != nil; e = e.Next() {
-		select {
-		case e.Value.(*Waiter).wake <- struct{}{}:
-		default:
-		}
+		e.Value.(*Waiter).poke()
 	}
 }
 

@@ -57,6 +57,12 @@ type Client struct {
 }
 
 // New returns a Client that keeps locks on rdb.
+//
+// A Redis that is briefly unreachable does not fail New: on a single node
+// or behind Sentinel New sends nothing, and on a cluster, where it asks the
+// server's version to pick the pub/sub kind (unless Options.PubSub is set),
+// it asks again for up to 10 s. Locks taken meanwhile wait as in any
+// outage. (rueidis.NewClient, which dials, fails when it cannot connect.)
 func New(rdb rueidis.Client, opts Options) (*Client, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("relock: %w: nil rueidis client", ErrInvalidArgument)
@@ -121,14 +127,17 @@ func (c *Client) groupOf(name string, renewer uint32) uint32 {
 }
 
 // detectPubSub picks Redisson's pub/sub kind: sharded on a Redis 7+ cluster,
-// classic elsewhere.
+// classic elsewhere. It is the only thing New asks of Redis, and only of a
+// cluster: a service that starts while Redis restarts or fails over should
+// start as a lock would wait, so a server that cannot be reached or cannot
+// answer yet (LOADING, CLUSTERDOWN) is asked again for up to 10 s.
 func detectPubSub(rdb rueidis.Client, cluster bool) (pubsub.Mode, error) {
 	if !cluster {
 		return pubsub.Classic, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	info, err := rdb.Do(ctx, rdb.B().Info().Section("server").Build()).ToString()
+	info, err := serverInfo(ctx, rdb)
 	if err != nil {
 		return 0, fmt.Errorf("relock: detecting the Redis version for the pub/sub mode (set Options.PubSub to skip): %w", err)
 	}
@@ -142,6 +151,30 @@ func detectPubSub(rdb rueidis.Client, cluster bool) (pubsub.Mode, error) {
 		}
 	}
 	return pubsub.Classic, nil
+}
+
+// serverInfo reads INFO server, asking again, with backoff, while the
+// server cannot be reached or cannot answer yet, until ctx ends. Its error
+// is the last one that did not come from ctx ending, when there was one.
+func serverInfo(ctx context.Context, rdb rueidis.Client) (string, error) {
+	var last error
+	for pause := time.Duration(0); ; {
+		info, err := rdb.Do(ctx, rdb.B().Info().Section("server").Build()).ToString()
+		if err == nil || (scripts.IsReply(err) && !scripts.IsUnavailable(err)) {
+			return info, err
+		}
+		if ctx.Err() == nil || last == nil {
+			last = err
+		}
+		pause = doubled(pause, 50*time.Millisecond, time.Second)
+		t := time.NewTimer(jittered(pause))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return "", last
+		}
+	}
 }
 
 // startSync sets the script runner. With replica sync asked for, it sends

@@ -282,19 +282,13 @@ func chaos(t *testing.T, workload string, linearizable bool) {
 	var sums []summary
 	var voided []int64
 	var wg sync.WaitGroup
+	exits := make([]error, workers)
 	for id := 0; id < workers; id++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d|%s|%s|%d|%d|%s", workerEnv, id, r.proxies[id].addr(), socket, perWorker, seed, workload))
-		cmd.Stderr = os.Stderr
-		out, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		t.Cleanup(func() { cmd.Process.Signal(syscall.SIGCONT); cmd.Process.Kill() })
+		cmd, sc := r.startWorker(id, fmt.Sprintf("%s=%d|%s|%s|%d|%d|%s", workerEnv, id, r.proxies[id].addr(), socket, perWorker, seed, workload))
 		r.workers = append(r.workers, cmd)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sc := bufio.NewScanner(out)
 			for sc.Scan() {
 				var rec record
 				if json.Unmarshal(sc.Bytes(), &rec) != nil {
@@ -302,8 +296,6 @@ func chaos(t *testing.T, workload string, linearizable bool) {
 				}
 				mu.Lock()
 				switch {
-				case rec.Client != "":
-					r.clients.Store(rec.Client, id)
 				case rec.Interval != nil:
 					intervals = append(intervals, *rec.Interval)
 				case rec.Op != nil:
@@ -317,7 +309,7 @@ func chaos(t *testing.T, workload string, linearizable bool) {
 				}
 				mu.Unlock()
 			}
-			cmd.Wait()
+			exits[id] = cmd.Wait()
 		}()
 	}
 
@@ -361,7 +353,7 @@ schedule:
 			errs[k] += v
 		}
 	}
-	require.Len(t, sums, workers, "every worker finished")
+	require.Len(t, sums, workers, "every worker finished; their exits: %v", exits)
 	faultCount := map[string]int{}
 	for _, ev := range r.log {
 		faultCount[ev.name]++
@@ -482,6 +474,36 @@ schedule:
 	chans, err := r.do("PUBSUB", "CHANNELS").AsStrSlice()
 	require.NoError(t, err)
 	assert.Empty(t, chans, "oracle D: no channel left subscribed")
+}
+
+// startWorker starts worker process id with env and returns it, with its
+// output, once it has announced its client. The schedule injects no fault
+// before every worker has, and a worker that exits or hangs before that is
+// the harness's failure, not the library's: it is started again (three
+// tries), so that no run goes on with fewer workers than it should.
+func (r *run) startWorker(id int, env string) (*exec.Cmd, *bufio.Scanner) {
+	for try := 1; ; try++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), env)
+		cmd.Stderr = os.Stderr
+		out, err := cmd.StdoutPipe()
+		require.NoError(r.t, err)
+		require.NoError(r.t, cmd.Start())
+		r.t.Cleanup(func() { cmd.Process.Signal(syscall.SIGCONT); cmd.Process.Kill() })
+		hung := time.AfterFunc(30*time.Second, func() { cmd.Process.Kill() })
+		sc := bufio.NewScanner(out)
+		var rec record
+		announced := sc.Scan() && json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Client != ""
+		hung.Stop()
+		if announced {
+			r.clients.Store(rec.Client, id)
+			return cmd, sc
+		}
+		cmd.Process.Kill()
+		err = cmd.Wait()
+		require.Less(r.t, try, 3, "worker %d did not start: %v", id, err)
+		r.t.Logf("worker %d did not start (%v); starting it again", id, err)
+	}
 }
 
 // do runs an admin command, again if a fault broke the admin connection.

@@ -262,9 +262,12 @@ func chaos(t *testing.T, workload string, linearizable bool) {
 		}
 	}
 	var samples *queueSamples
+	var drops *dropWatch
 	if workload == "fair" {
 		samples = sampleQueue(r.redis.Client())
 		defer samples.stop()
+		drops = watchDrops(r.redis.Addr)
+		defer drops.stop()
 	}
 
 	st := &store{}
@@ -422,7 +425,7 @@ schedule:
 
 	// Oracle F: the fair lock serves live waiters in queue order.
 	if samples != nil {
-		r.fairOrder(samples.stop(), intervals, slices.Sorted(slices.Values(append(slices.Clone(lost), voided...))))
+		r.fairOrder(samples.stop(), drops.stop(), intervals, slices.Sorted(slices.Values(append(slices.Clone(lost), voided...))))
 	}
 
 	// Oracle C: with benign faults only, the history of lock calls is

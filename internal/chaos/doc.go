@@ -18,7 +18,8 @@
 // unknown outcomes (porcupine; not for the read-write lock); D, leaks (lock
 // keys, queues, channels, goroutines) after the run; E, liveness: no wait
 // longer than the holds and faults around it explain; F, for the fair lock,
-// live waiters served in queue order; S, never more permits in use than the
+// waiters served in queue order, but for one whose turn ran out (its drop
+// from the queue seen on the wire); S, never more permits in use than the
 // semaphore has; L, no latch opens early, and every round opens.
 //
 // The suite runs when RELOCK_CHAOS=1 (see docs/safety.md for the commands);

@@ -1,12 +1,22 @@
 package chaos
 
 import (
+	"bufio"
 	"context"
+	"net"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/scripts"
 )
 
 // queueSamples watches the fair lock's queue from outside the workers, on
@@ -18,11 +28,18 @@ type queueSamples struct {
 	seen    []queueSample
 }
 
-// queueSample is the queue as one LRANGE saw it, at or after at.
+// queueSample is the queue as one read saw it: at or after at on
+// CLOCK_MONOTONIC, at clock on Redis's (microseconds).
 type queueSample struct {
 	at    int64
+	clock int64
 	queue []string
 }
+
+// readQueue reads Redis's clock and the queue in one script, so that a
+// sample can be placed among the drops the monitor saw.
+const readQueue = `local t = redis.call('time')
+return {t[1] * 1000000 + t[2], redis.call('lrange', KEYS[1], 0, -1)}`
 
 // sampleQueue samples the queue every 2ms until stop, keeping each change
 // that has two waiters or more (order needs two).
@@ -40,13 +57,18 @@ func sampleQueue(rdb rueidis.Client) *queueSamples {
 			}
 			at := mono()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			q, err := rdb.Do(ctx, rdb.B().Lrange().Key(key).Start(0).Stop(-1).Build()).AsStrSlice()
+			reply, err := rdb.Do(ctx, rdb.B().Eval().Script(readQueue).Numkeys(1).Key(key).Build()).ToArray()
 			cancel()
-			if err != nil || len(q) < 2 || slices.Equal(q, last) {
+			if err != nil || len(reply) != 2 {
+				continue
+			}
+			clock, err1 := reply[0].AsInt64()
+			q, err2 := reply[1].AsStrSlice()
+			if err1 != nil || err2 != nil || len(q) < 2 || slices.Equal(q, last) {
 				continue
 			}
 			last = q
-			s.seen = append(s.seen, queueSample{at, q})
+			s.seen = append(s.seen, queueSample{at, clock, q})
 		}
 	}()
 	return s
@@ -71,32 +93,35 @@ var reorders = []string{"reset", "client-kill", "kill-restart-redis", "data-loss
 // fairOrder is oracle F: whenever the queue showed waiter a ahead of
 // waiter b, and both went on, within the same wait, to take the lock, a
 // took it first: order is kept among live waiters. A pair is excused when
-// one of the reorders faults, or a lost reply (lost: its times, with those
-// of replies that came after their hold had expired), came between the
-// sample and a's turn, or when a was not live then: its process paused or
-// cut off (its turn may run out meanwhile, and Redisson's rules then drop
-// it).
-func (r *run) fairOrder(samples []queueSample, intervals []interval, lost []int64) {
+// a's turn ran out after the sample and a script dropped it from the head
+// of the queue (Redisson's rule: it joins again at the tail; drops, seen
+// on the wire), or when one of the reorders faults, a lost reply (lost: its
+// times, with those of replies that came after their hold had expired), or
+// a moment the monitor was not watching came between the sample and a's
+// turn.
+func (r *run) fairOrder(samples []queueSample, drops dropLog, intervals []interval, lost []int64) {
 	turn := map[string]int64{}
-	worker := map[string]int{}
 	for _, x := range intervals {
 		turn[x.Owner] = x.Start
-		worker[x.Owner] = x.Worker
 	}
-	excused := func(a string, from, to int64) bool {
+	dropped := func(a string, s queueSample) bool {
+		return slices.ContainsFunc(drops.of[a], func(at int64) bool { return at >= s.clock })
+	}
+	excused := func(from, to int64) bool {
 		for _, ev := range r.log {
-			if ev.end < from || ev.start > to {
-				continue
+			if ev.end >= from && ev.start <= to && slices.Contains(reorders, ev.name) {
+				return true
 			}
-			notLive := (ev.name == "pause-holder" || ev.name == "partition-holder") && ev.worker == worker[a]
-			if notLive || slices.Contains(reorders, ev.name) {
+		}
+		for _, b := range drops.blind {
+			if b.to >= from && b.from <= to {
 				return true
 			}
 		}
 		i, _ := slices.BinarySearch(lost, from)
 		return i < len(lost) && lost[i] <= to
 	}
-	pairs, bypassed, excusedN := 0, 0, 0
+	pairs, bypassed, turnRanOut, excusedN := 0, 0, 0, 0
 	for _, s := range samples {
 		for i, a := range s.queue {
 			ta, ok := turn[a]
@@ -109,21 +134,200 @@ func (r *run) fairOrder(samples []queueSample, intervals []interval, lost []int6
 					continue
 				}
 				pairs++
-				if tb > ta {
-					continue
-				}
-				if excused(a, s.at, ta) {
+				switch {
+				case tb > ta:
+				case dropped(a, s):
+					turnRanOut++
+				case excused(s.at, ta):
 					excusedN++
-					continue
-				}
-				bypassed++
-				if bypassed <= 10 {
-					r.t.Errorf("oracle F: %s was ahead of %s in the queue at %d but took the lock %v after it; faults near: %s",
-						a, b, s.at, time.Duration(ta-tb), r.near(tb))
+				default:
+					bypassed++
+					if bypassed <= 10 {
+						r.t.Errorf("oracle F: %s was ahead of %s in the queue at %d but took the lock %v after it; faults near: %s",
+							a, b, s.at, time.Duration(ta-tb), r.near(tb))
+					}
 				}
 			}
 		}
 	}
-	r.t.Logf("oracle F: %d queue samples, %d ordered pairs of waiters that took the lock: %d out of order excused by a fault between, %d out of order unexplained",
-		len(samples), pairs, excusedN, bypassed)
+	r.t.Logf("oracle F: %d queue samples, %d ordered pairs of waiters that took the lock, %d drops of a waiter whose turn ran out; out of order: %d after the first one's turn ran out, %d excused by a fault between, %d unexplained",
+		len(samples), pairs, drops.count(), turnRanOut, excusedN, bypassed)
+}
+
+// dropWatch follows every command Redis runs (MONITOR, on a connection of
+// its own, no proxy) and keeps each waiter that a fair-lock script dropped
+// from the head of the queue because its turn had run out. fairlib.lua's
+// dropExpired (Redisson's "remove stale threads") is the only code that
+// runs ZREM on the deadlines and then LPOP on the queue: a grant pops
+// first, and a waiter that leaves is removed with LREM.
+type dropWatch struct {
+	addr    string
+	done    chan struct{}
+	stopped chan struct{}
+	mu      sync.Mutex
+	conn    net.Conn // the live connection, closed by stop
+	log     dropLog
+}
+
+// dropLog is what a dropWatch saw.
+type dropLog struct {
+	of map[string][]int64 // owner -> when it was dropped, on Redis's clock (µs)
+	// blind are the spans (CLOCK_MONOTONIC) when the monitor was not
+	// connected: a fault killed its connection or Redis itself.
+	blind []span
+}
+
+func (l dropLog) count() (n int) {
+	for _, at := range l.of {
+		n += len(at)
+	}
+	return n
+}
+
+// watchDrops starts watching the fair lock's queue on Redis at addr.
+func watchDrops(addr string) *dropWatch {
+	w := &dropWatch{addr: addr, done: make(chan struct{}), stopped: make(chan struct{}), log: dropLog{of: map[string][]int64{}}}
+	go w.run()
+	return w
+}
+
+// stop ends the watch and returns what it saw.
+func (w *dropWatch) stop() dropLog {
+	w.mu.Lock()
+	select {
+	case <-w.done:
+	default:
+		close(w.done)
+		if w.conn != nil {
+			w.conn.Close()
+		}
+	}
+	w.mu.Unlock()
+	<-w.stopped
+	return w.log
+}
+
+func (w *dropWatch) run() {
+	defer close(w.stopped)
+	blindFrom := mono()
+	for {
+		if conn, err := net.DialTimeout("tcp", w.addr, time.Second); err == nil {
+			w.follow(conn, blindFrom)
+			blindFrom = mono()
+		}
+		select {
+		case <-w.done:
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// follow reads conn's monitor feed until it breaks; the monitor was blind
+// from blindFrom until the feed started.
+func (w *dropWatch) follow(conn net.Conn, blindFrom int64) {
+	w.mu.Lock()
+	select {
+	case <-w.done:
+		w.mu.Unlock()
+		conn.Close()
+		return
+	default:
+		w.conn = conn
+	}
+	w.mu.Unlock()
+	defer conn.Close()
+	rd := bufio.NewReader(conn)
+	if _, err := conn.Write([]byte("MONITOR\r\n")); err != nil {
+		return
+	}
+	if line, err := rd.ReadString('\n'); err != nil || !strings.HasPrefix(line, "+OK") {
+		return
+	}
+	w.log.blind = append(w.log.blind, span{blindFrom, mono()})
+	zrem := `"zrem" "` + "redisson_lock_timeout:{" + lockName + `}" "`
+	lpop := `"lpop" "` + "redisson_lock_queue:{" + lockName + `}"`
+	var owner string // the waiter whose deadline the command before removed
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			return
+		}
+		at, cmd, ok := monitorLine(line)
+		switch {
+		case !ok:
+			owner = ""
+		case strings.HasPrefix(cmd, zrem):
+			owner = strings.TrimSuffix(strings.TrimPrefix(cmd, zrem), `"`)
+		case owner != "" && cmd == lpop:
+			w.log.of[owner] = append(w.log.of[owner], at)
+			owner = ""
+		default:
+			owner = ""
+		}
+	}
+}
+
+// monitorLine splits a line of a script's command in the monitor feed,
+// `+1795613798.369803 [0 lua] "lpop" "key"`, into the time in
+// microseconds and the command.
+func monitorLine(line string) (at int64, cmd string, ok bool) {
+	stamp, rest, ok1 := strings.Cut(strings.TrimSpace(strings.TrimPrefix(line, "+")), " ")
+	_, cmd, ok2 := strings.Cut(rest, " lua] ")
+	sec, usec, ok3 := strings.Cut(stamp, ".")
+	s, err1 := strconv.ParseInt(sec, 10, 64)
+	u, err2 := strconv.ParseInt(usec, 10, 64)
+	if !ok1 || !ok2 || !ok3 || err1 != nil || err2 != nil {
+		return 0, "", false
+	}
+	return s*1_000_000 + u, cmd, true
+}
+
+// A waiter whose turn has run out is dropped from the head of the fair
+// queue by the next script anyone runs, and its own next attempt joins it
+// again at the tail: the one way a waiter ahead in the queue may, with no
+// fault, take the lock after one behind it. The monitor sees that drop,
+// and sees none in a grant or in a waiter leaving.
+func TestTurnRanOutIsSeen(t *testing.T) {
+	s := redistest.Start(t)
+	w := watchDrops(s.Addr)
+	defer w.stop()
+	redistest.Eventually(t, 10*time.Second, "the monitor to follow", func() bool {
+		list, _ := s.Do("CLIENT", "LIST").ToString()
+		return strings.Contains(list, "cmd=monitor")
+	})
+	ctx := context.Background()
+	c := scripts.Conn{Client: s.Client()}
+	queue, timeouts := "redisson_lock_queue:{"+lockName+"}", "redisson_lock_timeout:{"+lockName+"}"
+	clock := func() int64 {
+		now, err := s.Do("TIME").AsStrSlice()
+		require.NoError(t, err)
+		sec, _ := strconv.ParseInt(now[0], 10, 64)
+		usec, _ := strconv.ParseInt(now[1], 10, 64)
+		return sec*1_000_000 + usec
+	}
+	acquire := func(owner string) (bool, error) {
+		ok, _, err := scripts.FairAcquire(ctx, c, lockName, owner, time.Minute, fairTurn, true, scripts.PublishClassic)
+		return ok, err
+	}
+
+	// late's turn ran out; early, behind it, still has its own.
+	before := clock()
+	s.Do("RPUSH", queue, "late", "early", "leaver")
+	s.Do("ZADD", timeouts, strconv.FormatInt(before/1000-1, 10), "late", strconv.FormatInt(before/1000+60_000, 10), "early", strconv.FormatInt(before/1000+90_000, 10), "leaver")
+	require.NoError(t, scripts.FairLeave(ctx, c, lockName, "leaver", fairTurn, scripts.PublishClassic))
+	ok, err := acquire("early")
+	require.NoError(t, err)
+	assert.True(t, ok, "early takes the lock: late was dropped")
+	ok, err = acquire("late")
+	require.NoError(t, err)
+	assert.False(t, ok)
+	q, err := s.Do("LRANGE", queue, "0", "-1").AsStrSlice()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"late"}, q, "late joined again, at the tail")
+
+	seen := w.stop()
+	require.Len(t, seen.of["late"], 1, "late's drop: %v", seen.of)
+	assert.GreaterOrEqual(t, seen.of["late"][0], before)
+	assert.Equal(t, 1, seen.count(), "no drop in early's grant or the leave: %v", seen.of)
 }

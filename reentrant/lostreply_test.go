@@ -25,7 +25,8 @@ import (
 
 // loseReplies is a connection that, while armed, lets a script call through,
 // waits until its reply starts to arrive (so the script ran), then drops it
-// and breaks the connection.
+// and breaks the connection. A NOSCRIPT reply is let through: that script
+// did not run, and the reply to lose is the one of the EVAL that follows.
 type loseReplies struct {
 	net.Conn
 	armed   *atomic.Int32 // replies still to lose
@@ -41,11 +42,24 @@ func (c *loseReplies) Write(b []byte) (int, error) {
 
 func (c *loseReplies) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
-	if n > 0 && c.pending.Load() && c.armed.Add(-1) >= 0 {
+	if n > 0 && !bytes.HasPrefix(b[:n], []byte("-NOSCRIPT")) && c.pending.CompareAndSwap(true, false) && takeOne(c.armed) {
 		c.Conn.Close()
 		return 0, io.ErrUnexpectedEOF
 	}
 	return n, err
+}
+
+// takeOne takes one from n if n is above zero, and reports whether it did.
+func takeOne(n *atomic.Int32) bool {
+	for {
+		v := n.Load()
+		if v <= 0 {
+			return false
+		}
+		if n.CompareAndSwap(v, v-1) {
+			return true
+		}
+	}
 }
 
 // An acquire whose reply is lost after the script ran leaves no orphan: a

@@ -56,3 +56,54 @@ func TestAcquireSetsLease(t *testing.T) {
 		})
 	}
 }
+
+// A re-entry or a release changes the TTL Redis keeps, and the local
+// deadline of the hold follows it, so that the held context never outlives
+// the key and is not cancelled while the key still lives:
+//   - a re-entry with a shorter lease shortens the key's TTL, and with it the
+//     deadline (kept at the longer lease, the context would outlive the key);
+//   - the release of an inner acquisition restores the newest remaining
+//     acquisition's lease, counted from the release (not from the released
+//     acquisition's send time, which would cancel the context early).
+func TestLeaseAcrossReentry(t *testing.T) {
+	e := onRedis(t)
+	c := e.client(t)
+	l := c.Lock("reentered")
+	left := func(ctx context.Context) time.Duration {
+		d, ok := reentrant.LeaseDeadline(ctx)
+		require.True(t, ok)
+		return time.Until(d)
+	}
+
+	outer, err := l.Lock(bg(), reentrant.LeaseFor(time.Minute))
+	require.NoError(t, err)
+	inner, err := l.Lock(outer, reentrant.LeaseFor(time.Second))
+	require.NoError(t, err)
+	assert.LessOrEqual(t, e.int(t, "PTTL", "reentered"), int64(1000), "the shorter lease sets the TTL")
+	assert.Less(t, left(outer), time.Second, "the deadline follows the key")
+	select {
+	case <-outer.Done():
+		assert.ErrorIs(t, context.Cause(outer), reentrant.ErrLockLost)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the held context outlived its key")
+	}
+	// The context ends at the local deadline, a little before the key.
+	eventually(t, "the key to expire", func() bool { return e.int(t, "EXISTS", "reentered") == 0 })
+
+	// outer 5s, middle 9s, inner 5s, sent 3s before its release.
+	outer, err = l.Lock(bg(), reentrant.LeaseFor(5*time.Second))
+	require.NoError(t, err)
+	middle, err := l.Lock(outer, reentrant.LeaseFor(9*time.Second))
+	require.NoError(t, err)
+	inner, err = l.Lock(middle, reentrant.LeaseFor(5*time.Second))
+	require.NoError(t, err)
+	time.Sleep(3 * time.Second) // the inner acquisition ages, within its lease
+	require.NoError(t, l.Unlock(inner))
+	ms := e.int(t, "PTTL", "reentered")
+	assert.Greater(t, ms, int64(8000), "the newest remaining lease (middle's 9s) restored, not outer's 5s")
+	assert.LessOrEqual(t, ms, int64(9000))
+	assert.Greater(t, left(middle), 6500*time.Millisecond, "counted from the release (0.9 of 9s), not from the inner's send (5.1s left)")
+	require.NoError(t, context.Cause(middle))
+	require.NoError(t, l.Unlock(middle))
+	require.NoError(t, l.Unlock(outer))
+}

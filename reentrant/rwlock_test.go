@@ -237,3 +237,26 @@ func TestReadWriteRedissonInterop(t *testing.T) {
 	require.NoError(t, java.WriteUnlock(bg(), "mixed-rw", 2))
 	assert.Equal(t, int64(0), e.int(t, "EXISTS", "mixed-rw"))
 }
+
+// A reader with a short lease does not shorten the lock's TTL under a
+// reader kept for longer (Redisson keeps the larger): were it shortened, a
+// writer would get in while the first reader still believes it holds.
+func TestShortReaderKeepsLongerTTL(t *testing.T) {
+	e := onRedis(t)
+	long, short, writer := e.client(t), e.client(t), e.client(t)
+	held, err := long.ReadWriteLock("readers").ReadLock().Lock(bg(), reentrant.LeaseFor(time.Minute))
+	require.NoError(t, err)
+	brief, err := short.ReadWriteLock("readers").ReadLock().Lock(bg(), reentrant.LeaseFor(300*time.Millisecond))
+	require.NoError(t, err)
+	assert.Greater(t, e.int(t, "PTTL", "readers"), int64(50_000), "the longer lease stays")
+	<-brief.Done() // the short reader's lease ran out
+	eventually(t, "the short lease's own key to expire", func() bool {
+		o, _ := reentrant.OwnerFrom(brief)
+		return e.int(t, "EXISTS", "{readers}:"+o.String()+":rwlock_timeout:1") == 0
+	})
+	_, ok, err := writer.ReadWriteLock("readers").WriteLock().TryLock(bg())
+	require.NoError(t, err)
+	assert.False(t, ok, "no writer while a reader holds")
+	require.NoError(t, context.Cause(held))
+	require.NoError(t, long.ReadWriteLock("readers").ReadLock().Unlock(held))
+}

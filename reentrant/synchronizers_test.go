@@ -500,3 +500,27 @@ func TestPermitLostReply(t *testing.T) {
 	assert.Equal(t, [2]int64{1, 1}, [2]int64{available, taken}, "the lost attempt's permit was given back")
 	require.NoError(t, p.Release(bg()))
 }
+
+// A count-down or a release whose reply was lost is not sent again: the
+// script may have run, and a second run would open a latch one count early
+// or give one permit too many. The caller gets the error; Redis counted once.
+func TestSynchronizerLostReplyNotResent(t *testing.T) {
+	s := redistest.Start(t)
+	c, armed := loseRepliesClient(t, s)
+
+	latch := c.CountDownLatch("lost-down")
+	_, err := latch.TrySetCount(bg(), 3)
+	require.NoError(t, err)
+	armed.Store(1)
+	assert.Error(t, latch.CountDown(bg()), "the lost reply is reported")
+	assert.Zero(t, armed.Load(), "a reply was lost")
+	assert.Equal(t, int64(2), mustInt(t, s, "GET", "lost-down"), "counted down once")
+
+	sem := c.Semaphore("lost-release")
+	_, err = sem.TrySetPermits(bg(), 0)
+	require.NoError(t, err)
+	armed.Store(1)
+	assert.Error(t, sem.Release(bg(), 1), "the lost reply is reported")
+	assert.Zero(t, armed.Load(), "a reply was lost")
+	assert.Equal(t, int64(1), mustInt(t, s, "GET", "lost-release"), "one permit given")
+}

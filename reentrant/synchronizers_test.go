@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"regexp"
 	"strconv"
@@ -523,4 +524,59 @@ func TestSynchronizerLostReplyNotResent(t *testing.T) {
 	assert.Error(t, sem.Release(bg(), 1), "the lost reply is reported")
 	assert.Zero(t, armed.Load(), "a reply was lost")
 	assert.Equal(t, int64(1), mustInt(t, s, "GET", "lost-release"), "one permit given")
+}
+
+// Waiters on one client share one subscription, and one message tells them
+// all what happened: a latch that opens wakes every Await on the client, a
+// release of n permits (or n permits added) wakes up to n Acquires. The
+// waiters never re-poll here (quiet), so a waiter not woken waits out the
+// test's bound.
+func TestLocalWaitersAllWoken(t *testing.T) {
+	e := onRedis(t)
+	c, other := e.client(t, quiet), e.client(t, quiet)
+	// waiting starts n calls and returns once each has made its attempts
+	// before sleeping (one, then one after subscribing), each one script call
+	// once the scripts are loaded.
+	waiting := func(n int, call func() error) []<-chan error {
+		before := e.server.ScriptCalls()
+		var done []<-chan error
+		for range n {
+			done = append(done, async(call))
+		}
+		eventually(t, "every waiter's attempts", func() bool { return e.server.ScriptCalls() >= before+int64(2*n) })
+		return done
+	}
+	allWithin := func(done []<-chan error, what string) {
+		for i, d := range done {
+			within(t, d, 10*time.Second, fmt.Sprintf("%s %d", what, i))
+		}
+	}
+	ctx, cancel := context.WithTimeout(bg(), time.Minute)
+	defer cancel()
+
+	latch := c.CountDownLatch("local-latch")
+	_, err := latch.TrySetCount(bg(), 1)
+	require.NoError(t, err)
+	_, err = latch.Count(bg()) // loads the script Await runs
+	require.NoError(t, err)
+	done := waiting(3, func() error { return latch.Await(ctx) })
+	require.NoError(t, other.CountDownLatch("local-latch").CountDown(bg()))
+	allWithin(done, "latch Await")
+
+	sem := c.Semaphore("local-sem")
+	_, err = sem.TrySetPermits(bg(), 1)
+	require.NoError(t, err)
+	require.NoError(t, sem.Acquire(bg(), 1)) // loads the script; none left
+	done = waiting(3, func() error { return sem.Acquire(ctx, 1) })
+	require.NoError(t, other.Semaphore("local-sem").Release(bg(), 3))
+	allWithin(done, "semaphore Acquire")
+
+	permits := c.PermitExpirableSemaphore("local-permits")
+	_, err = permits.TrySetPermits(bg(), 1)
+	require.NoError(t, err)
+	_, err = permits.Acquire(bg()) // loads the script; none left
+	require.NoError(t, err)
+	done = waiting(3, func() error { _, err := permits.Acquire(ctx); return err })
+	require.NoError(t, other.PermitExpirableSemaphore("local-permits").AddPermits(bg(), 3))
+	allWithin(done, "permit Acquire")
 }

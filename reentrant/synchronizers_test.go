@@ -580,3 +580,24 @@ func TestLocalWaitersAllWoken(t *testing.T) {
 	require.NoError(t, other.PermitExpirableSemaphore("local-permits").AddPermits(bg(), 3))
 	allWithin(done, "permit Acquire")
 }
+
+// A count-down on an open latch changes nothing: the count does not go
+// below zero, nobody is told anything, and a new count can be set.
+func TestCountDownOnOpenLatch(t *testing.T) {
+	e := onRedis(t)
+	c := e.client(t)
+	l := c.CountDownLatch("open")
+	_, err := l.TrySetCount(bg(), 1)
+	require.NoError(t, err)
+	require.NoError(t, l.CountDown(bg()))
+	msgs := e.subscribe(t, "redisson_countdownlatch__channel__{open}")
+	require.NoError(t, l.CountDown(bg()), "on the open latch")
+	n, err := l.Count(bg())
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	assert.Zero(t, e.int(t, "EXISTS", "open"))
+	set, err := l.TrySetCount(bg(), 2)
+	require.NoError(t, err)
+	assert.True(t, set, "a new count")
+	assert.Equal(t, "1", receive(t, msgs), "the new count's message is the first")
+}

@@ -306,3 +306,20 @@ func TestHolderCrashed(t *testing.T) {
 		t.Fatal("waiter stranded after the holder crashed")
 	}
 }
+
+// A holder that died releases nothing and publishes nothing: its waiters
+// wake when its key expires, at the PTTL their attempt was told, not at the
+// next re-poll (an hour here).
+func TestWaiterWakesAtExpiry(t *testing.T) {
+	e := onRedis(t)
+	c := e.client(t, reentrant.Options{RepollInterval: time.Hour})
+	for _, l := range []*reentrant.Lock{c.Lock("died"), c.FairLock("died-fair")} {
+		e.do(t, "HSET", l.Name(), "00000000-0000-4000-8000-000000000000:1", "1")
+		e.do(t, "PEXPIRE", l.Name(), "300")
+		ctx, cancel := context.WithTimeout(bg(), 15*time.Second)
+		held, err := l.Lock(ctx)
+		cancel()
+		require.NoError(t, err, "%s: woken at the key's expiry", l.Name())
+		require.NoError(t, l.Unlock(held))
+	}
+}

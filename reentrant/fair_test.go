@@ -233,3 +233,25 @@ func TestFairExpiredHeadHandsOn(t *testing.T) {
 		t.Fatal("the new head was not told its turn")
 	}
 }
+
+// A waiter with a wait limit is given that limit as its turn, as Redisson's
+// tryLock(waitTime) gives it, not Options.FairWaitTimeout (five minutes
+// here): behind a waiter that died, the others wait a limit, not five
+// minutes.
+func TestFairTurnFollowsWaitLimit(t *testing.T) {
+	e := onRedis(t)
+	c := e.client(t, reentrant.Options{FairWaitTimeout: 5 * time.Minute})
+	held, err := c.FairLock("fair").Lock(bg())
+	require.NoError(t, err)
+	owner := c.NewOwner()
+	done := async(func() error {
+		_, _, err := c.FairLock("fair").TryLock(reentrant.WithOwner(bg(), owner), reentrant.WaitAtMost(2*time.Second))
+		return err
+	})
+	eventually(t, "the waiter to queue", func() bool { return e.int(t, "ZCARD", fairTimeouts) == 1 })
+	turn := deadline(t, e, owner.String()) - serverMillis(t, e) - e.int(t, "PTTL", "fair")
+	// Three reads, not one instant: a few ms either way.
+	assert.InDelta(t, 2000, turn, 500, "the turn is the wait limit")
+	within(t, done, 10*time.Second, "the waiter gives up at its limit")
+	require.NoError(t, c.FairLock("fair").Unlock(held))
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -254,4 +255,26 @@ func TestFairTurnFollowsWaitLimit(t *testing.T) {
 	assert.InDelta(t, 2000, turn, 500, "the turn is the wait limit")
 	within(t, done, 10*time.Second, "the waiter gives up at its limit")
 	require.NoError(t, c.FairLock("fair").Unlock(held))
+}
+
+// A waiter told "the lock is free, but the turn is another's" backs off
+// (from 1ms, doubling up to the re-poll interval) instead of asking Redis
+// again at once: behind a head that died, it makes a dozen attempts in the
+// head's last second, not hundreds.
+func TestFairNotYourTurnBacksOff(t *testing.T) {
+	e := onRedis(t)
+	var attempts atomic.Int64
+	c := e.client(t, reentrant.Options{Hooks: reentrant.Hooks{
+		AcquireEnded: func(_ context.Context, a reentrant.Acquire) { attempts.Store(int64(a.Attempts)) },
+	}})
+	dead := "00000000-0000-4000-8000-000000000000:1"
+	e.do(t, "RPUSH", fairQueue, dead)
+	e.do(t, "ZADD", fairTimeouts, strconv.FormatInt(serverMillis(t, e)+time.Second.Milliseconds(), 10), dead)
+	ctx, cancel := context.WithTimeout(bg(), 20*time.Second)
+	defer cancel()
+	held, err := c.FairLock("fair").Lock(ctx)
+	require.NoError(t, err, "the dead head's turn ran out")
+	require.NoError(t, c.FairLock("fair").Unlock(held))
+	t.Logf("%d attempts", attempts.Load())
+	assert.LessOrEqual(t, attempts.Load(), int64(20))
 }

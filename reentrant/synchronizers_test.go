@@ -8,6 +8,7 @@ import (
 	"io"
 	"regexp"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -600,4 +601,36 @@ func TestCountDownOnOpenLatch(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, set, "a new count")
 	assert.Equal(t, "1", receive(t, msgs), "the new count's message is the first")
+}
+
+// A rate limiter admits at most its rate per interval to pollers, and a
+// waiter on a full window sleeps until the window frees a permit, as the
+// limiter's reply says, instead of asking again every millisecond.
+func TestRateLimiterWindow(t *testing.T) {
+	e := onRedis(t)
+	var attempts atomic.Int64
+	c := e.client(t, reentrant.Options{Hooks: reentrant.Hooks{
+		AcquireEnded: func(_ context.Context, a reentrant.Acquire) { attempts.Store(int64(a.Attempts)) },
+	}})
+	const interval = 600 * time.Millisecond
+	r := c.RateLimiter("window")
+	_, err := r.TrySetRate(bg(), reentrant.Rate{Permits: 3, Interval: interval})
+	require.NoError(t, err)
+
+	// Poll one interval, less a margin for the clocks: three admissions.
+	admitted := 0
+	for start := time.Now(); time.Since(start) < interval-100*time.Millisecond; {
+		ok, err := r.TryAcquire(bg(), 1)
+		require.NoError(t, err)
+		if ok {
+			admitted++
+		}
+	}
+	assert.Equal(t, 3, admitted, "admissions in one interval")
+
+	ctx, cancel := context.WithTimeout(bg(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, r.Acquire(ctx, 1), "the window frees a permit")
+	t.Logf("%d attempts", attempts.Load())
+	assert.LessOrEqual(t, attempts.Load(), int64(3), "slept until the window had a permit")
 }

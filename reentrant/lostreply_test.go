@@ -490,3 +490,25 @@ func TestUnlockLatchesDeleted(t *testing.T) {
 		return err == nil && len(keys) == 0
 	})
 }
+
+// One attempt whose reply was lost, in a wait whose later attempts are
+// answered "held by someone else", ends as that answer: ErrNotAcquired, not
+// an outage. Only a wait that ends while Redis does not answer is one.
+func TestOneLostReplyIsNotOutage(t *testing.T) {
+	s := redistest.Start(t)
+	c, armed := loseRepliesClient(t, s)
+	other, err := reentrant.New(s.Client(), reentrant.Options{})
+	require.NoError(t, err)
+	defer other.Close()
+	held, err := other.Lock("busy").Lock(bg())
+	require.NoError(t, err)
+	_, ok, err := c.Lock("busy").TryLock(bg()) // loads the script
+	require.NoError(t, err)
+	require.False(t, ok)
+
+	armed.Store(1)
+	_, err = c.Lock("busy").Lock(bg(), reentrant.WaitAtMost(500*time.Millisecond))
+	assert.Zero(t, armed.Load(), "a reply was lost")
+	assert.ErrorIs(t, err, reentrant.ErrNotAcquired)
+	require.NoError(t, other.Lock("busy").Unlock(held))
+}

@@ -91,7 +91,10 @@ func TestHooks(t *testing.T) {
 	var rec recorder
 	c := e.client(t, reentrant.Options{Hooks: rec.hooks(), WatchdogTimeout: 1500 * time.Millisecond})
 	other := e.client(t)
-	ctx := bg()
+	// Every wait is bounded far below the package's timeout: a failure
+	// says which call hung.
+	ctx, cancel := context.WithTimeout(bg(), 30*time.Second)
+	defer cancel()
 
 	// Taken, re-entered, refused, released.
 	mu := c.FairLock("h")
@@ -151,6 +154,7 @@ func TestHooks(t *testing.T) {
 	assert.Equal(t, reentrant.Renewal{Holds: 1, Duration: first.Duration}, first)
 	e.do(t, "DEL", "l")
 	<-lost.Done()
+	require.ErrorIs(t, context.Cause(lost), reentrant.ErrLockLost, "the hold was lost, not the test's time")
 	assert.Equal(t, []string{"start lock l", "end lock l ok attempts=1 held=true", "lost lock l"}, rec.take())
 	assert.Equal(t, 0, rec.held())
 	rec.mu.Lock()

@@ -178,7 +178,12 @@ func TestRedissonInterop(t *testing.T) {
 	_, err = java.Unlock(bg(), "shared", 2)
 	require.NoError(t, err)
 
-	// Both sides contend; an in-section flag catches any overlap.
+	// Both sides contend; an in-section flag catches any overlap. Every
+	// holder leases the lock for 30 s, and relock waiters re-poll once a
+	// minute: a waiter that missed a wake-up would hold the phase (0.3 s
+	// when written) up for that long.
+	ctx, cancel := context.WithCancel(bg())
+	defer cancel()
 	var inside atomic.Bool
 	var overlaps atomic.Int64
 	enter := func() {
@@ -194,7 +199,7 @@ func TestRedissonInterop(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for r := 0; r < 20; r++ {
-				ctx, err := c.Lock("shared").Lock(bg())
+				ctx, err := c.Lock("shared").Lock(ctx)
 				if !assert.NoError(t, err) {
 					return
 				}
@@ -205,7 +210,7 @@ func TestRedissonInterop(t *testing.T) {
 		go func(tid int64) {
 			defer wg.Done()
 			for r := 0; r < 20; r++ {
-				if !assert.NoError(t, java.Lock(bg(), "shared", tid)) {
+				if !assert.NoError(t, java.Lock(ctx, "shared", tid)) {
 					return
 				}
 				enter()
@@ -214,7 +219,7 @@ func TestRedissonInterop(t *testing.T) {
 			}
 		}(int64(10 + i))
 	}
-	wg.Wait()
+	waitAll(t, &wg, 10*time.Second, cancel)
 	assert.Zero(t, overlaps.Load())
 }
 

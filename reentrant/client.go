@@ -45,6 +45,9 @@ type Client struct {
 	// hookBeforeSubscribe, set by tests, runs between a failed attempt and
 	// the subscription that follows it.
 	hookBeforeSubscribe func()
+	// hookBeforeSend, set by tests, runs between an attempt's directed-wake
+	// arguments being decided and the attempt being sent.
+	hookBeforeSend func()
 
 	mu     sync.Mutex
 	closed bool

@@ -77,3 +77,18 @@ func (c *Client) passOn(name string) func() {
 		})
 	}
 }
+
+// nudgeJoined follows a win whose attempt took the client out of the lock's
+// waiters' set (SettleDrop: its waiter was alone on the wake channel when
+// the attempt was made). A waiter of this client that joined the channel
+// after that, and made its own attempt before the win ran, registered
+// nothing (the client was still in the set), so it sleeps unregistered: no
+// release tells it, and it waits out its timer, the holder's TTL or the
+// re-poll interval. A wake passed to it makes it try again, which registers
+// the client anew. A waiter that joins after this check needs none: its
+// attempt after joining runs after the win.
+func (c *cycle) nudgeJoined() {
+	if c.dropping && c.sub != nil && !c.sub.Alone() {
+		c.sub.PassOn()
+	}
+}

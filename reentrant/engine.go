@@ -30,8 +30,9 @@ type cycle struct {
 	// awaited, and what it did undone, in the background (see attemptOnce).
 	abandoned bool
 	// directed: the lock takes directed wakes (directed.go); registered: an
-	// attempt of this cycle put the client in the waiters' set.
-	directed, registered bool
+	// attempt of this cycle put the client in the waiters' set; dropping:
+	// the last attempt takes the client out of it if it wins.
+	directed, registered, dropping bool
 }
 
 // acquire takes the lock and returns the held context.
@@ -52,6 +53,7 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Con
 			err = c.failed(attempt, ttl, r.err)
 		case r.acquired:
 			if held, err = c.hold(ttl, sent, r.token); !errors.Is(err, errLateReply) {
+				c.nudgeJoined()
 				return held, err
 			}
 			err = c.lateHold(attempt, ttl, err)

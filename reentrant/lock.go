@@ -105,6 +105,10 @@ func (c *cycle) attempt(ttl time.Duration) lockAttempt {
 	t := try{l: c.l, owner: c.owner, private: c.private, ttl: ttl, cfg: c.cfg}
 	if c.directed {
 		t.wake = c.wakeArgs()
+		c.dropping = t.wake.Settle == scripts.SettleDrop
+		if hook := c.l.c.hookBeforeSend; hook != nil {
+			hook()
+		}
 	}
 	if ctx.Done() == nil { // nothing can cut it short
 		return t.run(ctx)

@@ -2,6 +2,7 @@ package reentrant
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/scripts"
 )
 
 // A waiter woken by a release that gives up before it tries (its ctx ends
@@ -74,4 +76,83 @@ func TestWokenWaiterGivesUpPassesOn(t *testing.T) {
 	}
 	errs := []error{<-results, <-results}
 	assert.ElementsMatch(t, []bool{true, false}, []bool{errs[0] == nil, errs[1] == nil}, "one gave up, one held and released: %v", errs)
+}
+
+// A waiter alone on its client's wake channel decides, when it makes its
+// attempt, that winning takes the client out of the lock's waiters' set.
+// Another waiter of the client joins the channel just then and makes its
+// attempt, which registers nothing since the client is still in the set,
+// before the first one's attempt runs and wins. The late one must not sleep
+// unregistered until its timer (the holder's 30 s TTL, a minute's re-poll):
+// the winner passes it a wake, it tries again and registers, and the
+// winner's release tells it.
+func TestWinnerAloneNudgesLateJoiner(t *testing.T) {
+	s := redistest.Start(t)
+	holder, err := New(s.Client(), Options{})
+	require.NoError(t, err)
+	defer holder.Close()
+	c, err := New(s.Client(), Options{RepollInterval: time.Minute})
+	require.NoError(t, err)
+	defer c.Close()
+	const name = "joined-late"
+	waiters := "relock_waiters:{" + name + "}"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	_, err = holder.Lock(name).Lock(ctx)
+	require.NoError(t, err)
+	first := make(chan error, 1)
+	go func() {
+		held, err := c.Lock(name).Lock(ctx)
+		if err == nil {
+			err = c.Lock(name).Unlock(held)
+		}
+		first <- err
+	}()
+	redistest.Eventually(t, 10*time.Second, "the first waiter registered and asleep", func() bool {
+		n, _ := s.Do("ZCARD", waiters).AsInt64()
+		return n == 1 && s.ScriptCalls() >= 3 // the holder's acquire, the waiter's two attempts
+	})
+
+	// Woken (a wake with no release), the first waiter decides on its
+	// attempt; before it is sent the second joins and tries, and the lock
+	// is freed without a release (its key deleted).
+	deciding, proceed := make(chan struct{}), make(chan struct{})
+	var hooked atomic.Bool
+	c.hookBeforeSend = func() {
+		if !hooked.Swap(true) { // the first waiter's; the second's go on
+			close(deciding)
+			<-proceed
+		}
+	}
+	require.NoError(t, s.Do("PUBLISH", scripts.WakeChannel(name, c.ID()), "0").Error())
+	select {
+	case <-deciding:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first waiter was not woken")
+	}
+	calls := s.ScriptCalls()
+	second := make(chan error, 1)
+	go func() {
+		held, err := c.Lock(name).Lock(ctx)
+		if err == nil {
+			err = c.Lock(name).Unlock(held)
+		}
+		second <- err
+	}()
+	redistest.Eventually(t, 10*time.Second, "the second waiter's attempt", func() bool { return s.ScriptCalls() > calls })
+	require.NoError(t, s.Do("DEL", name).Error())
+	close(proceed)
+	select {
+	case err := <-first:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first waiter did not take the freed lock")
+	}
+	select {
+	case err := <-second:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second waiter was not told: it sleeps unregistered")
+	}
 }

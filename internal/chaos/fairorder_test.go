@@ -92,24 +92,32 @@ var reorders = []string{"reset", "client-kill", "kill-restart-redis", "data-loss
 
 // fairOrder is oracle F: whenever the queue showed waiter a ahead of
 // waiter b, and both went on, within the same wait, to take the lock, a
-// took it first: order is kept among live waiters. A pair is excused when
-// a's turn ran out after the sample and a script dropped it from the head
-// of the queue (Redisson's rule: it joins again at the tail; drops, seen
-// on the wire), or when one of the reorders faults, a lost reply (lost: its
-// times, with those of replies that came after their hold had expired), or
-// a moment the monitor was not watching came between the sample and a's
-// turn.
+// took it first (its Lock returned first): order is kept among live
+// waiters. A pair is excused when a's turn ran out after the sample and a
+// script dropped it from the head of the queue (Redisson's rule: it joins
+// again at the tail; drops, seen on the wire), or when one of these came
+// between the sample and a's turn: a reorders fault; a lost reply (lost: its
+// times, with those of replies that came after their hold had expired); a
+// moment the monitor was not watching; a pause of a's own process (a may
+// have been granted the lock first, its hold expiring under the pause
+// before its Lock could return, and b granted next: Redis kept the order,
+// the returns do not show it).
 func (r *run) fairOrder(samples []queueSample, drops dropLog, intervals []interval, lost []int64) {
 	turn := map[string]int64{}
+	worker := map[string]int{}
 	for _, x := range intervals {
 		turn[x.Owner] = x.Start
+		worker[x.Owner] = x.Worker
 	}
 	dropped := func(a string, s queueSample) bool {
 		return slices.ContainsFunc(drops.of[a], func(at int64) bool { return at >= s.clock })
 	}
-	excused := func(from, to int64) bool {
+	excused := func(a string, from, to int64) bool {
 		for _, ev := range r.log {
-			if ev.end >= from && ev.start <= to && slices.Contains(reorders, ev.name) {
+			if ev.end < from || ev.start > to {
+				continue
+			}
+			if slices.Contains(reorders, ev.name) || (ev.name == "pause-holder" && ev.worker == worker[a]) {
 				return true
 			}
 		}
@@ -138,7 +146,7 @@ func (r *run) fairOrder(samples []queueSample, drops dropLog, intervals []interv
 				case tb > ta:
 				case dropped(a, s):
 					turnRanOut++
-				case excused(s.at, ta):
+				case excused(a, s.at, ta):
 					excusedN++
 				default:
 					bypassed++

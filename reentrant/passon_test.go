@@ -94,6 +94,16 @@ func TestWinnerAloneNudgesLateJoiner(t *testing.T) {
 	c, err := New(s.Client(), Options{RepollInterval: time.Minute})
 	require.NoError(t, err)
 	defer c.Close()
+	// Once armed, the next attempt (the first waiter's) waits before it is
+	// sent; the second waiter's attempts go on.
+	deciding, proceed := make(chan struct{}), make(chan struct{})
+	var armed, hooked atomic.Bool
+	c.hookBeforeSend = func() {
+		if armed.Load() && !hooked.Swap(true) {
+			close(deciding)
+			<-proceed
+		}
+	}
 	const name = "joined-late"
 	waiters := "relock_waiters:{" + name + "}"
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -117,14 +127,7 @@ func TestWinnerAloneNudgesLateJoiner(t *testing.T) {
 	// Woken (a wake with no release), the first waiter decides on its
 	// attempt; before it is sent the second joins and tries, and the lock
 	// is freed without a release (its key deleted).
-	deciding, proceed := make(chan struct{}), make(chan struct{})
-	var hooked atomic.Bool
-	c.hookBeforeSend = func() {
-		if !hooked.Swap(true) { // the first waiter's; the second's go on
-			close(deciding)
-			<-proceed
-		}
-	}
+	armed.Store(true)
 	require.NoError(t, s.Do("PUBLISH", scripts.WakeChannel(name, c.ID()), "0").Error())
 	select {
 	case <-deciding:

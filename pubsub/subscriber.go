@@ -343,17 +343,21 @@ func (ch *channel) wakeOne() func() { return ch.wake(1) }
 
 // wake wakes the n longest-waiting waiters not already woken, or as many as
 // there are, and returns the channel's unclaimed callback (nil if it has
-// none) when it woke nobody. Called with s.mu held.
+// none) when the channel has no waiter at all. A wake that finds every
+// waiter woken already is theirs: each will try, and one that gives up
+// without trying passes its wake on when it leaves. Handed on instead, it
+// would take the client out of a directed lock's waiters' set, and the
+// script doing so may run after the attempt of a waiter woken before, which
+// found the lock held and left the client registered: that waiter would
+// sleep unregistered, told by no release. Called with s.mu held.
 func (ch *channel) wake(n int) (unclaimed func()) {
-	woke := false
+	if ch.waiters.Len() == 0 {
+		return ch.unclaimed
+	}
 	for e := ch.waiters.Front(); e != nil && n > 0; e = e.Next() {
 		if e.Value.(*Waiter).poke() { // else already woken; try the next
 			n--
-			woke = true
 		}
-	}
-	if !woke {
-		return ch.unclaimed
 	}
 	return nil
 }

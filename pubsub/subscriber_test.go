@@ -257,3 +257,33 @@ func TestSubscriptionFailsAfterReconnect(t *testing.T) {
 	assert.Empty(t, unclaimed, "the failure's wake is not passed on")
 	assert.Zero(t, s.Channels())
 }
+
+// A wake that finds every waiter woken already is theirs, not passed on: a
+// waiter woken before will try, and passing the wake on would take its
+// client out of a directed lock's waiters' set behind that waiter's back.
+// Only a channel with no waiter, or a waiter leaving with a wake unused,
+// passes it on.
+func TestWakeForWokenWaitersStays(t *testing.T) {
+	m, s := newSubscriber(t)
+	ctx := context.Background()
+	unclaimed := make(chan struct{}, 4)
+	a, err := s.Subscribe(ctx, "ch", pubsub.LockWakes, func() { unclaimed <- struct{}{} })
+	require.NoError(t, err)
+
+	probe, err := s.Subscribe(ctx, "probe", pubsub.LockWakes, nil)
+	require.NoError(t, err)
+	defer probe.Leave()
+
+	m.Publish("ch", "0")
+	require.Eventually(t, func() bool { return len(a.C) == 1 }, 5*time.Second, time.Millisecond)
+	m.Publish("ch", "0") // a has not read the first
+	m.Publish("probe", "0")
+	require.True(t, woken(probe), "messages are handled in order: the second wake was too")
+	a.Leave() // with the first wake unread: passed on, to nobody
+	select {
+	case <-unclaimed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the unused wake of the last waiter was not passed on")
+	}
+	assert.Empty(t, unclaimed, "the wakes that found a woken were not passed on")
+}

@@ -236,6 +236,26 @@ func (s *Subscriber) Join(name string) *Waiter {
 	return ch.join(s, cn)
 }
 
+// Nudge wakes the longest-waiting waiter of channel name not already
+// woken, if the channel has one: for a caller that learns, other than by a
+// message, that its waiters should try again.
+func (s *Subscriber) Nudge(name string) {
+	if s.channels.Load() == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := uint16(0)
+	if s.mode == Sharded {
+		key = s.slot(name)
+	}
+	if cn := s.conns[key]; cn != nil {
+		if ch := cn.channels[name]; ch != nil && ch.waiters.Len() > 0 {
+			ch.wake(1)
+		}
+	}
+}
+
 // join adds a waiter to the channel's queue. Called with s.mu held.
 func (ch *channel) join(s *Subscriber, cn *conn) *Waiter {
 	if ch.idle != nil {

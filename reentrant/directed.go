@@ -65,7 +65,12 @@ func (c *cycle) wakeArgs() scripts.Wake {
 }
 
 // passOn hands on a directed wake for lock name that found no waiter of c
-// to take it (see scripts.PassOn). It does not block.
+// to take it (see scripts.PassOn), which takes c out of the lock's waiters'
+// set. A waiter of c that joined the wake channel meanwhile may have made
+// its attempt, which left c registered, before the pass-on ran (the two go
+// out on different connections): it would sleep unregistered. So, once the
+// pass-on has run, a waiter of c's is nudged to try again, which registers
+// c anew. It does not block.
 func (c *Client) passOn(name string) func() {
 	return func() {
 		c.background(func() {
@@ -74,6 +79,7 @@ func (c *Client) passOn(name string) func() {
 			if err := scripts.PassOn(ctx, c.scriptConn(), name, c.id, c.publish); err != nil {
 				c.opts.Logger.Debug("relock: passing on a wake", "lock", name, "error", err)
 			}
+			c.sub.Nudge(scripts.WakeChannel(name, c.id))
 		})
 	}
 }

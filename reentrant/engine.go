@@ -44,6 +44,12 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Con
 	l.startCycle(&c, ctx, cfg)
 	defer func() { err = c.end(err) }()
 	for attempt := 0; ; attempt++ {
+		// A ctx that ended since the last attempt (as a wake-up came) sends
+		// no other: sent, it could win before attemptOnce saw ctx end, and
+		// hand a hold to a caller that gave up.
+		if c.ctx.Err() != nil {
+			return nil, waitError(c.ctx, l.name)
+		}
 		ttl := l.c.acquireTTL(c.key, cfg.lease)
 		sent := time.Now()
 		r := c.attempt(ttl)

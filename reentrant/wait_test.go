@@ -328,3 +328,40 @@ func TestWaiterWakesAtExpiry(t *testing.T) {
 		require.NoError(t, l.Unlock(held))
 	}
 }
+
+// A waiter whose ctx ends as a wake-up comes makes no attempt after it:
+// one sent could still win, and hand a hold to a caller that gave up. Here
+// the ctx is cancelled by the hook that reports the wake-up, after the
+// waiter's two attempts (before and after subscribing).
+func TestWokenAfterCancelSendsNothing(t *testing.T) {
+	e := onRedis(t)
+	holder := e.client(t)
+	held, err := holder.Lock("woken-cancelled").Lock(bg())
+	require.NoError(t, err)
+	before := e.server.ScriptCalls()
+
+	type cancelKey struct{}
+	ended := make(chan reentrant.Acquire, 1)
+	c := e.client(t, reentrant.Options{RepollInterval: time.Minute, Hooks: reentrant.Hooks{
+		Woken:        func(ctx context.Context, _, _ string) { ctx.Value(cancelKey{}).(context.CancelFunc)() },
+		AcquireEnded: func(_ context.Context, a reentrant.Acquire) { ended <- a },
+	}})
+	ctx, cancel := context.WithTimeout(bg(), 30*time.Second)
+	defer cancel()
+	got := make(chan error, 1)
+	go func() {
+		_, err := c.Lock("woken-cancelled").Lock(context.WithValue(ctx, cancelKey{}, cancel))
+		got <- err
+	}()
+	eventually(t, "the waiter's two attempts", func() bool { return e.server.ScriptCalls() >= before+2 })
+	require.NoError(t, holder.Lock("woken-cancelled").Unlock(held))
+	select {
+	case err := <-got:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter was not woken")
+	}
+	a := <-ended
+	assert.Equal(t, 2, a.Attempts, "no attempt after the cancel")
+	assert.False(t, a.Held)
+}

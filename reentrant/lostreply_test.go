@@ -512,3 +512,41 @@ func TestOneLostReplyIsNotOutage(t *testing.T) {
 	assert.ErrorIs(t, err, reentrant.ErrNotAcquired)
 	require.NoError(t, other.Lock("busy").Unlock(held))
 }
+
+// A permit whose acquire reply came after its lease ended stays in the
+// timeout set, expired, until a script reclaims it, and a script reclaims
+// as many as it asks permits for: one here, the oldest. The wait's next
+// attempt must not take it over by its id (a second count taken under one
+// entry, given back once: a permit lost for good). Here another expired
+// permit, older, is what that attempt reclaims.
+func TestLatePermitIsNotTakenOver(t *testing.T) {
+	s := redistest.Start(t)
+	armed := new(atomic.Int32)
+	// While the reply is held back, a client that dies leaves a permit
+	// whose lease is long over.
+	meanwhile := func() {
+		s.Do("DECR", "taken-over")
+		s.Do("ZADD", "{taken-over}:timeout", "1", "dead")
+		time.Sleep(500 * time.Millisecond)
+	}
+	c := wrappedClient(t, s, reentrant.Options{WatchdogTimeout: 300 * time.Millisecond}, func(c net.Conn) net.Conn {
+		return &lateReplies{Conn: c, armed: armed, meanwhile: meanwhile}
+	})
+	sem := c.PermitExpirableSemaphore("taken-over")
+	_, err := sem.TrySetPermits(bg(), 2)
+	require.NoError(t, err)
+	p, err := sem.Acquire(bg()) // loads the scripts
+	require.NoError(t, err)
+	require.NoError(t, p.Release(bg()))
+
+	armed.Store(1)
+	ctx, cancel := context.WithTimeout(bg(), 20*time.Second)
+	defer cancel()
+	p, err = sem.Acquire(ctx)
+	require.NoError(t, err, "the wait goes on after the late reply")
+	assert.Zero(t, armed.Load(), "a reply came late")
+	available, taken, err := sem.Permits(bg())
+	require.NoError(t, err)
+	assert.Equal(t, [2]int64{1, 1}, [2]int64{available, taken}, "every permit accounted for")
+	require.NoError(t, p.Release(bg()))
+}

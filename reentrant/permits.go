@@ -132,6 +132,11 @@ func (s *PermitExpirableSemaphore) acquire(ctx context.Context, cfg acquireConfi
 				return p, err
 			}
 			err = s.lateHold(&w, cfg, attempt, id, err)
+			// The expired permit stays in the timeout set until a script
+			// reclaims it, and one reclaims no more than it asks for: taken
+			// over by the next attempt, its count would be taken twice and
+			// given back once.
+			id = newPermitID()
 		case err != nil:
 			err = s.failed(&w, cfg, id, err)
 		default:

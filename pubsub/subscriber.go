@@ -221,19 +221,25 @@ func (s *Subscriber) Join(name string) *Waiter {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	cn, ch := s.lookup(name)
+	if s.closed || ch == nil || ch.state != live || ch.err != nil {
+		return nil
+	}
+	return ch.join(s, cn)
+}
+
+// lookup returns channel name and its connection, if subscribed or being
+// subscribed. Called with s.mu held.
+func (s *Subscriber) lookup(name string) (*conn, *channel) {
 	key := uint16(0)
 	if s.mode == Sharded {
 		key = s.slot(name)
 	}
 	cn := s.conns[key]
-	if s.closed || cn == nil {
-		return nil
+	if cn == nil {
+		return nil, nil
 	}
-	ch := cn.channels[name]
-	if ch == nil || ch.state != live || ch.err != nil {
-		return nil
-	}
-	return ch.join(s, cn)
+	return cn, cn.channels[name]
 }
 
 // Nudge wakes the longest-waiting waiter of channel name not already
@@ -245,14 +251,8 @@ func (s *Subscriber) Nudge(name string) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	key := uint16(0)
-	if s.mode == Sharded {
-		key = s.slot(name)
-	}
-	if cn := s.conns[key]; cn != nil {
-		if ch := cn.channels[name]; ch != nil && ch.waiters.Len() > 0 {
-			ch.wake(1)
-		}
+	if _, ch := s.lookup(name); ch != nil && ch.waiters.Len() > 0 {
+		ch.wake(1)
 	}
 }
 

@@ -23,18 +23,29 @@ import (
 // redis-server from a skip into a failure.
 const RequireEnv = "RELOCK_REQUIRE_REDIS"
 
-const installHint = "redis-server is not on PATH; install it (Debian/Ubuntu: apt-get install -y redis-server; macOS: brew install redis) to run the real-Redis tests"
+// ServerEnv names the environment variable that picks the server binary,
+// by name on PATH or by path: redis-server when unset, valkey-server to run
+// the same tests on Valkey.
+const ServerEnv = "RELOCK_REDIS_SERVER"
 
-// Binary returns the path of redis-server, or skips the test (fails it when
+const installHint = "%s is not on PATH; install it (Debian/Ubuntu: apt-get install -y redis-server; macOS: brew install redis) to run the real-Redis tests"
+
+// Binary returns the path of the server binary (redis-server, or what
+// RELOCK_REDIS_SERVER names), or skips the test (fails it when
 // RELOCK_REQUIRE_REDIS=1) when there is none.
 func Binary(t testing.TB) string {
 	t.Helper()
-	path, err := exec.LookPath("redis-server")
+	name := os.Getenv(ServerEnv)
+	if name == "" {
+		name = "redis-server"
+	}
+	path, err := exec.LookPath(name)
 	if err != nil {
+		hint := fmt.Sprintf(installHint, name)
 		if os.Getenv(RequireEnv) == "1" {
-			t.Fatalf("%s (%s=1 makes this a failure)", installHint, RequireEnv)
+			t.Fatalf("%s (%s=1 makes this a failure)", hint, RequireEnv)
 		}
-		t.Skip(installHint)
+		t.Skip(hint)
 	}
 	return path
 }

@@ -100,7 +100,7 @@ func New(rdb rueidis.Client, opts Options) (*Client, error) {
 	// A lock's wake channel lingers a little after its last waiter leaves:
 	// one that comes back soon (steady contention) finds it live.
 	c.sub = pubsub.New(rdb, opts.PubSub, scripts.Slot, opts.Logger, min(opts.RepollInterval, time.Second))
-	c.latches = newLatchSweeper(rdb, cluster)
+	c.latches = newLatchSweeper(rdb, opts.Logger)
 	c.background(func() { c.latches.run(c.closing) })
 	c.watchdog = watchdog.New(watchdog.Config{
 		Timeout:   opts.WatchdogTimeout,
@@ -114,19 +114,19 @@ func New(rdb rueidis.Client, opts Options) (*Client, error) {
 // read holds are renewed by their own script.
 func (c *Client) group(l *Lock) uint32 {
 	if l.kind.spec().renewedApart {
-		return c.groupOf(l.name, readGroup)
+		return groupOf(l.name, readGroup)
 	}
-	return c.groupOf(l.name, 0)
+	return groupOf(l.name, 0)
 }
 
 // groupOf returns the watchdog batch group of a hold on name renewed by the
-// script renewer names (0, readGroup, permitGroup): its cluster slot (on a
-// single node every key is in slot 0, so batches fill up) and renewer.
-func (c *Client) groupOf(name string, renewer uint32) uint32 {
-	if c.cluster {
-		return uint32(scripts.Slot(name)) | renewer
-	}
-	return renewer
+// script renewer names (0, readGroup, permitGroup): its hash slot and
+// renewer. Grouping by slot on every client, not only on a cluster client,
+// keeps relock working behind a cluster proxy, which looks like one node
+// but refuses a script whose keys span slots; names that share a hash tag
+// still fill a batch.
+func groupOf(name string, renewer uint32) uint32 {
+	return uint32(scripts.Slot(name)) | renewer
 }
 
 // detectPubSub picks Redisson's pub/sub kind: sharded on a Redis 7+ cluster,

@@ -16,7 +16,9 @@ type Options struct {
 	WatchdogTimeout time.Duration
 
 	// RenewBatchSize is the most locks one renewal script call extends.
-	// Default 100.
+	// A call never spans two hash slots (a cluster, or a proxy in front of
+	// one, would refuse it), so only locks whose names share a hash tag
+	// fill a batch. Default 100.
 	RenewBatchSize int
 
 	// OnLockLost, if set, is called once for each hold found lost, after

@@ -227,7 +227,7 @@ func (s *PermitExpirableSemaphore) hold(ctx context.Context, id string, lease, t
 	if err != nil {
 		return nil, err
 	}
-	held, err := s.c.keepHold(ctx, ctx, "permit", holdKey{s.name, id}, s.c.groupOf(s.name, permitGroup), lease, ttl, sent)
+	held, err := s.c.keepHold(ctx, ctx, "permit", holdKey{s.name, id}, groupOf(s.name, permitGroup), lease, ttl, sent)
 	if err != nil {
 		return nil, err
 	}

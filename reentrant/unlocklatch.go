@@ -2,6 +2,7 @@ package reentrant
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -18,12 +19,14 @@ import (
 //
 // Deleting is off the caller's path: Unlock queues the name and returns,
 // and one goroutine sends what is queued within a millisecond, many names
-// per DEL (one per cluster slot), all in one pipeline. A name the queue has
-// no room for, or whose DEL fails, expires with its TTL, as it did before.
+// per DEL, all in one pipeline. One DEL never names two hash slots, on any
+// client: a cluster proxy that looks like a single node refuses that with
+// CROSSSLOT. A name the queue has no room for, or whose DEL fails, expires
+// with its TTL, as it did before; a failed DEL is logged.
 type latchSweeper struct {
-	rdb     rueidis.Client
-	cluster bool
-	queue   chan string
+	rdb   rueidis.Client
+	log   *slog.Logger
+	queue chan string
 }
 
 // sweepBatch is the most names one DEL round deletes; sweepLinger is how
@@ -35,8 +38,8 @@ const (
 	sweepLinger = time.Millisecond
 )
 
-func newLatchSweeper(rdb rueidis.Client, cluster bool) *latchSweeper {
-	return &latchSweeper{rdb: rdb, cluster: cluster, queue: make(chan string, 4*sweepBatch)}
+func newLatchSweeper(rdb rueidis.Client, log *slog.Logger) *latchSweeper {
+	return &latchSweeper{rdb: rdb, log: log, queue: make(chan string, 4*sweepBatch)}
 }
 
 // drop queues latch for deletion, unless the queue is full.
@@ -79,13 +82,10 @@ func (s *latchSweeper) gather(names []string, linger *time.Timer) []string {
 	return names
 }
 
-// sweep deletes names: one DEL, or on a cluster one per slot, in one
-// pipeline. A latch not deleted expires with its TTL.
+// sweep deletes names, one DEL per slot, in one pipeline. A latch not
+// deleted expires with its TTL; the first error is logged, unless the
+// client is closing.
 func (s *latchSweeper) sweep(ctx context.Context, names []string) {
-	if !s.cluster {
-		s.rdb.Do(ctx, s.rdb.B().Del().Key(names...).Build())
-		return
-	}
 	bySlot := map[uint16][]string{}
 	for _, n := range names {
 		slot := scripts.Slot(n)
@@ -95,5 +95,10 @@ func (s *latchSweeper) sweep(ctx context.Context, names []string) {
 	for _, keys := range bySlot {
 		cmds = append(cmds, s.rdb.B().Del().Key(keys...).Build())
 	}
-	s.rdb.DoMulti(ctx, cmds...)
+	for _, r := range s.rdb.DoMulti(ctx, cmds...) {
+		if err := r.Error(); err != nil && ctx.Err() == nil {
+			s.log.Warn("relock: deleting answered unlock latches failed; they expire with their TTL", "latches", len(names), "error", err)
+			return
+		}
+	}
 }

@@ -67,7 +67,8 @@ func fakeTimeClient(t *testing.T, opts reentrant.Options) (*miniredis.Miniredis,
 }
 
 // A lock held for ten minutes of (fake) time with the 30s timeout survives;
-// each renewal period costs ceil(locks/batch) script calls, not one per lock.
+// each renewal period costs ceil(locks/batch) script calls, not one per lock,
+// for locks whose names share a hash tag (a batch never spans two slots).
 func TestWatchdogLongHold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m, c, renewals := fakeTimeClient(t, reentrant.Options{RenewBatchSize: 100})
@@ -75,7 +76,7 @@ func TestWatchdogLongHold(t *testing.T) {
 		held := make([]context.Context, locks)
 		for i := range held {
 			var err error
-			held[i], err = c.Lock(fmt.Sprintf("job:%d", i)).Lock(bg())
+			held[i], err = c.Lock(fmt.Sprintf("{jobs}:%d", i)).Lock(bg())
 			require.NoError(t, err)
 		}
 		start := time.Now()
@@ -84,16 +85,16 @@ func TestWatchdogLongHold(t *testing.T) {
 		for i, h := range held {
 			require.NoError(t, h.Err(), "lock %d lost", i)
 		}
-		for _, k := range []string{"job:0", "job:249"} {
+		for _, k := range []string{"{jobs}:0", "{jobs}:249"} {
 			assert.Greater(t, m.TTL(k), 19*time.Second, "renewed within the last period")
 		}
 		periods := int64(time.Since(start) / (10 * time.Second))
 		assert.Equal(t, periods*3, renewals.Load(), "ceil(250/100) = 3 script calls per period over %d periods", periods)
 		for i, h := range held {
-			require.NoError(t, c.Lock(fmt.Sprintf("job:%d", i)).Unlock(h))
+			require.NoError(t, c.Lock(fmt.Sprintf("{jobs}:%d", i)).Unlock(h))
 		}
 		for i := range held {
-			assert.False(t, m.Exists(fmt.Sprintf("job:%d", i)))
+			assert.False(t, m.Exists(fmt.Sprintf("{jobs}:%d", i)))
 		}
 	})
 }

@@ -287,7 +287,8 @@ func TestRunForwardsSignals(t *testing.T) {
 }
 
 // On a cluster, run takes a lock on a seed list's cluster, and list finds
-// locks on every master; through Sentinel, run finds the master.
+// locks on every master; behind a cluster proxy, list, inspect and run
+// work; through Sentinel, run finds the master.
 func TestClusterAndSentinel(t *testing.T) {
 	t.Run("cluster", func(t *testing.T) {
 		cl := redistest.StartCluster(t)
@@ -318,6 +319,49 @@ func TestClusterAndSentinel(t *testing.T) {
 		assert.Equal(t, "ran\n", stdout)
 		code, _, _ = result(t, exec.Command(binary, "run", "-n", "--addr", seeds, names[0], "--", "true"))
 		assert.Equal(t, 1, code, "held on its master")
+	})
+	// A cluster proxy looks like one node and refuses keys of two slots in
+	// one command: list, inspect and run work there on locks in many slots.
+	t.Run("cluster proxy", func(t *testing.T) {
+		s := redistest.StartProxyLike(t)
+		locks, err := reentrant.New(s.Client(), reentrant.Options{})
+		require.NoError(t, err)
+		defer locks.Close()
+		held := map[string]*reentrant.Lock{
+			"plain": locks.Lock("plain"), "fair": locks.FairLock("fair"),
+			"read": locks.ReadWriteLock("rw").ReadLock(), "fenced": locks.FencedLock("fenced"),
+		}
+		var names []string
+		for _, l := range held {
+			_, err := l.Lock(context.Background())
+			require.NoError(t, err)
+			names = append(names, l.Name())
+		}
+		_, err = locks.PermitExpirableSemaphore("permits").TrySetPermits(context.Background(), 2)
+		require.NoError(t, err)
+		_, err = locks.PermitExpirableSemaphore("permits").Acquire(context.Background())
+		require.NoError(t, err)
+
+		code, stdout, stderr := result(t, exec.Command(binary, "list", "--json", "--addr", s.Addr))
+		require.Equal(t, 0, code, stderr)
+		var rs []keyReport
+		require.NoError(t, json.Unmarshal([]byte(stdout), &rs))
+		var found []string
+		for _, r := range rs {
+			found = append(found, r.Name)
+		}
+		assert.ElementsMatch(t, names, found)
+		for _, name := range append(names, "permits") {
+			code, stdout, stderr := result(t, exec.Command(binary, "inspect", "--json", "--addr", s.Addr, name))
+			require.Equal(t, 0, code, "%s: %s", name, stderr)
+			var r keyReport
+			require.NoError(t, json.Unmarshal([]byte(stdout), &r))
+			assert.NotEmpty(t, r.Holders, name)
+		}
+		code, stdout, stderr = result(t, exec.Command(binary, "run", "--addr", s.Addr, "free", "--", "echo", "ran"))
+		assert.Equal(t, 0, code, stderr)
+		assert.Equal(t, "ran\n", stdout)
+		assert.NotContains(t, stderr, "CROSSSLOT")
 	})
 	t.Run("sentinel", func(t *testing.T) {
 		r := redistest.StartReplicated(t, 1)

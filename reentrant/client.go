@@ -144,16 +144,28 @@ func detectPubSub(rdb rueidis.Client, cluster bool) (pubsub.Mode, error) {
 	if err != nil {
 		return 0, fmt.Errorf("relock: detecting the Redis version for the pub/sub mode (set Options.PubSub to skip): %w", err)
 	}
+	return pubSubFor(info), nil
+}
+
+// pubSubFor picks the pub/sub kind a cluster's INFO server calls for:
+// sharded from Redis 7 on, and on Valkey, whose every release has sharded
+// pub/sub (Valkey 8 reports redis_version 7.2.4 for compatibility, and its
+// own valkey_version, which is what is read when it is there).
+func pubSubFor(info string) pubsub.Mode {
+	version := ""
 	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(line, "redis_version:"); ok {
-			major, _, _ := strings.Cut(v, ".")
-			if n, err := strconv.Atoi(major); err == nil && n >= 7 {
-				return pubsub.Sharded, nil
-			}
-			return pubsub.Classic, nil
+		switch field, value, _ := strings.Cut(strings.TrimSpace(line), ":"); field {
+		case "valkey_version":
+			return pubsub.Sharded
+		case "redis_version":
+			version = value
 		}
 	}
-	return pubsub.Classic, nil
+	major, _, _ := strings.Cut(version, ".")
+	if n, err := strconv.Atoi(major); err == nil && n >= 7 {
+		return pubsub.Sharded
+	}
+	return pubsub.Classic
 }
 
 // serverInfo reads INFO server, asking again, with backoff, while the

@@ -28,6 +28,25 @@ type hold struct {
 
 type holdCtxKey struct{}
 
+// heldValues is what a held context carries for relock: its hold, and the
+// context given to the Lock that made it (see WithoutOwner). One value
+// holds both, to keep an acquire's allocations down.
+type heldValues struct {
+	context.Context
+	h     *hold
+	given context.Context
+}
+
+func (v *heldValues) Value(key any) any {
+	switch key.(type) {
+	case holdCtxKey:
+		return v.h
+	case givenKey:
+		return v.given
+	}
+	return v.Context.Value(key)
+}
+
 // LeaseDeadline returns the local deadline of the hold behind a held
 // context: the time until which this client believes the lock is held, from
 // the send time of the last confirmed acquire or renewal, plus the TTL,
@@ -126,7 +145,7 @@ func (c *Client) addHold(parent, given context.Context, kind string, key holdKey
 		h = &hold{key: key, c: c}
 		c.holds[key] = h
 	}
-	ctx, cancel := context.WithCancelCause(context.WithValue(parent, holdCtxKey{}, h))
+	ctx, cancel := context.WithCancelCause(&heldValues{Context: parent, h: h, given: given})
 	h.acqs = append(h.acqs, acquisition{lease: lease, cancel: cancel, parent: given, kind: kind, sent: sent})
 	if h.lease == nil {
 		h.lease = c.watchdog.Add(key.name, key.owner, group, h.renewed(), deadline,

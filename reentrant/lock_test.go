@@ -382,6 +382,73 @@ func TestOwnerHandOff(t *testing.T) {
 	})
 }
 
+// WithoutOwner on a held context gives a context for a new owner that
+// carries nothing of the hold: no owner, token or lease deadline, and no
+// cancellation when the hold ends, whether a plain, re-entered or
+// MultiLock hold; it ends with the context the caller gave to Lock, with
+// its cause and deadline, and keeps the caller's other values.
+func TestWithoutOwnerOutlivesHold(t *testing.T) {
+	e := onMiniredis(t)
+	c := e.client(t)
+	type reqKey struct{}
+	type laterKey struct{}
+	caller, stop := context.WithCancelCause(context.WithValue(bg(), reqKey{}, "request"))
+	caller, cancelDeadline := context.WithDeadline(caller, time.Now().Add(time.Hour))
+	defer cancelDeadline()
+
+	f := c.FencedLock("fenced")
+	outer, err := f.Lock(caller)
+	require.NoError(t, err)
+	inner, err := f.Lock(outer) // a re-entry
+	require.NoError(t, err)
+	m := reentrant.NewMultiLock(c.Lock("m1"), c.Lock("m2"))
+	multi, err := m.Lock(caller)
+	require.NoError(t, err)
+	free := map[string]context.Context{
+		"held":     reentrant.WithoutOwner(outer),
+		"re-entry": reentrant.WithoutOwner(inner),
+		"derived":  reentrant.WithoutOwner(context.WithValue(inner, laterKey{}, "later")),
+		"multi":    reentrant.WithoutOwner(multi),
+	}
+	require.NoError(t, f.Unlock(inner))
+	require.NoError(t, f.Unlock(outer))
+	require.NoError(t, m.Unlock(multi))
+	require.Error(t, outer.Err(), "the hold ended")
+	want, _ := caller.Deadline()
+	for name, ctx := range free {
+		assert.NoError(t, ctx.Err(), name)
+		assert.NoError(t, context.Cause(ctx), name)
+		_, ok := reentrant.OwnerFrom(ctx)
+		assert.False(t, ok, "%s: no owner", name)
+		_, ok = reentrant.TokenFrom(ctx)
+		assert.False(t, ok, "%s: no token", name)
+		_, ok = reentrant.LeaseDeadline(ctx)
+		assert.False(t, ok, "%s: no lease", name)
+		assert.Equal(t, "request", ctx.Value(reqKey{}), name)
+		d, ok := ctx.Deadline()
+		assert.True(t, ok && d.Equal(want), "%s: the caller's deadline", name)
+	}
+	assert.Equal(t, "later", free["derived"].Value(laterKey{}))
+
+	// A new owner: it takes the lock, then ends with the caller.
+	again, err := f.Lock(free["re-entry"])
+	require.NoError(t, err)
+	o, _ := reentrant.OwnerFrom(again)
+	first, _ := reentrant.OwnerFrom(outer)
+	assert.NotEqual(t, first, o)
+	require.NoError(t, f.Unlock(again))
+	gone := errors.New("request over")
+	stop(gone)
+	for name, ctx := range free {
+		<-ctx.Done()
+		assert.ErrorIs(t, context.Cause(ctx), gone, name)
+	}
+
+	assert.Nil(t, reentrant.WithoutOwner(nil))
+	_, err = f.Lock(reentrant.WithoutOwner(nil))
+	assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+}
+
 func TestTryLockLimits(t *testing.T) {
 	onBoth(t, func(t *testing.T, e env) {
 		a, b := e.client(t), e.client(t)

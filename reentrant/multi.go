@@ -124,7 +124,7 @@ func (cfg acquireConfig) part(wait time.Duration) []LockOption {
 // join makes the held context of a whole MultiLock.
 func (m *MultiLock) join(ctx context.Context, parts []context.Context) context.Context {
 	h := &multiHeld{m: m, parts: parts}
-	held, cancel := context.WithCancelCause(context.WithValue(ctx, multiKey{}, h))
+	held, cancel := context.WithCancelCause(context.WithValue(context.WithValue(ctx, multiKey{}, h), givenKey{}, ctx))
 	h.cancel = cancel
 	for _, p := range parts {
 		context.AfterFunc(p, func() { cancel(context.Cause(p)) })

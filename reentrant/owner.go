@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -60,13 +61,70 @@ func WithOwner(ctx context.Context, o Owner) context.Context {
 	return context.WithValue(ctx, ownerKey{}, o)
 }
 
-// WithoutOwner returns a copy of ctx that carries no owner: a Lock with it
-// acts for a new owner, as a Java thread would. Start a goroutine with it
-// when the goroutine must not share the caller's holds: a goroutine given a
-// held context is the same owner, and its Lock of a lock the caller holds
-// succeeds at once (reentrancy), which Java users do not expect.
+// WithoutOwner returns a context for a new owner, as a new Java thread
+// would be: a Lock with it waits its turn like anyone else's. Start a
+// goroutine with it when the goroutine must not share the caller's holds: a
+// goroutine given a held context is the same owner, and its Lock of a lock
+// the caller holds succeeds at once (reentrancy).
+//
+// Given a held context (or one made from it), the result carries none of
+// the hold either: it is not cancelled when the hold ends, so the goroutine
+// can wait for the lock until the caller has released it, but it is
+// cancelled with the context the caller gave to its outermost Lock (and
+// has that context's deadline). It keeps every value of ctx except
+// relock's own (owner, fencing token, lease deadline). A nil ctx gives nil,
+// which Lock refuses with ErrInvalidArgument.
 func WithoutOwner(ctx context.Context) context.Context {
-	return context.WithValue(ctx, ownerKey{}, Owner{})
+	if ctx == nil {
+		return nil
+	}
+	base := caller(ctx)
+	if base == ctx {
+		return newOwnerCtx{Context: ctx}
+	}
+	out, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	context.AfterFunc(base, func() { cancel(context.Cause(base)) })
+	return newOwnerCtx{Context: out, deadline: base}
+}
+
+// givenKey is the key under which a held context keeps the context given
+// to the Lock that made it.
+type givenKey struct{}
+
+// caller returns the context given to the outermost Lock whose hold ctx
+// carries, or ctx itself when it carries no hold.
+func caller(ctx context.Context) context.Context {
+	for {
+		given, ok := ctx.Value(givenKey{}).(context.Context)
+		if !ok {
+			return ctx
+		}
+		ctx = given
+	}
+}
+
+// newOwnerCtx is what WithoutOwner returns: its Context's values, except
+// relock's own, and the deadline of deadline when set.
+type newOwnerCtx struct {
+	context.Context
+	deadline context.Context
+}
+
+func (c newOwnerCtx) Deadline() (time.Time, bool) {
+	if c.deadline != nil {
+		return c.deadline.Deadline()
+	}
+	return c.Context.Deadline()
+}
+
+func (c newOwnerCtx) Value(key any) any {
+	switch key.(type) {
+	case ownerKey:
+		return Owner{}
+	case givenKey, holdCtxKey, tokenKey, multiKey, redlockKey:
+		return nil
+	}
+	return c.Context.Value(key)
 }
 
 // OwnerFrom returns the owner ctx carries, if any.

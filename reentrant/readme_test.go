@@ -3,6 +3,7 @@ package reentrant_test
 import (
 	"context"
 	"errors"
+	"log"
 	"os"
 	"regexp"
 	"strings"
@@ -63,13 +64,17 @@ func nightly(ctx context.Context, locks *reentrant.Client, report func(context.C
 	})
 }
 
-func fanOut(held context.Context, mu *reentrant.Lock) {
+func fanOut(held context.Context, mu *reentrant.Lock, followUp func(context.Context)) {
 	go func() {
-		// A new owner: waits its turn, as a new Java thread would.
+		// A new owner: it waits its turn, as a new Java thread would, and
+		// is not cancelled when the caller's hold ends.
 		ctx, err := mu.Lock(reentrant.WithoutOwner(held))
-		if err == nil {
-			defer mu.Unlock(ctx)
+		if err != nil {
+			log.Printf("follow-up not run: %v", err)
+			return
 		}
+		defer mu.Unlock(ctx)
+		followUp(ctx)
 	}()
 }
 
@@ -93,7 +98,24 @@ func TestReadmeSnippetsRun(t *testing.T) {
 	assert.True(t, ran)
 	require.NoError(t, nightly(ctx, locks, func(context.Context) error { return nil }))
 	_ = connect // compiled, not run: it would dial 6379
-	_ = fanOut
+
+	// The goroutine's Lock, whether it starts before or after the caller's
+	// Unlock, takes the lock as another owner and runs the follow-up.
+	held, err := mu.Lock(ctx)
+	require.NoError(t, err)
+	caller, _ := reentrant.OwnerFrom(held)
+	followed := make(chan reentrant.Owner, 1)
+	fanOut(held, mu, func(ctx context.Context) {
+		o, _ := reentrant.OwnerFrom(ctx)
+		followed <- o
+	})
+	require.NoError(t, mu.Unlock(held))
+	select {
+	case o := <-followed:
+		assert.NotEqual(t, caller, o, "the follow-up runs as a new owner")
+	case <-time.After(20 * time.Second):
+		t.Fatal("the follow-up never ran")
+	}
 }
 
 var fence = regexp.MustCompile("(?s)```go\n(.*?)```")

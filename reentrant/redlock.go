@@ -138,7 +138,7 @@ func (r *Redlock) attempt(ctx context.Context, lease time.Duration) (context.Con
 			ErrNoQuorum, granted, n, quorum, validity, errors.Join(errs...))
 	}
 	lost := fmt.Errorf("relock: %w: redlock validity ended", ErrLockLost)
-	valid, stop := context.WithDeadlineCause(context.WithValue(ctx, redlockKey{}, h), start.Add(validity), lost)
+	valid, stop := context.WithDeadlineCause(context.WithValue(context.WithValue(ctx, redlockKey{}, h), givenKey{}, ctx), start.Add(validity), lost)
 	held, cancel := context.WithCancelCause(valid)
 	h.cancel = func(cause error) { cancel(cause); stop() }
 	var alive atomic.Int64

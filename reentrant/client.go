@@ -61,11 +61,17 @@ type Client struct {
 
 // New returns a Client that keeps locks on rdb.
 //
-// A Redis that is briefly unreachable does not fail New: on a single node
-// or behind Sentinel New sends nothing, and on a cluster, where it asks the
-// server's version to pick the pub/sub kind (unless Options.PubSub is set),
-// it asks again for up to 10 s. Locks taken meanwhile wait as in any
-// outage. (rueidis.NewClient, which dials, fails when it cannot connect.)
+// New checks, in one round trip, that the Redis user may do what relock
+// needs (see docs/deployment.md for the ACL rules): a user refused scripts
+// or TIME fails New with ErrNoPermission; a user with no rights on
+// relock's channels gets a client whose releases wake no one and whose
+// waiters poll every RepollInterval, with one warning.
+//
+// A Redis that is briefly unreachable does not fail New: the rights are
+// then not checked, and on a cluster, where New asks the server's version
+// to pick the pub/sub kind (unless Options.PubSub is set), it asks again
+// for up to 10 s. Locks taken meanwhile wait as in any outage.
+// (rueidis.NewClient, which dials, fails when it cannot connect.)
 func New(rdb rueidis.Client, opts Options) (*Client, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("relock: %w: nil rueidis client", ErrInvalidArgument)
@@ -94,6 +100,9 @@ func New(rdb rueidis.Client, opts Options) (*Client, error) {
 		c.publish = scripts.PublishSharded
 	}
 	c.directed = !cluster || opts.PubSub == pubsub.Sharded
+	if err := c.probeRights(); err != nil {
+		return nil, err
+	}
 	if err := c.startSync(); err != nil {
 		return nil, err
 	}

@@ -47,7 +47,7 @@ func TestDirectedWakes(t *testing.T) {
 	require.NoError(t, err)
 
 	const clients = 6
-	scripts := e.server.ScriptCalls()
+	var scripts int64
 	var mu sync.Mutex
 	var order []string
 	var wg sync.WaitGroup
@@ -55,6 +55,7 @@ func TestDirectedWakes(t *testing.T) {
 	for i := 0; i < clients; i++ {
 		c := e.counted(t)
 		waiters = append(waiters, c)
+		scripts = e.server.ScriptCalls() // New's rights probe included
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -110,15 +111,14 @@ func TestDirectedWakePassesOn(t *testing.T) {
 	// before the next comes and before the release, so the last can take
 	// the lock only when told.
 	e.do(t, "ZADD", waitersKey(name), "1", "8d8ac610-566d-8ef0-9c22-186b2a5ed793")
+	gaveUp, waiter := e.patient(t), e.patient(t)
 	scripts := e.server.ScriptCalls()
-	gaveUp := e.patient(t)
 	ctx, cancel := context.WithCancel(bg())
 	done := make(chan error, 1)
 	go func() { _, err := gaveUp.Lock(name).Lock(ctx); done <- err }()
 	eventually(t, "the first waiter to register", func() bool {
 		return e.int(t, "ZCARD", waitersKey(name)) == 2 && e.server.ScriptCalls() == scripts+2
 	})
-	waiter := e.patient(t)
 	got := make(chan error, 1)
 	go func() {
 		held, err := waiter.Lock(name).Lock(bg())

@@ -54,6 +54,11 @@ var (
 	// hold ends, not a fault.
 	ErrLeaseEnded = watchdog.ErrLeaseEnded
 
+	// ErrNoPermission: the Redis user (ACL) may not run something relock
+	// needs; the error names it. See docs/deployment.md for a user with
+	// exactly the rights relock needs.
+	ErrNoPermission = errors.New("the Redis user lacks a permission relock needs")
+
 	// ErrSyncUnavailable: Options.ReplicaSync.Required is set and the
 	// server refuses WAIT, so no lock can be confirmed on replicas.
 	ErrSyncUnavailable = errors.New("the server refuses WAIT; replica sync unavailable")

@@ -109,6 +109,7 @@ func TestWinnerAloneNudgesLateJoiner(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
+	require.NoError(t, s.Do("CONFIG", "RESETSTAT").Error()) // New's rights probes
 	_, err = holder.Lock(name).Lock(ctx)
 	require.NoError(t, err)
 	first := make(chan error, 1)

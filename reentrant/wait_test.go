@@ -338,14 +338,13 @@ func TestWokenAfterCancelSendsNothing(t *testing.T) {
 	holder := e.client(t)
 	held, err := holder.Lock("woken-cancelled").Lock(bg())
 	require.NoError(t, err)
-	before := e.server.ScriptCalls()
-
 	type cancelKey struct{}
 	ended := make(chan reentrant.Acquire, 1)
 	c := e.client(t, reentrant.Options{RepollInterval: time.Minute, Hooks: reentrant.Hooks{
 		Woken:        func(ctx context.Context, _, _ string) { ctx.Value(cancelKey{}).(context.CancelFunc)() },
 		AcquireEnded: func(_ context.Context, a reentrant.Acquire) { ended <- a },
 	}})
+	before := e.server.ScriptCalls()
 	ctx, cancel := context.WithTimeout(bg(), 30*time.Second)
 	defer cancel()
 	got := make(chan error, 1)

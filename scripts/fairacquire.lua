@@ -11,7 +11,7 @@
 --          (the tryLock wait time when there is one), in milliseconds
 -- ARGV[4]  "1" to join the queue when the lock cannot be taken, "0" to try
 --          once and leave no trace (Redisson's tryLock())
--- ARGV[5]  publish command: "publish" or "spublish"
+-- ARGV[5]  publish command: "publish", "spublish", or "" to announce nothing
 -- ARGV[6]  the message that tells a waiter its turn has come ("0")
 --
 -- One step more than Redisson: when the lock is free but the turn is

@@ -4,7 +4,7 @@
 --
 -- KEYS[1..4]  as in fairlib.lua
 -- ARGV[1]  the message published ("0")
--- ARGV[2]  publish command: "publish" or "spublish"
+-- ARGV[2]  publish command: "publish", "spublish", or "" to announce nothing
 --
 -- Reply: 1 when a lock was deleted (and the head waiter told), 0 when there
 -- was none. A key of another type is not a lock: it fails with WRONGTYPE

@@ -7,7 +7,7 @@
 -- KEYS[1..4]  as in fairlib.lua
 -- ARGV[1]  the message published ("0")
 -- ARGV[2]  owner field
--- ARGV[3]  publish command: "publish" or "spublish"
+-- ARGV[3]  publish command: "publish", "spublish", or "" to announce nothing
 -- ARGV[4]  wait in milliseconds: the one the owner joined the queue with
 --
 -- One step more than Redisson: if the waiter was at the head and the lock

@@ -56,7 +56,7 @@ end
 local function wakeHead(publish, message)
 	local head = redis.call('lindex', KEYS[2], 0)
 	if head ~= false then
-		redis.call(publish, KEYS[4] .. ':' .. head, message)
+		if publish ~= '' then redis.call(publish, KEYS[4] .. ':' .. head, message) end
 	end
 end
 

@@ -8,7 +8,7 @@
 -- ARGV[1]  the message published ("0")
 -- ARGV[2]  lease in milliseconds, restored while holds remain
 -- ARGV[3]  owner field
--- ARGV[4]  publish command: "publish" or "spublish"
+-- ARGV[4]  publish command: "publish", "spublish", or "" to announce nothing
 -- ARGV[5]  latch TTL in milliseconds
 --
 -- Reply: 1 when that was the last hold (the hash is deleted and the head

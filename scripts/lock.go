@@ -20,7 +20,8 @@ type Publish string
 const (
 	PublishClassic Publish = "publish"
 	PublishSharded Publish = "spublish"
-	// PublishNone announces nothing, as Redisson's spin lock releases.
+	// PublishNone announces nothing, as Redisson's spin lock releases,
+	// and as every script does for a user with no channel rights.
 	PublishNone Publish = ""
 )
 

@@ -5,7 +5,7 @@
 -- KEYS[1]  the lock hash N
 -- KEYS[2]  the waiters' set, relock_waiters:{N}
 -- ARGV[1]  the client's id
--- ARGV[2]  publish command: "publish" or "spublish"
+-- ARGV[2]  publish command: "publish", "spublish", or "" to announce nothing
 --
 -- Reply: 1 when the lock was free (and the next client, if any, was told),
 -- 0 when it was held.

@@ -4,7 +4,7 @@
 --
 -- ARGV[1]   how many permits (> 0)
 -- ARGV[2]   the lease in ms, 0 for none
--- ARGV[3]   publish command
+-- ARGV[3]   publish command: "publish", "spublish", or "" to announce nothing
 -- ARGV[4..] the new permits' ids, 16 raw bytes each, ARGV[1] of them
 --
 -- Reply: {1} when taken; else {0, ms} with ms until the nearest lease ends

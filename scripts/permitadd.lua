@@ -3,7 +3,7 @@
 -- .addPermitsAsync, step for step (keys: see permitlib.lua).
 --
 -- ARGV[1]  how many
--- ARGV[2]  publish command
+-- ARGV[2]  publish command: "publish", "spublish", or "" to announce nothing
 --
 -- A positive count is published (the count, not the total, as Redisson
 -- does here). Reply: none.
@@ -13,5 +13,5 @@ if value == false then
 end
 redis.call('set', KEYS[1], tonumber(value) + tonumber(ARGV[1]))
 if tonumber(ARGV[1]) > 0 then
-	redis.call(ARGV[2], KEYS[3], ARGV[1])
+	if ARGV[2] ~= '' then redis.call(ARGV[2], KEYS[3], ARGV[1]) end
 end

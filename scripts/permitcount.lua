@@ -3,7 +3,7 @@
 -- .availablePermitsAsync, acquiredPermitsAsync and getPermitsAsync in one
 -- (keys: see permitlib.lua): each reclaims the same way first.
 --
--- ARGV[1]  publish command
+-- ARGV[1]  publish command: "publish", "spublish", or "" to announce nothing
 --
 -- Reply: {available, taken}, available 0 when N is missing.
 reclaim(now(), -1, ARGV[1])

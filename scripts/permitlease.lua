@@ -2,7 +2,7 @@
 -- RedissonPermitExpirableSemaphore.updateLeaseTimeAsync, step for step
 -- (keys: see permitlib.lua).
 --
--- ARGV[1]  publish command
+-- ARGV[1]  publish command: "publish", "spublish", or "" to announce nothing
 -- ARGV[2]  the permit id, 16 raw bytes
 -- ARGV[3]  the new lease in ms from now, 0 for none
 --

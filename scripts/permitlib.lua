@@ -35,7 +35,7 @@ local function reclaim(t, limit, publish)
 	redis.call('zrem', KEYS[2], unpack(expired))
 	local value = redis.call('incrby', KEYS[1], #expired)
 	if value > 0 then
-		redis.call(publish, KEYS[3], value)
+		if publish ~= '' then redis.call(publish, KEYS[3], value) end
 	end
 end
 

@@ -2,7 +2,7 @@
 -- RedissonPermitExpirableSemaphore.tryReleaseAsync(String), step for step
 -- (keys: see permitlib.lua).
 --
--- ARGV[1]  publish command
+-- ARGV[1]  publish command: "publish", "spublish", or "" to announce nothing
 -- ARGV[2]  the permit id, 16 raw bytes
 --
 -- Reply: 1 when the permit was taken and is back; 0 when it was not taken
@@ -15,7 +15,7 @@ if redis.call('zrem', KEYS[2], ARGV[2]) ~= 1 then
 end
 local value = redis.call('incrby', KEYS[1], 1)
 if value > 0 then
-	redis.call(ARGV[1], KEYS[3], value)
+	if ARGV[1] ~= '' then redis.call(ARGV[1], KEYS[3], value) end
 end
 if tonumber(expire) <= t then
 	return 0

@@ -2,7 +2,7 @@
 -- RedissonPermitExpirableSemaphore.tryReleaseAsync(List), step for step
 -- (keys: see permitlib.lua).
 --
--- ARGV[1]   publish command
+-- ARGV[1]   publish command: "publish", "spublish", or "" to announce nothing
 -- ARGV[2..] the permit ids, 16 raw bytes each
 --
 -- Reply: how many were given back and published (the count, not the
@@ -22,5 +22,5 @@ for i = 2, #ARGV do
 end
 local removed = redis.call('zrem', KEYS[2], unpack(ids))
 redis.call('incrby', KEYS[1], removed)
-redis.call(ARGV[1], KEYS[3], removed)
+if ARGV[1] ~= '' then redis.call(ARGV[1], KEYS[3], removed) end
 return removed

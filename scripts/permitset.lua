@@ -3,7 +3,7 @@
 -- (keys: see permitlib.lua; it reclaims nothing first, as Redisson).
 --
 -- ARGV[1]  the size (>= 0)
--- ARGV[2]  publish command
+-- ARGV[2]  publish command: "publish", "spublish", or "" to announce nothing
 --
 -- The size is published (when above 0), as Redisson does, whenever it
 -- changes. Reply: none.
@@ -11,7 +11,7 @@ local available = redis.call('get', KEYS[1])
 if available == false then
 	redis.call('set', KEYS[1], ARGV[1])
 	if tonumber(ARGV[1]) > 0 then
-		redis.call(ARGV[2], KEYS[3], ARGV[1])
+		if ARGV[2] ~= '' then redis.call(ARGV[2], KEYS[3], ARGV[1]) end
 	end
 	return
 end
@@ -21,5 +21,5 @@ if size == tonumber(ARGV[1]) then
 end
 redis.call('incrby', KEYS[1], tonumber(ARGV[1]) - size)
 if tonumber(ARGV[1]) > 0 then
-	redis.call(ARGV[2], KEYS[3], ARGV[1])
+	if ARGV[2] ~= '' then redis.call(ARGV[2], KEYS[3], ARGV[1]) end
 end

@@ -8,7 +8,7 @@
 -- KEYS[5]  the unlock latch, redisson_unlock_latch:{N}:<request-id>
 -- ARGV[1]  the message published when the lock becomes free ("0")
 -- ARGV[2]  owner field
--- ARGV[3]  publish command: "publish" or "spublish"
+-- ARGV[3]  publish command: "publish", "spublish", or "" to announce nothing
 -- ARGV[4]  latch TTL in milliseconds
 --
 -- The owner's newest read hold and its timeout key go. If other holds
@@ -26,7 +26,7 @@ if earlier then
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
-	redis.call(ARGV[3], KEYS[2], ARGV[1])
+	if ARGV[3] ~= '' then redis.call(ARGV[3], KEYS[2], ARGV[1]) end
 	return nil
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
@@ -57,7 +57,7 @@ if redis.call('hlen', KEYS[1]) > 1 then
 end
 if reply == 1 then
 	redis.call('del', KEYS[1])
-	redis.call(ARGV[3], KEYS[2], ARGV[1])
+	if ARGV[3] ~= '' then redis.call(ARGV[3], KEYS[2], ARGV[1]) end
 end
 redis.call('set', KEYS[5], reply, 'px', ARGV[4])
 return reply

@@ -6,7 +6,7 @@
 -- KEYS[1]  the semaphore N
 -- KEYS[2]  its channel, redisson_sc:{N}
 -- ARGV[1]  how many permits (negative only from addPermits)
--- ARGV[2]  publish command: "publish" or "spublish"
+-- ARGV[2]  publish command: "publish", "spublish", or "" to announce nothing
 --
 -- The new total is published when it is above 0. Redisson publishes it
 -- always; a Java waiter wakes min(its waiters, total) of its waiters, and
@@ -14,6 +14,6 @@
 -- less, which wakes nobody, is not sent. Reply: the new total.
 local value = redis.call('incrby', KEYS[1], ARGV[1])
 if value > 0 then
-	redis.call(ARGV[2], KEYS[2], value)
+	if ARGV[2] ~= '' then redis.call(ARGV[2], KEYS[2], value) end
 end
 return value

@@ -8,7 +8,7 @@
 -- ARGV[1]  the message published when the writer leaves ("1": wake all)
 -- ARGV[2]  lease in milliseconds, restored while write holds remain
 -- ARGV[3]  the owner's write field
--- ARGV[4]  publish command: "publish" or "spublish"
+-- ARGV[4]  publish command: "publish", "spublish", or "" to announce nothing
 -- ARGV[5]  latch TTL in milliseconds
 --
 -- When the last write hold goes, the lock becomes free (hash deleted), or,
@@ -27,7 +27,7 @@ if earlier then
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
-	redis.call(ARGV[4], KEYS[2], ARGV[1])
+	if ARGV[4] ~= '' then redis.call(ARGV[4], KEYS[2], ARGV[1]) end
 	return nil
 end
 if mode ~= 'write' or redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
@@ -43,7 +43,7 @@ else
 	else
 		redis.call('hset', KEYS[1], 'mode', 'read')
 	end
-	redis.call(ARGV[4], KEYS[2], ARGV[1])
+	if ARGV[4] ~= '' then redis.call(ARGV[4], KEYS[2], ARGV[1]) end
 	reply = 1
 end
 redis.call('set', KEYS[3], reply, 'px', ARGV[5])

@@ -1,0 +1,91 @@
+package reentrant
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/relock-go/relock/scripts"
+)
+
+// What an ACL user must be allowed, found out at New rather than at the
+// first Lock. Redis 7 creates users with no channel rights (resetchannels):
+// such a user's scripts fail at their PUBLISH after having changed the lock,
+// so a release would report an error although the lock was released.
+
+// rightsProbe reads TIME, as the fair, fenced, permit and rate-limiter
+// scripts do: a user refused TIME could take plain locks only.
+const rightsProbe = "return redis.call('time')[1] ~= nil"
+
+var rightsProbeSHA = func() string {
+	sum := sha1.Sum([]byte(rightsProbe))
+	return hex.EncodeToString(sum[:])
+}()
+
+// probeChannels are one channel of each family relock publishes on, all in
+// one slot.
+var probeChannels = []string{
+	scripts.LockChannel("relock:probe"),
+	scripts.RWChannel("relock:probe"),
+	scripts.SemaphoreChannel("relock:probe"),
+	scripts.LatchChannel("relock:probe"),
+	scripts.WakeChannel("relock:probe", "probe"),
+}
+
+// probeRights asks, in one round trip, whether the user may run relock's
+// scripts (EVAL, EVALSHA, and TIME inside them) and publish on its
+// channels. A missing script right fails New with ErrNoPermission. A
+// missing channel right does not: releases then publish nothing and
+// waiters poll every RepollInterval, which one warning says. A server that
+// cannot be reached or answer now is not probed, so that New does not wait
+// for Redis.
+func (c *Client) probeRights() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cmds := rueidis.Commands{
+		c.rdb.B().Eval().Script(rightsProbe).Numkeys(0).Build(),
+		c.rdb.B().Evalsha().Sha1(rightsProbeSHA).Numkeys(0).Build(),
+	}
+	for _, ch := range probeChannels {
+		if c.publish == scripts.PublishSharded {
+			cmds = append(cmds, c.rdb.B().Spublish().Channel(ch).Message("").Build())
+		} else {
+			cmds = append(cmds, c.rdb.B().Publish().Channel(ch).Message("").Build())
+		}
+	}
+	rs := c.rdb.DoMulti(ctx, cmds...)
+	for _, r := range rs {
+		if err := r.Error(); err != nil && (!scripts.IsReply(err) || scripts.IsUnavailable(err)) {
+			return nil // not reachable, or not ready: the first Lock will tell
+		}
+	}
+	for i, what := range []string{"EVAL (with TIME inside scripts)", "EVALSHA"} {
+		if err := rs[i].Error(); refused(err) {
+			return fmt.Errorf("relock: %w: %s: %v", ErrNoPermission, what, err)
+		}
+	}
+	for _, r := range rs[2:] {
+		if err := r.Error(); refused(err) {
+			c.publish, c.directed = scripts.PublishNone, false
+			c.opts.Logger.Warn("relock: the Redis user may not publish on relock's channels, so releases wake no one and waiters poll every RepollInterval; give it the channel rights in docs/deployment.md",
+				"error", err, "repoll", c.opts.RepollInterval)
+			return nil
+		}
+	}
+	return nil
+}
+
+// refused reports whether err is an ACL refusal: NOPERM from a command, or
+// a script's report that the user may not run a command or use a channel.
+func refused(err error) bool {
+	if err == nil || !scripts.IsReply(err) {
+		return false
+	}
+	msg := err.Error()
+	return strings.HasPrefix(msg, "NOPERM") || strings.Contains(msg, "The user executing the script can't")
+}

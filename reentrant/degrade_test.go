@@ -2,7 +2,9 @@ package reentrant_test
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -71,4 +73,37 @@ func TestSubscribeRefusedFallsBackToPolling(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, strings.Count(logs.String(), "cannot subscribe"), "warned once:\n%s", logs.String())
+}
+
+// Unlock during an outage: a hold the watchdog has already declared lost
+// returns its cause at once, without waiting for Redis; a hold not yet
+// lost is tried again only until its local deadline, after which the lock
+// may have expired, and the error says it is lost and why. Before, both
+// waited out the 10 s release window.
+func TestUnlockDuringOutage(t *testing.T) {
+	e := onRedis(t)
+	c := e.client(t, reentrant.Options{WatchdogTimeout: 1500 * time.Millisecond})
+	lost, err := c.Lock("lost-first").Lock(bg())
+	require.NoError(t, err)
+	pending, err := c.Lock("unlocked-in-outage").Lock(bg())
+	require.NoError(t, err)
+	e.server.Kill()
+
+	start := time.Now()
+	err = c.Lock("unlocked-in-outage").Unlock(pending)
+	took := time.Since(start)
+	assert.ErrorIs(t, err, reentrant.ErrLockLost)
+	assert.ErrorContains(t, err, "lease ran out before its release could be confirmed")
+	var op *net.OpError
+	assert.ErrorAs(t, err, &op, "wraps the connection error")
+	assert.Less(t, took, 5*time.Second, "bounded by the hold's lease, not the 10 s window")
+
+	<-lost.Done()
+	require.ErrorIs(t, context.Cause(lost), reentrant.ErrLockLost)
+	start = time.Now()
+	err = c.Lock("lost-first").Unlock(lost)
+	took = time.Since(start)
+	assert.ErrorIs(t, err, reentrant.ErrLockLost)
+	assert.ErrorIs(t, err, reentrant.ErrUnconfirmed)
+	assert.Less(t, took, 5*time.Second, "returned without trying Redis")
 }

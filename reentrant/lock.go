@@ -269,8 +269,13 @@ const releaseWindow = 10 * time.Second
 //
 // Unlock is cleanup, so ctx's cancellation does not stop it (the held
 // context is often already cancelled); only its values are used. When a reply
-// is lost it retries, for up to 10s, with the same request id, which Redis
-// answers from the unlock latch instead of releasing twice.
+// is lost it retries, with the same request id, which Redis answers from
+// the unlock latch instead of releasing twice: for up to 10s, and never
+// past the hold's local deadline (see LeaseDeadline), when the lock may
+// have expired; the error then wraps ErrLockLost and the last attempt's
+// error. A hold this client has already declared lost (the held context
+// was cancelled with ErrLockLost) is not sent for: Unlock returns that
+// cause at once.
 func (l *Lock) Unlock(ctx context.Context) error {
 	return l.unlock(ctx, releaseWindow)
 }
@@ -292,7 +297,15 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) (err error) {
 		return fmt.Errorf("relock: unlock %q: %w (the context carries no owner)", l.name, ErrNotHeld)
 	}
 	key := holdKey{l.name, l.field(owner)}
-	a, restore, found := l.c.dropHold(key)
+	a, restore, deadline, found := l.c.dropHold(key)
+	if !found && ctx.Err() != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, ErrLockLost) {
+			// This client gave the hold up already (its key vanished, or
+			// no renewal was confirmed in time): nothing of it is left to
+			// give back, and during an outage trying would only wait.
+			return fmt.Errorf("relock: unlock %q: %w", l.name, cause)
+		}
+	}
 	if found {
 		start := time.Now()
 		defer func() {
@@ -307,7 +320,9 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) (err error) {
 	requestID := l.c.newRequestID()
 	// The first attempt needs no timer of its own: rueidis fails it when the
 	// connection stalls (ConnWriteTimeout, 10s by default). Retries run
-	// within the window.
+	// within the window, and not past the hold's local deadline: after it
+	// the key may have expired and another may hold the lock, so there is
+	// nothing left to give back.
 	ctx = context.WithoutCancel(ctx)
 	for try, backoff := 0, time.Duration(0); ; try++ {
 		res, err := l.release(ctx, owner, restore, requestID, try > 0)
@@ -318,12 +333,19 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) (err error) {
 			return redisError("unlock", l.name, err)
 		}
 		if try == 0 {
+			end := time.Now().Add(window)
+			if found && deadline.Before(end) {
+				end = deadline
+			}
 			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, window)
+			ctx, cancel = context.WithDeadline(ctx, end)
 			defer cancel()
 		}
 		backoff = doubled(backoff, 10*time.Millisecond, time.Second)
 		if _, serr := l.c.sleep(ctx, l.name, nil, nil, nil, backoff); serr != nil {
+			if found && !time.Now().Before(deadline) {
+				return fmt.Errorf("relock: unlock %q: %w: the hold's lease ran out before its release could be confirmed: %w", l.name, ErrLockLost, err)
+			}
 			return redisError("unlock", l.name, err)
 		}
 	}

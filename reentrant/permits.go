@@ -260,7 +260,7 @@ func (s *PermitExpirableSemaphore) Release(ctx context.Context, ids ...string) (
 	}
 	start := time.Now()
 	for _, id := range ids {
-		if a, _, found := s.c.dropHold(holdKey{s.name, id}); found {
+		if a, _, _, found := s.c.dropHold(holdKey{s.name, id}); found {
 			defer func() {
 				s.c.holdEnded(holdKey{s.name, id}, a, nil, err, time.Since(start))
 				a.cancel(context.Canceled)

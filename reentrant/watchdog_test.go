@@ -123,7 +123,9 @@ func TestWatchdogKeyDeleted(t *testing.T) {
 		time.Sleep(time.Minute)
 		synctest.Wait()
 		assert.Equal(t, before, renewals.Load(), "no renewal for a lost lock")
-		assert.ErrorIs(t, c.Lock("deleted").Unlock(held), reentrant.ErrNotHeld)
+		err = c.Lock("deleted").Unlock(held)
+		assert.ErrorIs(t, err, reentrant.ErrLockLost, "Unlock says the hold was lost, and why")
+		assert.ErrorIs(t, err, reentrant.ErrNotRenewed)
 	})
 }
 

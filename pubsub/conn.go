@@ -50,8 +50,14 @@ func (cn *conn) queue(o op) {
 	}
 }
 
+// run dials, serves and, when the connection is lost, dials again, waiting
+// longer after each dial that did not come up (retryDelay doubled, up to
+// maxRetryDelay). An outage is logged twice: a warning when a working
+// connection is lost, and a note when one works again.
 func (cn *conn) run() {
 	defer cn.s.wg.Done()
+	lost := false // a working connection was lost, and none works yet
+	pause := time.Duration(0)
 	for attempt := 0; ; attempt++ {
 		d, release := cn.s.rdb.Dedicate()
 		closed := d.SetPubSubHooks(rueidis.PubSubHooks{
@@ -61,25 +67,53 @@ func (cn *conn) run() {
 		if attempt > 0 {
 			cn.resubscribe()
 		}
-		cn.serve(d, closed)
+		worked, err := cn.serve(d, closed, func() {
+			if lost {
+				lost = false
+				cn.s.log.Info("relock: pub/sub connection is back; resubscribed", "channels", cn.count())
+			}
+		})
 		release()
+		if worked {
+			pause = 0
+			if err != nil {
+				lost = true
+				cn.s.log.Warn("relock: pub/sub connection lost; dialling again, and waiters poll meanwhile", "error", err)
+			}
+		}
+		pause = doubled(pause, retryDelay, maxRetryDelay)
 		select {
 		case <-cn.stop:
 			return
-		case <-time.After(retryDelay):
+		case <-time.After(pause):
 		}
 	}
 }
 
-// serve sends queued ops until the connection is lost or the subscriber
-// closes.
-func (cn *conn) serve(d rueidis.DedicatedClient, closed <-chan error) {
+// count returns how many channels the connection serves.
+func (cn *conn) count() int {
+	cn.s.mu.Lock()
+	defer cn.s.mu.Unlock()
+	return len(cn.channels)
+}
+
+// doubled returns d doubled, within [lo, hi].
+func doubled(d, lo, hi time.Duration) time.Duration {
+	return min(max(2*d, lo), hi)
+}
+
+// serve sends queued ops until the connection is lost (err says why), the
+// server drops a subscription, or the subscriber closes. worked says
+// whether any command got an answer; up is called after the first.
+func (cn *conn) serve(d rueidis.DedicatedClient, closed <-chan error, up func()) (worked bool, err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	lostWith := make(chan error, 1)
 	go func() {
 		select {
 		case <-cn.stop:
-		case <-closed:
+		case err := <-closed:
+			lostWith <- err
 		}
 		cancel()
 	}()
@@ -87,10 +121,14 @@ func (cn *conn) serve(d rueidis.DedicatedClient, closed <-chan error) {
 		select {
 		case <-ctx.Done():
 			d.Close()
-			return
+			select {
+			case err = <-lostWith:
+			default:
+			}
+			return worked, err
 		case <-cn.redial:
 			d.Close()
-			return
+			return worked, nil
 		case <-cn.kick:
 		}
 		cn.s.mu.Lock()
@@ -99,6 +137,10 @@ func (cn *conn) serve(d rueidis.DedicatedClient, closed <-chan error) {
 		cn.s.mu.Unlock()
 		for _, o := range ops {
 			err := d.Do(ctx, cn.command(d, o)).Error()
+			if _, isReply := rueidis.IsRedisErr(err); !worked && (err == nil || isReply) {
+				worked = true
+				up()
+			}
 			if err != nil && o.subscribe && moved(err) {
 				// The channel's slot is served elsewhere now and rueidis's
 				// map is stale (a dedicated connection does not follow
@@ -107,7 +149,7 @@ func (cn *conn) serve(d rueidis.DedicatedClient, closed <-chan error) {
 				// resubscribe every channel there.
 				cn.s.rdb.Do(ctx, cn.s.rdb.B().Exists().Key(o.name).Build())
 				d.Close()
-				return
+				return worked, nil
 			}
 			if err != nil && o.subscribe {
 				cn.failed(o.name, err)
@@ -188,7 +230,6 @@ func (cn *conn) resubscribe() {
 		ch.rewake = true
 		cn.queue(op{subscribe: true, name: name})
 	}
-	cn.s.log.Info("relock: pub/sub reconnected; resubscribing", "channels", len(cn.channels))
 }
 
 func (cn *conn) onMessage(m rueidis.PubSubMessage) {

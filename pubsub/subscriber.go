@@ -468,5 +468,9 @@ func (ch *channel) settle() {
 	}
 }
 
-// retryDelay bounds how fast a lost connection is dialled again.
-const retryDelay = 100 * time.Millisecond
+// retryDelay is the pause before a lost connection is dialled again; it
+// doubles after each dial that does not come up, to maxRetryDelay.
+const (
+	retryDelay    = 100 * time.Millisecond
+	maxRetryDelay = time.Second
+)

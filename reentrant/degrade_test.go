@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/reentrant"
 )
 
@@ -106,4 +107,66 @@ func TestUnlockDuringOutage(t *testing.T) {
 	assert.ErrorIs(t, err, reentrant.ErrLockLost)
 	assert.ErrorIs(t, err, reentrant.ErrUnconfirmed)
 	assert.Less(t, took, 5*time.Second, "returned without trying Redis")
+}
+
+// Redis down while five waiters wait: the pub/sub connection's loss is one
+// warning (not a line per dial), each wait says once that it cannot reach
+// Redis, and one note says the connection is back once a subscription
+// works on it again; the waiters take the lock in turn.
+func TestOutageLogging(t *testing.T) {
+	e := onRedis(t)
+	var logs syncBuffer
+	c := e.client(t, reentrant.Options{
+		RepollInterval: 200 * time.Millisecond,
+		Logger:         slog.New(slog.NewTextHandler(&logs, nil)),
+	})
+	holder := e.client(t)
+	_, err := holder.Lock("outage").Lock(bg())
+	require.NoError(t, err)
+	const waiters = 5
+	done := make(chan error, waiters)
+	for i := 0; i < waiters; i++ {
+		go func() {
+			h, err := c.Lock("outage").Lock(bg(), reentrant.WaitAtMost(time.Minute))
+			if err == nil {
+				err = c.Lock("outage").Unlock(h)
+			}
+			done <- err
+		}()
+	}
+	redistest.Eventually(t, 10*time.Second, "the waiters to subscribe", func() bool {
+		chans, err := e.do(t, "PUBSUB", "CHANNELS", "*").AsStrSlice()
+		return err == nil && len(chans) > 0
+	})
+	count := func(s string) int { return strings.Count(logs.String(), s) }
+	e.server.Kill()
+	redistest.Eventually(t, 30*time.Second, "every wait to say it cannot reach Redis", func() bool {
+		return count("relock: waiting, but Redis cannot be reached") == waiters
+	})
+	assert.Equal(t, 1, count("pub/sub connection lost"), logs.String())
+	assert.Zero(t, count("pub/sub connection is back"))
+
+	e.server.Restart()
+	for i := 0; i < waiters; i++ {
+		require.NoError(t, <-done, "waiter %d after the outage", i)
+	}
+	// The waiters may all have passed before the subscription was
+	// needed again; the next waiter needs it, and the note comes with it.
+	held, err := holder.Lock("outage").Lock(bg())
+	require.NoError(t, err)
+	go func() {
+		h, err := c.Lock("outage").Lock(bg(), reentrant.WaitAtMost(time.Minute))
+		if err == nil {
+			err = c.Lock("outage").Unlock(h)
+		}
+		done <- err
+	}()
+	redistest.Eventually(t, 10*time.Second, "the connection to be back", func() bool {
+		return count("pub/sub connection is back") == 1
+	})
+	require.NoError(t, holder.Lock("outage").Unlock(held))
+	require.NoError(t, <-done)
+	assert.Equal(t, 1, count("pub/sub connection lost"), logs.String())
+	assert.Equal(t, waiters, count("relock: waiting, but Redis cannot be reached"))
+	t.Log(logs.String())
 }

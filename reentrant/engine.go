@@ -266,9 +266,11 @@ func (l *Lock) clearAttempt(w *waiting, owner Owner, ttl time.Duration, lost err
 			return err
 		}
 		backoff = doubled(backoff, 0, time.Second)
-		if _, err := l.release(w.ctx, owner, ttl, requestID, try > 0); err == nil || scripts.IsReply(err) {
+		_, err := l.release(w.ctx, owner, ttl, requestID, try > 0)
+		if err == nil || scripts.IsReply(err) {
 			return nil
 		}
+		w.outage(err)
 	}
 	return nil
 }

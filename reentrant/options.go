@@ -33,7 +33,11 @@ type Options struct {
 	// for metrics and traces. None by default.
 	Hooks Hooks
 
-	// Logger receives a warning for each lost hold. Default slog.Default().
+	// Logger receives what an operator should see, each said once rather
+	// than per attempt: a warning for each lost hold, one when the pub/sub
+	// connection is lost (and a note when it is back), one per wait that
+	// cannot reach Redis for a re-poll interval, one at New for missing
+	// channel rights. Default slog.Default().
 	Logger *slog.Logger
 
 	// PubSub is the kind of pub/sub that lock releases are announced on

@@ -48,6 +48,10 @@ type waiting struct {
 	// had an answer: a wait that ends then ended for want of Redis, not
 	// because the thing was taken, and says so.
 	unreachable error
+	// unreachableSince is when attempts began to fail for want of Redis
+	// (zero while they are answered); outageTold, that the wait said so.
+	unreachableSince time.Time
+	outageTold       bool
 	// For the hooks: when the call started (zero if no hook listens) and
 	// how many attempts it made.
 	start    time.Time
@@ -114,6 +118,25 @@ func (w *waiting) heard(err error) {
 	w.unreachable = nil
 	if err != nil && (!scripts.IsReply(err) || scripts.IsUnavailable(err)) {
 		w.unreachable = err
+		w.outage(err)
+		return
+	}
+	w.unreachableSince = time.Time{}
+}
+
+// outage notes an attempt that failed for want of Redis. A wait that has
+// been failing so for a re-poll interval says so, once: a Lock with no
+// wait limit would otherwise wait through an outage in silence.
+func (w *waiting) outage(err error) {
+	now := time.Now()
+	if w.unreachableSince.IsZero() {
+		w.unreachableSince = now
+		return
+	}
+	if !w.outageTold && now.Sub(w.unreachableSince) >= w.c.opts.RepollInterval {
+		w.outageTold = true
+		w.c.opts.Logger.Warn("relock: waiting, but Redis cannot be reached or cannot run scripts; still trying",
+			"kind", w.kind, "name", w.name, "for", now.Sub(w.unreachableSince).Round(time.Millisecond), "error", err)
 	}
 }
 

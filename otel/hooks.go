@@ -60,6 +60,7 @@ type instruments struct {
 	acquire  metric.Float64Histogram
 	holds    metric.Int64UpDownCounter
 	lost     metric.Int64Counter
+	ended    metric.Int64Counter
 	renewal  metric.Float64Histogram
 	failures metric.Int64Counter
 	wakes    metric.Int64Counter
@@ -72,7 +73,10 @@ type instruments struct {
 //   - relock.holds: holds in progress (locks held, permits taken), by kind;
 //   - relock.lost: holds lost, by kind and relock.reason (gone: Redis no
 //     longer has it; unconfirmed: renewals got no answer until the local
-//     deadline; lease_ended: a LeaseFor hold ran out before its Unlock);
+//     deadline);
+//   - relock.lease.ended: LeaseFor holds whose lease ran its course before
+//     their Unlock, by kind: not a loss, but work past the lease's end was
+//     not protected;
 //   - relock.renewal.duration (s) and relock.renewal.failures: the
 //     watchdog's renewal rounds and the holds they failed to renew;
 //   - relock.wakes: waiters woken by a release message, by kind;
@@ -93,7 +97,7 @@ func NewHooks(opts ...Option) (reentrant.Hooks, error) {
 	}
 	in := &instruments{cfg: cfg, tracer: cfg.tracers.Tracer(scope)}
 	meter := cfg.meters.Meter(scope)
-	var errs [6]error
+	var errs [7]error
 	in.acquire, errs[0] = meter.Float64Histogram("relock.acquire.duration", metric.WithUnit("s"),
 		metric.WithDescription("How long acquire calls took, waiting included."))
 	in.holds, errs[1] = meter.Int64UpDownCounter("relock.holds", metric.WithUnit("{hold}"),
@@ -106,6 +110,8 @@ func NewHooks(opts ...Option) (reentrant.Hooks, error) {
 		metric.WithDescription("Holds a renewal round did not renew."))
 	in.wakes, errs[5] = meter.Int64Counter("relock.wakes", metric.WithUnit("{wake}"),
 		metric.WithDescription("Waiters woken by a release message."))
+	in.ended, errs[6] = meter.Int64Counter("relock.lease.ended", metric.WithUnit("{hold}"),
+		metric.WithDescription("LeaseFor holds whose lease ended before they were given back."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return reentrant.Hooks{}, fmt.Errorf("relockotel: %w", err)
 	}
@@ -150,14 +156,11 @@ func (in *instruments) acquireEnded(ctx context.Context, a reentrant.Acquire) {
 	span.End(trace.WithTimestamp(a.Start.Add(a.Waited)))
 }
 
-// reason names why a hold was lost: its lease ran out, renewals went
-// unconfirmed until the local deadline (Redis unreachable), or Redis no
-// longer had it (ErrNotRenewed, or found so by Unlock).
+// reason names why a hold was lost: renewals went unconfirmed until the
+// local deadline (Redis unreachable), or Redis no longer had it
+// (ErrNotRenewed, or found so by Unlock).
 func reason(cause error) string {
-	switch {
-	case errors.Is(cause, reentrant.ErrLeaseEnded):
-		return "lease_ended"
-	case errors.Is(cause, reentrant.ErrUnconfirmed):
+	if errors.Is(cause, reentrant.ErrUnconfirmed) {
 		return "unconfirmed"
 	}
 	return "gone"
@@ -168,12 +171,15 @@ func (in *instruments) holdEnded(ctx context.Context, e reentrant.HoldEnd) {
 	end := time.Now()
 	kv := in.attrs(e.Kind, e.Name)
 	lost := errors.Is(e.Cause, reentrant.ErrLockLost)
-	if lost {
+	switch {
+	case lost:
 		kv = append(kv, reasonKey.String(reason(e.Cause)))
 		in.lost.Add(ctx, 1, metric.WithAttributes(kv...))
+	case errors.Is(e.Cause, reentrant.ErrLeaseEnded):
+		in.ended.Add(ctx, 1, metric.WithAttributes(kv...))
 	}
 	hctx, hold := in.tracer.Start(ctx, "relock.hold", trace.WithTimestamp(end.Add(-e.Held)), trace.WithAttributes(kv...))
-	if lost && !errors.Is(e.Cause, reentrant.ErrLeaseEnded) {
+	if lost {
 		hold.SetStatus(codes.Error, e.Cause.Error())
 	}
 	if e.Releasing > 0 {

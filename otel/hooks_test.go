@@ -97,13 +97,19 @@ func TestHooksOnRealLocks(t *testing.T) {
 	require.NoError(t, err)
 	srv.Do("DEL", "lost")
 	<-lost.Done()
+	// A lease that runs its course is not a loss.
+	leased, err := locks.Lock("leased").Lock(context.Background(), reentrant.LeaseFor(100*time.Millisecond))
+	require.NoError(t, err)
+	<-leased.Done()
 
 	m := collect(t, reader)
 	kind := attribute.String("relock.kind", "lock")
-	assert.Equal(t, int64(1), count(m["relock.acquire.duration"], kind, attribute.String("relock.outcome", "acquired")))
+	assert.Equal(t, int64(2), count(m["relock.acquire.duration"], kind, attribute.String("relock.outcome", "acquired")), "the job's and the leased")
 	assert.Equal(t, int64(1), count(m["relock.acquire.duration"], kind, attribute.String("relock.outcome", "not_acquired")))
 	assert.Equal(t, int64(0), count(m["relock.holds"]), "nothing held now")
 	assert.Equal(t, int64(1), count(m["relock.lost"], attribute.String("relock.kind", "fenced"), attribute.String("relock.reason", "gone")))
+	assert.Equal(t, int64(1), count(m["relock.lost"]), "the lease that ended is not counted lost")
+	assert.Equal(t, int64(1), count(m["relock.lease.ended"], kind))
 	assert.Equal(t, int64(1), count(m["relock.renewal.failures"]), "the round that found it gone")
 	assert.GreaterOrEqual(t, count(m["relock.renewal.duration"]), int64(1))
 	for _, d := range m["relock.acquire.duration"].(metricdata.Histogram[float64]).DataPoints {
@@ -115,8 +121,8 @@ func TestHooksOnRealLocks(t *testing.T) {
 	for _, s := range spans.Ended() {
 		byName[s.Name()] = append(byName[s.Name()], s)
 	}
-	require.Len(t, byName["relock.acquire"], 3)
-	require.Len(t, byName["relock.hold"], 2)
+	require.Len(t, byName["relock.acquire"], 4)
+	require.Len(t, byName["relock.hold"], 3)
 	require.Len(t, byName["relock.release"], 1)
 	job := byName["job"][0].SpanContext()
 	first := byName["relock.acquire"][0]
@@ -126,6 +132,7 @@ func TestHooksOnRealLocks(t *testing.T) {
 	assert.Equal(t, hold.SpanContext().SpanID(), byName["relock.release"][0].Parent().SpanID(), "the release is the hold's child")
 	assert.False(t, hold.StartTime().Before(first.StartTime()), "the hold starts when its acquire was sent")
 	assert.Equal(t, "Error", byName["relock.hold"][1].Status().Code.String(), "the lost hold")
+	assert.Equal(t, "Unset", byName["relock.hold"][2].Status().Code.String(), "the lease that ended")
 }
 
 func TestHooksLockNames(t *testing.T) {

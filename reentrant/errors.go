@@ -42,7 +42,7 @@ var (
 	ErrNotSynced = scripts.ErrNotSynced
 
 	// Why a hold was lost: the cause of a held context cancelled with
-	// ErrLockLost wraps one of these three as well.
+	// ErrLockLost wraps one of these two as well.
 
 	// ErrNotRenewed: a renewal reached Redis and found the hold gone (the
 	// key deleted, expired, force-unlocked or taken by another).
@@ -50,8 +50,13 @@ var (
 	// ErrUnconfirmed: no renewal was confirmed before the local deadline
 	// (Redis down, paused or cut off).
 	ErrUnconfirmed = watchdog.ErrUnconfirmed
-	// ErrLeaseEnded: a LeaseFor lease reached its end. It is how such a
-	// hold ends, not a fault.
+
+	// ErrLeaseEnded: a LeaseFor lease reached its local deadline before
+	// the hold was given back. It is how such a hold ends, not a loss: no
+	// ErrLockLost, no OnLockLost, no warning. The held context is
+	// cancelled with it, and an Unlock that comes later returns it: the
+	// lock may have been another's since, so work done under it after the
+	// lease ended was not protected.
 	ErrLeaseEnded = watchdog.ErrLeaseEnded
 
 	// ErrNoPermission: the Redis user (ACL) may not run something relock

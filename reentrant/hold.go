@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/relock-go/relock/scripts"
@@ -243,13 +242,17 @@ func (c *Client) lost(h *hold, reason error) {
 		delete(c.holds, h.key)
 	}
 	c.mu.Unlock()
+	if errors.Is(reason, ErrLeaseEnded) {
+		// How a LeaseFor hold ends when its Unlock did not come first: the
+		// caller asked for a lease that long. Not a loss; the held context
+		// says it ended.
+		h.cancelAll(fmt.Errorf("relock: %q held by %s: %w", h.key.name, h.key.owner, ErrLeaseEnded))
+		c.opts.Logger.Debug("relock: lease ended", "lock", h.key.name, "owner", h.key.owner)
+		return
+	}
 	cause := fmt.Errorf("relock: %w: %q held by %s: %w", ErrLockLost, h.key.name, h.key.owner, reason)
 	h.cancelAll(cause)
-	level := slog.LevelWarn
-	if errors.Is(reason, watchdog.ErrLeaseEnded) {
-		level = slog.LevelDebug // how a LeaseFor hold ends: nothing went wrong
-	}
-	c.opts.Logger.Log(context.Background(), level, "relock: lock lost", "lock", h.key.name, "owner", h.key.owner, "reason", reason.Error())
+	c.opts.Logger.Warn("relock: lock lost", "lock", h.key.name, "owner", h.key.owner, "reason", reason.Error())
 	if c.opts.OnLockLost != nil {
 		c.opts.OnLockLost(h.key.name, Owner{id: h.key.owner}, cause)
 	}

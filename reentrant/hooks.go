@@ -79,8 +79,9 @@ type HoldEnd struct {
 	// Held is how long it was held: from when its acquire was sent.
 	Held time.Duration
 	// Cause is nil when Unlock or Permit.Release gave it back; otherwise
-	// it wraps ErrLockLost (with the reason: ErrNotRenewed,
-	// ErrUnconfirmed, ErrLeaseEnded), or is ErrClosed.
+	// it wraps ErrLockLost (with the reason: ErrNotRenewed or
+	// ErrUnconfirmed), or ErrLeaseEnded (a LeaseFor lease ran its course,
+	// which is not a loss), or is ErrClosed.
 	Cause error
 	// Releasing is how long the release that gave it back took (0 when
 	// it was not given back), and Err its error.

@@ -83,7 +83,7 @@ func TestLeaseAcrossReentry(t *testing.T) {
 	assert.Less(t, left(outer), time.Second, "the deadline follows the key")
 	select {
 	case <-outer.Done():
-		assert.ErrorIs(t, context.Cause(outer), reentrant.ErrLockLost)
+		assert.ErrorIs(t, context.Cause(outer), reentrant.ErrLeaseEnded)
 	case <-time.After(30 * time.Second):
 		t.Fatal("the held context outlived its key")
 	}

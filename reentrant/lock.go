@@ -263,9 +263,19 @@ const releaseWindow = 10 * time.Second
 // and wakes a waiter; holds that remain keep their TTL. The held context of
 // the newest acquisition is cancelled.
 //
-// It returns ErrNotHeld when the owner holds nothing, which changes nothing,
-// and ErrLockLost when this client believed it held the lock but Redis no
-// longer had the hold.
+// What its result says of the work done under the lock:
+//   - nil: the hold was given back; the work ran under the lock, unless
+//     the held context was cancelled before (see context.Cause).
+//   - ErrLeaseEnded: a LeaseFor lease ended before Unlock: from its local
+//     deadline the lock may have been another's, so work done after it was
+//     not protected. Nothing is sent to Redis.
+//   - ErrLockLost: the hold was lost (wrapping ErrNotRenewed or
+//     ErrUnconfirmed), found so now or before: work done after the loss
+//     was not protected.
+//   - ErrNotHeld: the owner held nothing (the context Lock was given
+//     instead of the one it returned, or a second Unlock); nothing changed.
+//   - another error, wrapping the connection's or the server's: whether
+//     the hold was given back is unknown; if not, it expires with its TTL.
 //
 // Unlock is cleanup, so ctx's cancellation does not stop it (the held
 // context is often already cancelled); only its values are used. When a reply
@@ -299,10 +309,11 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) (err error) {
 	key := holdKey{l.name, l.field(owner)}
 	a, restore, deadline, found := l.c.dropHold(key)
 	if !found && ctx.Err() != nil {
-		if cause := context.Cause(ctx); errors.Is(cause, ErrLockLost) {
-			// This client gave the hold up already (its key vanished, or
-			// no renewal was confirmed in time): nothing of it is left to
-			// give back, and during an outage trying would only wait.
+		if cause := context.Cause(ctx); errors.Is(cause, ErrLockLost) || errors.Is(cause, ErrLeaseEnded) {
+			// This client gave the hold up already (its key vanished, no
+			// renewal was confirmed in time, or its lease ended): nothing
+			// of it is left to give back, and during an outage trying
+			// would only wait.
 			return fmt.Errorf("relock: unlock %q: %w", l.name, cause)
 		}
 	}

@@ -65,9 +65,10 @@ type Permit struct {
 func (p *Permit) ID() string { return p.id }
 
 // Context returns the permit's held context: the ctx given to Acquire,
-// cancelled when the permit is released, when it is lost (cause
-// ErrLockLost: its lease ended, it was released elsewhere, or renewal could
-// not be confirmed), or by Close. Do the work the permit allows with it.
+// cancelled when the permit is released, when its lease ends (cause
+// ErrLeaseEnded), when it is lost (cause ErrLockLost: it was released
+// elsewhere, or renewal could not be confirmed), or by Close. Do the work
+// the permit allows with it.
 func (p *Permit) Context() context.Context { return p.ctx }
 
 // Release gives the permit back; see PermitExpirableSemaphore.Release.

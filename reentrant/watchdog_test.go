@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -130,21 +131,42 @@ func TestWatchdogKeyDeleted(t *testing.T) {
 }
 
 // An explicit lease is not renewed; its held context is cancelled just
-// before Redis expires the key.
+// before Redis expires the key. A lease that runs its course is not a
+// loss: the cause is ErrLeaseEnded, not ErrLockLost; OnLockLost is not
+// called and nothing is logged above debug; HoldEnded sees ErrLeaseEnded.
+// An Unlock that comes later returns ErrLeaseEnded, whether the key is
+// still there or has expired.
 func TestLeaseEndsContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m, c, renewals := fakeTimeClient(t, reentrant.Options{})
-		start := time.Now()
-		held, err := c.Lock("leased").Lock(bg(), reentrant.LeaseFor(5*time.Second))
-		require.NoError(t, err)
-		<-held.Done()
-		assert.Equal(t, 4500*time.Millisecond, time.Since(start), "lease minus its 10%% margin")
-		assert.ErrorIs(t, context.Cause(held), reentrant.ErrLockLost)
-		assert.ErrorIs(t, context.Cause(held), reentrant.ErrLeaseEnded)
-		assert.True(t, m.Exists("leased"), "the key still has its last 500ms")
-		time.Sleep(time.Second)
-		assert.False(t, m.Exists("leased"))
+		var logs syncBuffer
+		var lost atomic.Int64
+		var ended atomic.Value
+		m, c, renewals := fakeTimeClient(t, reentrant.Options{
+			Logger:     slog.New(slog.NewTextHandler(&logs, nil)),
+			OnLockLost: func(string, reentrant.Owner, error) { lost.Add(1) },
+			Hooks:      reentrant.Hooks{HoldEnded: func(_ context.Context, e reentrant.HoldEnd) { ended.Store(e.Cause) }},
+		})
+		for _, late := range []time.Duration{0, time.Second} {
+			start := time.Now()
+			held, err := c.Lock("leased").Lock(bg(), reentrant.LeaseFor(5*time.Second))
+			require.NoError(t, err)
+			<-held.Done()
+			assert.Equal(t, 4500*time.Millisecond, time.Since(start), "lease minus its 10%% margin")
+			assert.ErrorIs(t, context.Cause(held), reentrant.ErrLeaseEnded)
+			assert.NotErrorIs(t, context.Cause(held), reentrant.ErrLockLost)
+			synctest.Wait()
+			assert.ErrorIs(t, ended.Load().(error), reentrant.ErrLeaseEnded)
+			assert.True(t, m.Exists("leased"), "the key still has its last 500ms")
+			time.Sleep(late)
+			assert.Equal(t, late == 0, m.Exists("leased"))
+			err = c.Lock("leased").Unlock(held)
+			assert.ErrorIs(t, err, reentrant.ErrLeaseEnded, "Unlock %v after the lease ended", late)
+			assert.NotErrorIs(t, err, reentrant.ErrLockLost)
+			m.Del("leased")
+		}
 		assert.Zero(t, renewals.Load())
+		assert.Zero(t, lost.Load(), "OnLockLost")
+		assert.Empty(t, logs.String())
 	})
 }
 

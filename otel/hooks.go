@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -17,6 +18,38 @@ import (
 
 // scope names the instrumentation scope of the meter and tracer.
 const scope = "github.com/relock-go/relock/otel"
+
+// version is the module's version as the binary was built with it, for the
+// instrumentation scope: "(devel)" in its own tests and when replaced by a
+// local copy.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	if bi.Main.Path == scope {
+		return bi.Main.Version
+	}
+	for _, d := range bi.Deps {
+		if d.Path == scope {
+			if d.Replace != nil && d.Replace.Version != "" {
+				return d.Replace.Version
+			}
+			return d.Version
+		}
+	}
+	return ""
+}
+
+// DurationBuckets are the bucket boundaries, in seconds, advised on the
+// duration histograms: from 100 µs (an uncontended acquire near Redis) to
+// a minute (a long wait), about three per decade. The SDK's default
+// boundaries start at 5 (seconds, here), which would put nearly every
+// acquire and renewal in the first bucket. A view can still replace them.
+var DurationBuckets = []float64{
+	0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+	0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+}
 
 // Option configures NewHooks.
 type Option func(*config)
@@ -95,17 +128,20 @@ func NewHooks(opts ...Option) (reentrant.Hooks, error) {
 	if cfg.meters == nil || cfg.tracers == nil {
 		return reentrant.Hooks{}, fmt.Errorf("relockotel: %w: nil provider", reentrant.ErrInvalidArgument)
 	}
-	in := &instruments{cfg: cfg, tracer: cfg.tracers.Tracer(scope)}
-	meter := cfg.meters.Meter(scope)
+	v := version()
+	in := &instruments{cfg: cfg, tracer: cfg.tracers.Tracer(scope, trace.WithInstrumentationVersion(v))}
+	meter := cfg.meters.Meter(scope, metric.WithInstrumentationVersion(v))
 	var errs [7]error
 	in.acquire, errs[0] = meter.Float64Histogram("relock.acquire.duration", metric.WithUnit("s"),
-		metric.WithDescription("How long acquire calls took, waiting included."))
+		metric.WithDescription("How long acquire calls took, waiting included."),
+		metric.WithExplicitBucketBoundaries(DurationBuckets...))
 	in.holds, errs[1] = meter.Int64UpDownCounter("relock.holds", metric.WithUnit("{hold}"),
 		metric.WithDescription("Locks held and permits taken, in progress."))
 	in.lost, errs[2] = meter.Int64Counter("relock.lost", metric.WithUnit("{hold}"),
 		metric.WithDescription("Holds lost before they were given back."))
 	in.renewal, errs[3] = meter.Float64Histogram("relock.renewal.duration", metric.WithUnit("s"),
-		metric.WithDescription("How long the watchdog's renewal rounds took."))
+		metric.WithDescription("How long the watchdog's renewal rounds took."),
+		metric.WithExplicitBucketBoundaries(DurationBuckets...))
 	in.failures, errs[4] = meter.Int64Counter("relock.renewal.failures", metric.WithUnit("{hold}"),
 		metric.WithDescription("Holds a renewal round did not renew."))
 	in.wakes, errs[5] = meter.Int64Counter("relock.wakes", metric.WithUnit("{wake}"),

@@ -34,6 +34,16 @@ func collect(t *testing.T, r sdkmetric.Reader) map[string]metricdata.Aggregation
 	return out
 }
 
+// scopeVersion returns the version of the instrumentation scope that
+// relock's metrics come from.
+func scopeVersion(t *testing.T, r sdkmetric.Reader) string {
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, r.Collect(context.Background(), &rm))
+	require.Len(t, rm.ScopeMetrics, 1)
+	assert.Equal(t, "github.com/relock-go/relock/otel", rm.ScopeMetrics[0].Scope.Name)
+	return rm.ScopeMetrics[0].Scope.Version
+}
+
 // count sums the points of a counter or histogram whose attributes include
 // every one of want.
 func count(a metricdata.Aggregation, want ...attribute.KeyValue) int64 {
@@ -103,6 +113,12 @@ func TestHooksOnRealLocks(t *testing.T) {
 	<-leased.Done()
 
 	m := collect(t, reader)
+	for _, name := range []string{"relock.acquire.duration", "relock.renewal.duration"} {
+		for _, d := range m[name].(metricdata.Histogram[float64]).DataPoints {
+			assert.Equal(t, relockotel.DurationBuckets, d.Bounds, "%s: from 100 µs to a minute", name)
+		}
+	}
+	assert.Equal(t, "(devel)", scopeVersion(t, reader), "the scope carries the module's version")
 	kind := attribute.String("relock.kind", "lock")
 	assert.Equal(t, int64(2), count(m["relock.acquire.duration"], kind, attribute.String("relock.outcome", "acquired")), "the job's and the leased")
 	assert.Equal(t, int64(1), count(m["relock.acquire.duration"], kind, attribute.String("relock.outcome", "not_acquired")))

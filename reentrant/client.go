@@ -283,7 +283,7 @@ func (c *Client) Close() error {
 	c.watchdog.Close()
 	c.sub.Close()
 	for _, h := range holds {
-		h.cancelAll(ErrClosed)
+		h.cancelAll(errClosed)
 	}
 	return nil
 }
@@ -312,10 +312,13 @@ func (c *Client) scriptConn() scripts.Conn { return *c.conn.Load() }
 // usable reports whether c was made by New: not nil, not a zero Client.
 func (c *Client) usable() bool { return c != nil && c.done != nil }
 
+// errClosed is what calls on a closed Client return.
+var errClosed = fmt.Errorf("relock: %w", ErrClosed)
+
 func (c *Client) checkOpen() error {
 	select {
 	case <-c.done:
-		return ErrClosed
+		return errClosed
 	default:
 		return nil
 	}

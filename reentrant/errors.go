@@ -23,9 +23,10 @@ var (
 	// ErrClosed: the Client was closed.
 	ErrClosed = errors.New("client closed")
 
-	// ErrWrongType: the lock's key holds a value that is not a lock hash. It
-	// is left untouched.
-	ErrWrongType = errors.New("key holds a value that is not a lock")
+	// ErrWrongType: the key holds a value of another type than the lock or
+	// synchronizer expects (a string where a lock's hash should be, say).
+	// It is left untouched.
+	ErrWrongType = errors.New("key holds a value of another type")
 
 	// ErrInvalidArgument: a name, duration, count or owner that cannot be
 	// used, such as an empty lock name or a negative lease.

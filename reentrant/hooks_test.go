@@ -185,6 +185,6 @@ func TestHooks(t *testing.T) {
 	require.NoError(t, err)
 	rec.take()
 	require.NoError(t, c.Close())
-	assert.Equal(t, []string{"ended lock c: " + reentrant.ErrClosed.Error()}, rec.take())
+	assert.Equal(t, []string{"ended lock c: relock: " + reentrant.ErrClosed.Error()}, rec.take())
 	assert.Equal(t, 0, rec.held())
 }

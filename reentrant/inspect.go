@@ -57,12 +57,21 @@ func (l *Lock) HoldCount(ctx context.Context) (int, error) {
 }
 
 // RemainTTL returns how long the lock's key has left to live: 0 when the
-// lock is free, NoExpiry when the key has no TTL.
+// lock is free, NoExpiry when the key has no TTL. A key of another type
+// than a lock's hash is ErrWrongType.
 func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) {
 	if err := l.check(ctx, nil); err != nil {
 		return 0, err
 	}
-	ms, err := l.c.rdb.Do(ctx, l.c.rdb.B().Pttl().Key(l.name).Build()).AsInt64()
+	rs := l.c.rdb.DoMulti(ctx, l.c.rdb.B().Type().Key(l.name).Build(), l.c.rdb.B().Pttl().Key(l.name).Build())
+	t, err := rs[0].ToString()
+	if err != nil {
+		return 0, redisError("remain ttl", l.name, err)
+	}
+	if t != "hash" && t != "none" {
+		return 0, fmt.Errorf("relock: remain ttl %q: %w (a %s)", l.name, ErrWrongType, t)
+	}
+	ms, err := rs[1].AsInt64()
 	if err != nil {
 		return 0, redisError("remain ttl", l.name, err)
 	}

@@ -246,6 +246,8 @@ func (l *Lock) check(ctx context.Context, err error) error {
 		return fmt.Errorf("relock: %w: nil context", ErrInvalidArgument)
 	case l.name == "":
 		return fmt.Errorf("relock: %w: empty lock name", ErrInvalidArgument)
+	case zeroOwner(ctx):
+		return fmt.Errorf("relock: %w: lock %q: the context carries the zero Owner (use one from NewOwner or ParseOwner)", ErrInvalidArgument, l.name)
 	case l.c.cluster && !scripts.SlotSafe(l.name):
 		return fmt.Errorf("relock: %w: lock name %q has a \"{\" but no non-empty hash tag, so its channel would fall in another cluster slot", ErrInvalidArgument, l.name)
 	case err != nil:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -333,6 +334,11 @@ func TestInvalidArguments(t *testing.T) {
 		"upper-case owner":  func() error { _, err := reentrant.ParseOwner("6BA7B810-9DAD-11D1-80B4-00C04FD430C8:1"); return err },
 		"owner without n":   func() error { _, err := reentrant.ParseOwner("6ba7b810-9dad-11d1-80b4-00c04fd430c8:"); return err },
 		"nil client":        func() error { _, err := reentrant.New(nil, reentrant.Options{}); return err },
+		"zero owner": func() error {
+			_, err := c.Lock("x").Lock(reentrant.WithOwner(bg(), reentrant.Owner{}))
+			return err
+		},
+		"zero owner unlock": func() error { return c.Lock("x").Unlock(reentrant.WithOwner(bg(), reentrant.Owner{})) },
 		"tiny watchdog": func() error {
 			_, err := reentrant.New(e.admin, reentrant.Options{WatchdogTimeout: time.Millisecond})
 			return err
@@ -489,6 +495,9 @@ func TestUseAfterClose(t *testing.T) {
 		"locked": func() error { _, err := c.Lock("c").IsLocked(bg()); return err },
 		"ttl":    func() error { _, err := c.Lock("c").RemainTTL(bg()); return err },
 	} {
-		assert.ErrorIs(t, f(), reentrant.ErrClosed, name)
+		err := f()
+		assert.ErrorIs(t, err, reentrant.ErrClosed, name)
+		assert.True(t, strings.HasPrefix(err.Error(), "relock: "), "%s: %q", name, err)
 	}
+	assert.True(t, strings.HasPrefix(context.Cause(held).Error(), "relock: "), "%q", context.Cause(held))
 }

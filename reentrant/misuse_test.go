@@ -211,6 +211,14 @@ func TestMisuseTraps(t *testing.T) {
 		e.do(t, "SET", "a-string", "v")
 		_, err := c.Lock("a-string").IsLocked(bg())
 		assert.ErrorIs(t, err, reentrant.ErrWrongType)
+		_, err = c.Lock("a-string").RemainTTL(bg())
+		assert.ErrorIs(t, err, reentrant.ErrWrongType)
+	})
+	t.Run("a semaphore on a key that is not one", func(t *testing.T) {
+		e.do(t, "HSET", "a-hash", "f", "1")
+		err := c.Semaphore("a-hash").Release(bg(), 1)
+		assert.ErrorIs(t, err, reentrant.ErrWrongType)
+		assert.NotContains(t, err.Error(), "not a lock")
 	})
 	t.Run("a multi-lock released through another handle", func(t *testing.T) {
 		held, err := reentrant.NewMultiLock(c.Lock("m1"), c.Lock("m2")).Lock(bg())

@@ -56,7 +56,8 @@ func (o Owner) IsZero() bool { return o.id == "" }
 type ownerKey struct{}
 
 // WithOwner returns a copy of ctx that acts as owner o: locks taken with it
-// are o's, and o's holds can be re-entered and released with it.
+// are o's, and o's holds can be re-entered and released with it. The zero
+// Owner is refused by every call given such a ctx (ErrInvalidArgument).
 func WithOwner(ctx context.Context, o Owner) context.Context {
 	return context.WithValue(ctx, ownerKey{}, o)
 }
@@ -119,9 +120,7 @@ func (c newOwnerCtx) Deadline() (time.Time, bool) {
 
 func (c newOwnerCtx) Value(key any) any {
 	switch key.(type) {
-	case ownerKey:
-		return Owner{}
-	case givenKey, holdCtxKey, tokenKey, multiKey, redlockKey:
+	case ownerKey, givenKey, holdCtxKey, tokenKey, multiKey, redlockKey:
 		return nil
 	}
 	return c.Context.Value(key)
@@ -131,4 +130,10 @@ func (c newOwnerCtx) Value(key any) any {
 func OwnerFrom(ctx context.Context) (Owner, bool) {
 	o, ok := ctx.Value(ownerKey{}).(Owner)
 	return o, ok && !o.IsZero()
+}
+
+// zeroOwner reports whether ctx was given the zero Owner by WithOwner.
+func zeroOwner(ctx context.Context) bool {
+	o, ok := ctx.Value(ownerKey{}).(Owner)
+	return ok && o.IsZero()
 }

@@ -262,8 +262,12 @@ func TestInspectAndList(t *testing.T) {
 	assert.Equal(t, int64(1), num(t, s, "EXISTS", "orders"), "not confirmed, not unlocked")
 	code, _, stderr := result(t, relock("force-unlock", "--yes", "pool"))
 	assert.Equal(t, 1, code)
-	assert.Contains(t, stderr, "not a lock")
+	assert.Contains(t, stderr, "pool is not a lock but a semaphore-or-latch (a Redis string): left alone")
 	assert.Equal(t, int64(1), num(t, s, "EXISTS", "pool"))
+	require.NoError(t, s.Do("SET", "plain", "text").Error())
+	code, _, stderr = result(t, relock("force-unlock", "--yes", "plain"))
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "plain is not a lock but some other value (a Redis string): left alone")
 }
 
 // SIGINT and SIGTERM sent to relock reach the command; relock exits with

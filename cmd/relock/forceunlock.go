@@ -39,7 +39,7 @@ func (e env) forceUnlock(args []string) int {
 	case "":
 		return e.fail(exitNotFound, "%s is not held", name)
 	default:
-		return e.fail(exitNotFound, "%s is a %s (%s), not a lock: left alone", name, info.Kind, info.RedisType)
+		return e.fail(exitNotFound, "%s is not a lock but %s (a Redis %s): left alone", name, withArticle(info.Kind), info.RedisType)
 	}
 	if !*yes && !e.confirm(report(info)) {
 		return e.fail(exitNotFound, "not confirmed; %s left alone", name)
@@ -62,4 +62,16 @@ func (e env) confirm(r keyReport) bool {
 	line, _ := bufio.NewReader(e.stdin).ReadString('\n')
 	answer := strings.ToLower(strings.TrimSpace(line))
 	return answer == "y" || answer == "yes"
+}
+
+// withArticle names a key kind in a sentence: "a semaphore", "an other"
+// would not read.
+func withArticle(kind string) string {
+	switch {
+	case kind == "other":
+		return "some other value"
+	case strings.IndexByte("aeiou", kind[0]) >= 0:
+		return "an " + kind
+	}
+	return "a " + kind
 }

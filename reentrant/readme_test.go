@@ -120,18 +120,19 @@ func TestReadmeSnippetsRun(t *testing.T) {
 
 var fence = regexp.MustCompile("(?s)```go\n(.*?)```")
 
-// Every Go snippet in the README and the testing guide is code that this
-// package's tests compile: the README's here, the testing guide's in
+// Every Go snippet in the README, the testing guide and the synchronizers
+// guide is code that this package's tests compile: the README's here, the
+// synchronizers' in their examples (which run), the testing guide's in
 // reentranttest.
 func TestDocSnippets(t *testing.T) {
 	sources := ""
-	for _, f := range []string{"readme_test.go", "reentranttest/example_test.go", "reentranttest/synctest_test.go", "reentranttest/reentranttest.go"} {
+	for _, f := range []string{"readme_test.go", "example_synchronizers_test.go", "reentranttest/example_test.go", "reentranttest/synctest_test.go", "reentranttest/reentranttest.go"} {
 		b, err := os.ReadFile(f)
 		require.NoError(t, err)
 		sources += string(b)
 	}
 	code := squash(sources)
-	for _, doc := range []string{"../README.md", "../docs/testing.md"} {
+	for _, doc := range []string{"../README.md", "../docs/testing.md", "../docs/synchronizers.md"} {
 		b, err := os.ReadFile(doc)
 		require.NoError(t, err)
 		blocks := fence.FindAllStringSubmatch(string(b), -1)

@@ -55,7 +55,8 @@
 // TTLs. PATTERN is SCAN's MATCH pattern, * by default.
 //
 // force-unlock deletes a lock whoever holds it and publishes the release,
-// so waiters wake at once. It asks for confirmation on a terminal unless
+// so waiters wake at once. It shows the lock and asks for "y" on standard
+// input (whether or not that is a terminal; no answer is a no) unless
 // --yes is given, and refuses keys that are not lock-shaped.
 //
 // inspect, list and force-unlock exit 0 on success, 1 when the key is not

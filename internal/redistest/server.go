@@ -3,6 +3,7 @@ package redistest
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -61,6 +62,9 @@ type Server struct {
 	path string
 	args []string
 
+	// tls, for a server from StartTLS, is how its clients connect.
+	tls *tls.Config
+
 	mu    sync.Mutex
 	cmd   *exec.Cmd
 	exit  chan struct{} // closed when the current process has exited
@@ -72,7 +76,13 @@ type Server struct {
 // redis-server arguments, such as "--appendonly", "yes".
 func Start(t testing.TB, extra ...string) *Server {
 	t.Helper()
-	s := &Server{t: t, path: Binary(t), Dir: t.TempDir()}
+	return start(t, &Server{t: t, path: Binary(t), Dir: t.TempDir()}, nil, extra)
+}
+
+// start starts s, listening on a free port: plain TCP, or only TLS when
+// tlsArgs (the server's TLS settings) are given.
+func start(t testing.TB, s *Server, tlsArgs []string, extra []string) *Server {
+	t.Helper()
 	t.Cleanup(s.cleanup)
 	var err error
 	for attempt := 0; attempt < 5; attempt++ {
@@ -81,8 +91,11 @@ func Start(t testing.TB, extra ...string) *Server {
 			continue
 		}
 		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		s.args = append([]string{
-			"--port", strconv.Itoa(port),
+		listen := []string{"--port", strconv.Itoa(port)}
+		if tlsArgs != nil {
+			listen = append([]string{"--port", "0", "--tls-port", strconv.Itoa(port)}, tlsArgs...)
+		}
+		s.args = append(append(listen,
 			"--bind", "127.0.0.1",
 			"--dir", s.Dir,
 			"--logfile", filepath.Join(s.Dir, "redis.log"),
@@ -90,7 +103,7 @@ func Start(t testing.TB, extra ...string) *Server {
 			"--appendonly", "no",
 			"--daemonize", "no",
 			"--enable-debug-command", "local",
-		}, extra...)
+		), extra...)
 		if err = s.start(); err == nil {
 			return s
 		}
@@ -140,7 +153,7 @@ func (s *Server) start() error {
 
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		if err := ping(s.Addr); err == nil {
+		if err := ping(s.Addr, s.tls); err == nil {
 			return nil
 		}
 		select {
@@ -156,9 +169,16 @@ func (s *Server) start() error {
 	}
 }
 
-// ping sends an inline PING and reads the reply, with no client library.
-func ping(addr string) error {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
+// ping sends an inline PING and reads the reply, with no client library,
+// over TLS when cfg is set.
+func ping(addr string, cfg *tls.Config) error {
+	var conn net.Conn
+	var err error
+	if cfg != nil {
+		conn, err = tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, cfg)
+	} else {
+		conn, err = net.DialTimeout("tcp", addr, time.Second)
+	}
 	if err != nil {
 		return err
 	}
@@ -265,7 +285,7 @@ func (s *Server) logTail() string {
 // opt may adjust the options before the client is made.
 func (s *Server) Client(opt ...func(*rueidis.ClientOption)) rueidis.Client {
 	s.t.Helper()
-	o := rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true}
+	o := rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true, TLSConfig: s.tls}
 	for _, f := range opt {
 		f(&o)
 	}
@@ -284,7 +304,7 @@ func (s *Server) Do(args ...string) rueidis.RedisResult {
 	s.t.Helper()
 	s.mu.Lock()
 	if s.admin == nil {
-		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true, DisableRetry: true, ForceSingleClient: true})
+		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true, DisableRetry: true, ForceSingleClient: true, TLSConfig: s.tls})
 		if err != nil {
 			s.mu.Unlock()
 			return rueidis.NewErrorResult(err)

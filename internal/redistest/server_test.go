@@ -2,6 +2,8 @@ package redistest_test
 
 import (
 	"context"
+	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -66,4 +68,22 @@ func TestMiniredis(t *testing.T) {
 	v, err := m.Get("k")
 	require.NoError(t, err)
 	assert.Equal(t, "v", v)
+}
+
+// A TLS-only server answers its own client, and not plain TCP.
+func TestStartTLS(t *testing.T) {
+	s, files := redistest.StartTLS(t)
+	require.NoError(t, s.Do("PING").Error(), "PING over TLS")
+	for _, f := range []string{files.CA, files.ClientCert, files.ClientKey} {
+		_, err := os.Stat(f)
+		require.NoError(t, err)
+	}
+	conn, err := net.DialTimeout("tcp", s.Addr, time.Second)
+	require.NoError(t, err)
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(2 * time.Second))
+	_, _ = conn.Write([]byte("PING\r\n"))
+	buf := make([]byte, 16)
+	n, _ := conn.Read(buf)
+	assert.NotContains(t, string(buf[:n]), "PONG", "a plain PING was answered")
 }

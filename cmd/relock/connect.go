@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"strings"
@@ -15,67 +18,180 @@ import (
 	"github.com/relock-go/relock/reentrant"
 )
 
+// exitNoPerm is sysexits EX_NOPERM: Redis refused the credentials, or the
+// ACL user may not do what relock needs.
+const exitNoPerm = 77
+
 // connFlags are the flags every command takes to reach Redis.
 type connFlags struct {
-	addr, user, sentinelMaster string
-	tls                        bool
+	url, addr, user, sentinelMaster string
+	db                              int
+	tls, tlsInsecure                bool
+	tlsCA, tlsCert, tlsKey          string
+	timeout                         time.Duration
+	fs                              *flag.FlagSet // to see which were given
 }
 
 func newConnFlags(fs *flag.FlagSet) *connFlags {
-	c := &connFlags{}
+	c := &connFlags{fs: fs}
 	addr := os.Getenv("REDIS_ADDR")
 	if addr == "" {
 		addr = "127.0.0.1:6379"
 	}
+	fs.StringVar(&c.url, "url", os.Getenv("REDIS_URL"), "a redis:// or rediss:// `URL` (user, password, host, port, db); other flags given add to it (default $REDIS_URL)")
 	fs.StringVar(&c.addr, "addr", addr, "Redis `host:port`; a comma-separated list for a cluster's seeds or the sentinels (default $REDIS_ADDR)")
-	fs.StringVar(&c.user, "user", "", "ACL user name (the password is read from $REDIS_PASSWORD)")
+	fs.StringVar(&c.user, "user", os.Getenv("REDIS_USERNAME"), "ACL user `name` (default $REDIS_USERNAME; the password is read from $REDIS_PASSWORD)")
+	fs.IntVar(&c.db, "db", 0, "the database `number` (SELECT), as Redisson's database setting")
 	fs.BoolVar(&c.tls, "tls", false, "connect with TLS")
+	fs.StringVar(&c.tlsCA, "tls-ca", "", "with --tls, trust the CA certificates in this PEM `file` (default the system's)")
+	fs.StringVar(&c.tlsCert, "tls-cert", "", "with --tls, present the client certificate in this PEM `file` (with --tls-key)")
+	fs.StringVar(&c.tlsKey, "tls-key", "", "with --tls, the client certificate's private key `file`")
+	fs.BoolVar(&c.tlsInsecure, "tls-insecure", false, "with --tls, do not verify the server's certificate")
+	fs.DurationVar(&c.timeout, "connect-timeout", 5*time.Second, "give up connecting after this long")
 	fs.StringVar(&c.sentinelMaster, "sentinel-master", "", "with sentinels at --addr, the `name` of the master set")
 	return c
 }
 
-// redis connects to Redis: a single server, a cluster (found out from the
-// server) or, with --sentinel-master, a Sentinel-managed master.
-func (c *connFlags) redis() (rueidis.Client, error) {
-	o := rueidis.ClientOption{
-		InitAddress:  strings.Split(c.addr, ","),
-		Username:     c.user,
-		Password:     os.Getenv("REDIS_PASSWORD"),
-		DisableCache: true,
-		Dialer:       net.Dialer{Timeout: 5 * time.Second},
-	}
-	if c.tls {
-		host, _, err := net.SplitHostPort(o.InitAddress[0])
-		if err != nil {
-			return nil, fmt.Errorf("--addr %q: %w", c.addr, err)
+// options turns the flags into rueidis's options. Flags given on the
+// command line override the URL's parts.
+func (c *connFlags) options() (rueidis.ClientOption, error) {
+	set := map[string]bool{}
+	c.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var o rueidis.ClientOption
+	if c.url != "" {
+		var err error
+		if o, err = rueidis.ParseURL(c.url); err != nil {
+			return o, errExit{exitUsage, fmt.Errorf("--url: %w", err)}
 		}
-		o.TLSConfig = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+	}
+	if c.url == "" || set["addr"] {
+		o.InitAddress = strings.Split(c.addr, ",")
+	}
+	if c.url == "" || set["user"] {
+		o.Username = c.user
+	}
+	if pw := os.Getenv("REDIS_PASSWORD"); pw != "" && (c.url == "" || o.Password == "") {
+		o.Password = pw
+	}
+	if c.url == "" || set["db"] {
+		o.SelectDB = c.db
+	}
+	o.DisableCache = true
+	o.Dialer = net.Dialer{Timeout: c.timeout}
+	o.ConnWriteTimeout = c.timeout
+	if c.tls || o.TLSConfig != nil {
+		cfg, err := c.tlsConfig(o)
+		if err != nil {
+			return o, errExit{exitUsage, err}
+		}
+		o.TLSConfig = cfg
 	}
 	if c.sentinelMaster != "" {
 		o.Sentinel = rueidis.SentinelOption{MasterSet: c.sentinelMaster}
 	}
+	return o, nil
+}
+
+// tlsConfig builds the TLS settings the flags ask for.
+func (c *connFlags) tlsConfig(o rueidis.ClientOption) (*tls.Config, error) {
+	host, _, err := net.SplitHostPort(o.InitAddress[0])
+	if err != nil {
+		return nil, fmt.Errorf("--addr %q: %w", o.InitAddress[0], err)
+	}
+	cfg := &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12, InsecureSkipVerify: c.tlsInsecure}
+	if c.tlsCA != "" {
+		pem, err := os.ReadFile(c.tlsCA)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-ca: %w", err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--tls-ca %s: no PEM certificate in it", c.tlsCA)
+		}
+	}
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		return nil, errors.New("--tls-cert and --tls-key go together")
+	}
+	if c.tlsCert != "" {
+		pair, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg, nil
+}
+
+// redis connects to Redis: a single server, a cluster (found out from the
+// server) or, with --sentinel-master, a Sentinel-managed master. Its error
+// says which of the usual causes it was.
+func (c *connFlags) redis() (rueidis.Client, error) {
+	o, err := c.options()
+	if err != nil {
+		return nil, err
+	}
 	rdb, err := rueidis.NewClient(o)
 	if err != nil {
-		return nil, fmt.Errorf("could not reach Redis at %s: %w", c.addr, err)
+		return nil, connectError(strings.Join(o.InitAddress, ","), o.TLSConfig != nil, err)
 	}
 	return rdb, nil
 }
 
+// connectError tells why connecting failed: credentials refused (exit
+// 77), a TLS handshake that failed (a plain port, or an unknown CA), or a
+// server that could not be reached (69). withTLS says TLS was asked for:
+// a plain server does not answer a TLS hello, so the handshake times out.
+func connectError(addr string, withTLS bool, err error) error {
+	msg := err.Error()
+	var cert x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var header tls.RecordHeaderError
+	switch {
+	case strings.HasPrefix(msg, "WRONGPASS") || strings.HasPrefix(msg, "NOAUTH") || strings.Contains(msg, "invalid password"):
+		return errExit{exitNoPerm, fmt.Errorf("Redis at %s refused the credentials: %w", addr, err)}
+	case strings.HasPrefix(msg, "NOPERM"):
+		return errExit{exitNoPerm, fmt.Errorf("the Redis user at %s may not do what relock needs: %w", addr, err)}
+	case errors.As(err, &cert), errors.As(err, &host):
+		return fmt.Errorf("TLS with %s failed: its certificate is not trusted (see --tls-ca, --tls-insecure): %w", addr, err)
+	case errors.As(err, &header), withTLS && errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("TLS with %s failed: does the server speak TLS there? %w", addr, err)
+	}
+	return fmt.Errorf("could not reach Redis at %s: %w", addr, err)
+}
+
 // locks connects and returns a relock client on it; close it with the
-// returned function.
+// returned function. The lost-lock warnings of the library are left out
+// of the log: the command reports a loss itself, once.
 func (c *connFlags) locks(e env, opts reentrant.Options) (*reentrant.Client, func(), error) {
 	rdb, err := c.redis()
 	if err != nil {
 		return nil, nil, err
 	}
-	opts.Logger = e.log
+	opts.Logger = slog.New(dropLost{e.log.Handler()})
 	locks, err := reentrant.New(rdb, opts)
 	if err != nil {
 		rdb.Close()
-		if errors.Is(err, reentrant.ErrInvalidArgument) {
+		switch {
+		case errors.Is(err, reentrant.ErrInvalidArgument):
 			return nil, nil, errExit{exitUsage, err}
+		case errors.Is(err, reentrant.ErrNoPermission):
+			return nil, nil, errExit{exitNoPerm, err}
 		}
-		return nil, nil, fmt.Errorf("could not reach Redis at %s: %w", c.addr, err)
+		return nil, nil, connectError(c.addr, c.tls, err)
 	}
 	return locks, func() { locks.Close(); rdb.Close() }, nil
 }
+
+// dropLost is a log handler that leaves out the library's "lock lost"
+// warning.
+type dropLost struct{ slog.Handler }
+
+func (d dropLost) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "relock: lock lost" {
+		return nil
+	}
+	return d.Handler.Handle(ctx, r)
+}
+
+func (d dropLost) WithAttrs(as []slog.Attr) slog.Handler { return dropLost{d.Handler.WithAttrs(as)} }
+func (d dropLost) WithGroup(g string) slog.Handler       { return dropLost{d.Handler.WithGroup(g)} }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -195,7 +196,8 @@ func TestRunLostLockStopsCommand(t *testing.T) {
 	require.ErrorAs(t, err, &exit)
 	assert.Equal(t, 75, exit.ExitCode())
 	assert.True(t, fileHas(log, "term"), "the command got SIGTERM")
-	assert.Contains(t, stderr.String(), "lock job lost")
+	assert.Contains(t, stderr.String(), `relock: lock lost: "job" held by`)
+	assert.Equal(t, 1, strings.Count(stderr.String(), "lock lost"), "the loss is reported once:\n%s", stderr.String())
 	t.Logf("the command was stopped %v after the force-unlock (renewal period 1s)", time.Since(forced).Round(time.Millisecond))
 }
 
@@ -388,4 +390,70 @@ func nameOn(m redistest.Node) string {
 			}
 		}
 	}
+}
+
+// A wrong password, and a user without the rights relock needs, exit 77
+// with their own message; REDIS_USERNAME, REDIS_URL and --db are honoured.
+func TestCredentialsAndACL(t *testing.T) {
+	s, relock := server(t)
+	require.NoError(t, s.Do("ACL", "SETUSER", "app", "on", ">right", "~*", "&*", "+@all").Error())
+	require.NoError(t, s.Do("ACL", "SETUSER", "noscripts", "on", ">pw", "~*", "&*", "+@all", "-evalsha").Error())
+	as := func(user, password string, args ...string) *exec.Cmd {
+		cmd := relock(args...)
+		cmd.Env = append(cmd.Env, "REDIS_USERNAME="+user, "REDIS_PASSWORD="+password)
+		return cmd
+	}
+	code, _, stderr := result(t, as("app", "wrong", "list"))
+	assert.Equal(t, 77, code)
+	assert.Contains(t, stderr, "refused the credentials")
+	code, _, stderr = result(t, as("app", "right", "run", "job", "--", "true"))
+	assert.Equal(t, 0, code, stderr)
+	code, _, stderr = result(t, as("noscripts", "pw", "run", "job", "--", "true"))
+	assert.Equal(t, 77, code)
+	assert.Contains(t, stderr, "EVALSHA")
+
+	rdb := s.Client(func(o *rueidis.ClientOption) { o.SelectDB = 3 })
+	locks, err := reentrant.New(rdb, reentrant.Options{})
+	require.NoError(t, err)
+	defer locks.Close()
+	_, err = locks.Lock("in-db-3").Lock(context.Background())
+	require.NoError(t, err)
+	code, _, _ = result(t, relock("inspect", "--db", "3", "in-db-3"))
+	assert.Equal(t, 0, code)
+	code, _, _ = result(t, relock("inspect", "in-db-3"))
+	assert.Equal(t, 1, code, "not in db 0")
+	cmd := exec.Command(binary, "inspect", "in-db-3")
+	cmd.Env = append(os.Environ(), "REDIS_URL=redis://app:right@"+s.Addr+"/3")
+	code, _, stderr = result(t, cmd)
+	assert.Equal(t, 0, code, stderr)
+}
+
+// TLS: relock reaches a TLS-only server with --tls and the test CA, with a
+// client certificate too, and through a rediss:// URL. Without the CA the
+// certificate is not trusted; --tls against a plain port is told the
+// server does not speak TLS there.
+func TestTLS(t *testing.T) {
+	s, files := redistest.StartTLS(t)
+	tlsRun := func(args ...string) (int, string) {
+		code, _, stderr := result(t, exec.Command(binary, append([]string{"run"}, append(args, "job", "--", "true")...)...))
+		return code, stderr
+	}
+	code, stderr := tlsRun("--addr", s.Addr, "--tls", "--tls-ca", files.CA)
+	assert.Equal(t, 0, code, stderr)
+	code, stderr = tlsRun("--addr", s.Addr, "--tls", "--tls-ca", files.CA, "--tls-cert", files.ClientCert, "--tls-key", files.ClientKey)
+	assert.Equal(t, 0, code, stderr)
+	code, stderr = tlsRun("--url", "rediss://"+s.Addr, "--tls-ca", files.CA)
+	assert.Equal(t, 0, code, stderr)
+	code, stderr = tlsRun("--addr", s.Addr, "--tls", "--tls-insecure")
+	assert.Equal(t, 0, code, stderr)
+	code, stderr = tlsRun("--addr", s.Addr, "--tls")
+	assert.Equal(t, 69, code)
+	assert.Contains(t, stderr, "certificate is not trusted")
+	code, stderr = tlsRun("--addr", s.Addr, "--tls", "--tls-cert", files.ClientCert)
+	assert.Equal(t, 2, code, stderr)
+
+	plain := redistest.Start(t)
+	code, stderr = tlsRun("--addr", plain.Addr, "--tls", "--tls-insecure", "--connect-timeout", "2s")
+	assert.Equal(t, 69, code)
+	assert.Contains(t, stderr, "does the server speak TLS there?")
 }

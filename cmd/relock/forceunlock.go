@@ -26,7 +26,7 @@ func (e env) forceUnlock(args []string) int {
 	defer closeLocks()
 	info, err := locks.Inspect(e.ctx, name)
 	if err != nil {
-		return e.fail(exitUnavailable, "%v", err)
+		return e.fail(exitFor(err), "%v", err)
 	}
 	var mu *reentrant.Lock
 	switch info.Kind {
@@ -46,7 +46,7 @@ func (e env) forceUnlock(args []string) int {
 	}
 	deleted, err := mu.ForceUnlock(e.ctx)
 	if err != nil {
-		return e.fail(exitUnavailable, "%v", err)
+		return e.fail(exitFor(err), "%v", err)
 	}
 	if !deleted {
 		return e.fail(exitNotFound, "%s was not held", name)

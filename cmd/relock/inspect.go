@@ -86,7 +86,7 @@ func (e env) inspect(args []string) int {
 	defer closeLocks()
 	info, err := locks.Inspect(e.ctx, rest[0])
 	if err != nil {
-		return e.fail(exitUnavailable, "%v", err)
+		return e.fail(exitFor(err), "%v", err)
 	}
 	r := report(info)
 	if *asJSON {

@@ -29,23 +29,23 @@ func (e env) list(args []string) int {
 	}
 	rdb, err := conn.redis()
 	if err != nil {
-		return e.fail(exitUnavailable, "%v", err)
+		return e.fail(exitFor(err), "%v", err)
 	}
 	defer rdb.Close()
 	locks, err := reentrant.New(rdb, reentrant.Options{Logger: e.log})
 	if err != nil {
-		return e.fail(exitUnavailable, "%v", err)
+		return e.fail(exitFor(err), "%v", err)
 	}
 	defer locks.Close()
 	names, err := scanHashes(e.ctx, rdb, pattern)
 	if err != nil {
-		return e.fail(exitUnavailable, "scan: %v", err)
+		return e.fail(exitFor(err), "scan: %v", err)
 	}
 	reports := []keyReport{}
 	for _, name := range names {
 		info, err := locks.Inspect(e.ctx, name)
 		if err != nil {
-			return e.fail(exitUnavailable, "%v", err)
+			return e.fail(exitFor(err), "%v", err)
 		}
 		switch info.Kind {
 		case "lock", "fair", "fenced", "read-write":

@@ -10,6 +10,8 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+
+	"github.com/relock-go/relock/reentrant"
 )
 
 // Exit codes shared by the commands; run adds its own (see doc.go).
@@ -66,7 +68,9 @@ const usage = `usage:
   relock list [--json] [PATTERN]
   relock force-unlock [--yes] NAME
   relock version
-connection flags (every command): --addr, --user, --tls, --sentinel-master; $REDIS_ADDR, $REDIS_PASSWORD
+connection flags (every command): --url, --addr, --db, --user, --tls, --tls-ca, --tls-cert,
+  --tls-key, --tls-insecure, --connect-timeout, --sentinel-master;
+  $REDIS_URL, $REDIS_ADDR, $REDIS_USERNAME, $REDIS_PASSWORD
 `
 
 // flags returns a flag set for command name that prints its errors to
@@ -113,11 +117,15 @@ type errExit struct {
 
 func (e errExit) Error() string { return e.err.Error() }
 
-// exitFor returns err's exit code: its own, or 69 (Redis unavailable).
+// exitFor returns err's exit code: its own, 77 for an ACL refusal, or 69
+// (Redis unavailable, or an error reply).
 func exitFor(err error) int {
 	var x errExit
-	if errors.As(err, &x) {
+	switch {
+	case errors.As(err, &x):
 		return x.code
+	case errors.Is(err, reentrant.ErrNoPermission), strings.Contains(err.Error(), "NOPERM"):
+		return exitNoPerm
 	}
 	return exitUnavailable
 }

@@ -1,23 +1,35 @@
 // Command relock runs commands under relock's locks and shows them, from a
 // shell, on the same keys Go and Java Redisson services use.
 //
-//	relock run [-n | -w DURATION] [-E CODE] [--lease D | --watchdog D] [--fenced] [--grace D] NAME -- CMD [ARGS...]
+//	relock run [flags] NAME [--] CMD [ARGS...]
+//	relock hold [flags] NAME
 //	relock inspect [--json] NAME
 //	relock list [--json] [PATTERN]
 //	relock force-unlock [--yes] NAME
 //	relock version
 //
-// Flags go before NAME. Every command takes the connection flags:
+// Flags may come before or after NAME; for run, the first word after NAME
+// that is not a flag (or what follows "--") starts CMD, whose own flags
+// stay its own. "relock CMD --help" lists a command's flags and exits 0.
+// Every command takes the connection flags:
 //
-//	--addr host:port[,host:port...]  Redis, the seeds of a cluster, or with
-//	                                 --sentinel-master the sentinels
-//	                                 (default $REDIS_ADDR, else 127.0.0.1:6379)
-//	--user NAME                      ACL user; the password is read from
-//	                                 $REDIS_PASSWORD
-//	--tls                            connect with TLS
-//	--sentinel-master NAME           ask the sentinels at --addr for NAME's master
+//	--url URL                  redis://[user:password@]host:port[/db], or
+//	                           rediss:// for TLS (default $REDIS_URL); the
+//	                           flags below, when given, override its parts
+//	--addr host:port[,...]     Redis, the seeds of a cluster, or with
+//	                           --sentinel-master the sentinels
+//	                           (default $REDIS_ADDR, else 127.0.0.1:6379)
+//	--db N                     the database (Redisson's database setting)
+//	--user NAME                ACL user (default $REDIS_USERNAME); the
+//	                           password is read from $REDIS_PASSWORD
+//	--tls                      connect with TLS; --tls-ca FILE trusts that
+//	                           CA, --tls-cert FILE and --tls-key FILE present
+//	                           a client certificate, --tls-insecure skips
+//	                           the server's certificate check
+//	--connect-timeout D        give up connecting after D (default 5s)
+//	--sentinel-master NAME     ask the sentinels at --addr for NAME's master
 //
-// # run
+// # run, hold
 //
 // run takes lock NAME, runs CMD with RELOCK_NAME and RELOCK_OWNER (and,
 // with --fenced, RELOCK_TOKEN, the fencing token) in its environment,
@@ -29,17 +41,33 @@
 // Redis unreachable past the timeout), CMD gets SIGTERM, then SIGKILL after
 // --grace (default 10s), and relock exits 75.
 //
-// Exit status of run:
+// What is taken: a plain lock; with --fenced a fenced lock (CMD gets
+// RELOCK_TOKEN); with --shared the read side of read-write lock NAME,
+// shared with other readers as flock -s is; with --permits N one permit
+// of permit-expirable semaphore NAME of N permits (set to N if it has
+// none), so that up to N run at once, as consul lock -n does (CMD's
+// RELOCK_OWNER is then the permit's id). -w and --wait are one flag.
+// -v (--verbose) says who holds the lock when the wait starts, and when it
+// is taken and released.
 //
-//	CMD's status     CMD ran (128+n if a signal n killed it)
+// hold takes NAME as run does, prints "NAME held by OWNER" on stdout, and
+// holds it until relock gets SIGINT or SIGTERM (then it releases and exits
+// 0), as etcdctl lock NAME does; if the lock is lost first it exits 75.
+//
+// Exit status of run and hold:
+//
+//	CMD's status     CMD ran (128+n if a signal n killed it); hold: 0
 //	1, or -E CODE    the lock was held by someone else (-n, or -w ran out)
 //	2                bad usage
 //	69               Redis could not be reached, or answered with an error
-//	75               the lock was lost while CMD ran; CMD was stopped
+//	75               the lock was lost while held; CMD was stopped
+//	77               Redis refused the credentials, or the ACL user may not
+//	                 do what relock needs
 //	126, 127         CMD could not be run (not executable, not found)
 //	128+n            relock got signal n while waiting for the lock
 //
-// When the lock is not acquired, one line on stderr says why.
+// When the lock is not acquired, one line on stderr says why; a lost lock
+// is reported once.
 //
 // # inspect, list, force-unlock
 //
@@ -60,6 +88,6 @@
 // --yes is given, and refuses keys that are not lock-shaped.
 //
 // inspect, list and force-unlock exit 0 on success, 1 when the key is not
-// there or not a lock (force-unlock), 2 on bad usage and 69 when Redis
-// cannot be reached.
+// there or not a lock (force-unlock), 2 on bad usage, 69 when Redis
+// cannot be reached and 77 when it refuses the credentials or the user.
 package main

@@ -392,6 +392,86 @@ func nameOn(m redistest.Node) string {
 	}
 }
 
+// Flags may follow NAME (up to run's CMD, whose own flags stay its own);
+// every command's --help exits 0; the top-level help lists the commands
+// and the exit codes.
+func TestUsage(t *testing.T) {
+	s, relock := server(t)
+	code, stdout, _ := result(t, exec.Command(binary, "--help"))
+	assert.Equal(t, 0, code)
+	for _, want := range []string{"relock hold", "relock run", "--permits", "--tls-ca", "77"} {
+		assert.Contains(t, stdout, want)
+	}
+	for _, cmd := range []string{"run", "hold", "inspect", "list", "force-unlock"} {
+		code, _, stderr := result(t, exec.Command(binary, cmd, "--help"))
+		assert.Equal(t, 0, code, cmd)
+		assert.Contains(t, stderr, "-connect-timeout", cmd)
+	}
+	hold(t, s, "busy")
+	code, _, stderr := result(t, relock("run", "busy", "-n", "--", "true"))
+	assert.Equal(t, 1, code, "-n after NAME: %s", stderr)
+	code, stdout, _ = result(t, relock("inspect", "busy", "--json"))
+	assert.Equal(t, 0, code)
+	assert.True(t, strings.HasPrefix(stdout, "{"), stdout)
+	code, stdout, stderr = result(t, relock("run", "free", "sh", "-c", `echo "$0" ok`))
+	assert.Equal(t, 0, code, stderr)
+	assert.Equal(t, "sh ok\n", stdout, "CMD's -c is CMD's")
+}
+
+// --shared takes the read side of a read-write lock; --permits N one of N
+// permits; hold holds until signalled; -v says who holds it, and when it
+// is taken and released.
+func TestRunModes(t *testing.T) {
+	s, relock := server(t)
+	locks, _ := hold(t, s, "other")
+	ctx := context.Background()
+
+	_, err := locks.ReadWriteLock("rw").ReadLock().Lock(ctx)
+	require.NoError(t, err)
+	code, _, stderr := result(t, relock("run", "--shared", "-n", "rw", "--", "true"))
+	assert.Equal(t, 0, code, "readers share: %s", stderr)
+	_, err = locks.ReadWriteLock("rw2").WriteLock().Lock(ctx)
+	require.NoError(t, err)
+	code, _, _ = result(t, relock("run", "--shared", "-n", "rw2", "--", "true"))
+	assert.Equal(t, 1, code, "a writer holds it")
+
+	pool := locks.PermitExpirableSemaphore("pool")
+	_, err = pool.TrySetPermits(ctx, 2)
+	require.NoError(t, err)
+	_, err = pool.Acquire(ctx)
+	require.NoError(t, err)
+	code, stdout, stderr := result(t, relock("run", "--permits", "2", "-n", "pool", "--", "sh", "-c", `echo "$RELOCK_OWNER"`))
+	assert.Equal(t, 0, code, "one of two permits left: %s", stderr)
+	assert.Len(t, strings.TrimSpace(stdout), 32, "RELOCK_OWNER is the permit's id")
+	_, err = pool.Acquire(ctx)
+	require.NoError(t, err)
+	code, _, _ = result(t, relock("run", "--permits", "2", "-n", "pool", "--", "true"))
+	assert.Equal(t, 1, code, "both permits taken")
+	code, _, _ = result(t, relock("run", "--permits", "2", "--shared", "pool", "--", "true"))
+	assert.Equal(t, 2, code)
+
+	cmd := relock("hold", "--fenced", "held")
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line := make([]byte, 200)
+	n, err := out.Read(line)
+	require.NoError(t, err)
+	assert.Regexp(t, `^held held by \S+:\d+ with token \d+\n$`, string(line[:n]))
+	assert.Equal(t, int64(1), num(t, s, "EXISTS", "held"))
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, cmd.Wait(), "hold exits 0 when signalled")
+	assert.Equal(t, int64(0), num(t, s, "EXISTS", "held"), "released")
+
+	code, _, stderr = result(t, relock("run", "-v", "quiet", "--", "true"))
+	assert.Equal(t, 0, code)
+	assert.Contains(t, stderr, "relock: quiet taken after")
+	assert.Contains(t, stderr, "relock: quiet released")
+	code, _, stderr = result(t, relock("run", "-v", "-w", "50ms", "other", "--", "true"))
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "relock: other is held by [")
+}
+
 // A wrong password, and a user without the rights relock needs, exit 77
 // with their own message; REDIS_USERNAME, REDIS_URL and --db are honoured.
 func TestCredentialsAndACL(t *testing.T) {

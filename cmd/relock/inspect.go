@@ -72,9 +72,9 @@ func entries(hs []reentrant.Holder) []entry {
 func (e env) inspect(args []string) int {
 	fs, conn := e.flags("inspect")
 	asJSON := fs.Bool("json", false, "print JSON")
-	rest, ok := e.parse(fs, args)
+	rest, code, ok := e.parse(fs, args, 0)
 	if !ok {
-		return exitUsage
+		return code
 	}
 	if len(rest) != 1 {
 		return e.fail(exitUsage, "inspect needs one NAME")

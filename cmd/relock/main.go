@@ -45,6 +45,7 @@ func relock(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	commands := map[string]func([]string) int{
 		"run":          e.run,
+		"hold":         e.hold,
 		"inspect":      e.inspect,
 		"list":         e.list,
 		"force-unlock": e.forceUnlock,
@@ -62,15 +63,34 @@ func relock(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	return cmd(args[1:])
 }
 
-const usage = `usage:
-  relock run [-n | -w DURATION] [-E CODE] [--lease D | --watchdog D] [--fenced] [--grace D] NAME -- CMD [ARGS...]
-  relock inspect [--json] NAME
-  relock list [--json] [PATTERN]
-  relock force-unlock [--yes] NAME
+const usage = `relock runs commands under Redisson-compatible Redis locks, and shows them.
+
+usage:
+  relock run [flags] NAME [--] CMD [ARGS...]   take lock NAME, run CMD, release
+  relock hold [flags] NAME                     take lock NAME, hold it until signalled
+  relock inspect [--json] NAME                 what is at NAME: kind, holders, TTL
+  relock list [--json] [PATTERN]               the locks held now
+  relock force-unlock [--yes] NAME             release NAME whoever holds it
   relock version
-connection flags (every command): --url, --addr, --db, --user, --tls, --tls-ca, --tls-cert,
-  --tls-key, --tls-insecure, --connect-timeout, --sentinel-master;
+  relock CMD --help                            CMD's flags
+
+lock flags (run, hold): -n | -w/--wait DURATION, -E CODE, --lease D | --watchdog D,
+  --fenced | --shared | --permits N, --grace D (run), -v/--verbose
+connection flags (every command): --url, --addr, --db, --user, --tls, --tls-ca,
+  --tls-cert, --tls-key, --tls-insecure, --connect-timeout, --sentinel-master;
   $REDIS_URL, $REDIS_ADDR, $REDIS_USERNAME, $REDIS_PASSWORD
+flags may come before or after NAME; after NAME, run's first other word starts CMD.
+
+exit status:
+  0        done (run: CMD's own status, 128+n if signal n killed it)
+  1        not held, not found, or not confirmed; or the lock was held by
+           someone else (-n, -w ran out; run and hold: -E CODE)
+  2        bad usage
+  69       Redis could not be reached, or answered with an error
+  75       the lock was lost while held; CMD was stopped
+  77       Redis refused the credentials, or the user may not do what relock needs
+  126, 127 CMD could not be run (not executable, not found)
+  128+n    relock got signal n while waiting for the lock
 `
 
 // flags returns a flag set for command name that prints its errors to
@@ -81,13 +101,32 @@ func (e env) flags(name string) (*flag.FlagSet, *connFlags) {
 	return fs, newConnFlags(fs)
 }
 
-// parse parses args into fs and returns the arguments left, or false after
-// printing why they are wrong.
-func (e env) parse(fs *flag.FlagSet, args []string) ([]string, bool) {
-	if err := fs.Parse(args); err != nil {
-		return nil, false // flag printed it
+// parse parses args into fs, flags before or after the positional
+// arguments, and returns the positional ones. After the leading
+// positionals (0: no limit), or after "--", the rest is returned as it
+// is, "--" first if it was there: a command's own arguments. code is the
+// exit code when ok is false: 0 for --help (fs printed its flags), 2 for
+// bad usage (fs printed why).
+func (e env) parse(fs *flag.FlagSet, args []string, leading int) (pos []string, code int, ok bool) {
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, exitOK, false
+			}
+			return nil, exitUsage, false
+		}
+		rest := fs.Args()
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(append(pos, "--"), rest...), 0, true
+		}
+		if len(rest) == 0 {
+			return pos, 0, true
+		}
+		if leading > 0 && len(pos) == leading {
+			return append(pos, rest...), 0, true
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
 	}
-	return fs.Args(), true
 }
 
 // fail prints a one-line reason and returns code.

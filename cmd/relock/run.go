@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -14,35 +15,67 @@ import (
 	"github.com/relock-go/relock/reentrant"
 )
 
-// Exit codes of run besides CMD's own (see doc.go).
+// Exit codes of run and hold besides CMD's own (see doc.go).
 const (
-	exitLost        = 75 // sysexits EX_TEMPFAIL: the lock was lost while CMD ran
+	exitLost        = 75 // sysexits EX_TEMPFAIL: the lock was lost while held
 	exitCannotExec  = 126
 	exitNoSuchCmd   = 127
 	exitSignalsBase = 128
 )
 
-type runFlags struct {
+// lockFlags are the flags of run and hold: what to take, and how long to
+// wait for it.
+type lockFlags struct {
 	noWait         bool
 	wait           time.Duration
 	notAcquired    int
 	lease, timeout time.Duration
-	fenced         bool
+	fenced, shared bool
+	permits        int64
 	grace          time.Duration
+	verbose        bool
 }
 
-func (f *runFlags) register(fs *flag.FlagSet) {
+func (f *lockFlags) register(fs *flag.FlagSet, run bool) {
 	fs.BoolVar(&f.noWait, "n", false, "fail at once if the lock is held")
 	fs.DurationVar(&f.wait, "w", 0, "wait at most this long for the lock")
+	fs.DurationVar(&f.wait, "wait", 0, "the same as -w")
 	fs.IntVar(&f.notAcquired, "E", 1, "exit `code` when the lock is not acquired")
 	fs.DurationVar(&f.lease, "lease", 0, "hold the lock for this long at most, without the watchdog")
 	fs.DurationVar(&f.timeout, "watchdog", 30*time.Second, "the watchdog's timeout: the lock's TTL, renewed every third of it")
-	fs.BoolVar(&f.fenced, "fenced", false, "take a fenced lock and give CMD its token in RELOCK_TOKEN")
-	fs.DurationVar(&f.grace, "grace", 10*time.Second, "after the lock is lost, how long CMD has between SIGTERM and SIGKILL")
+	fs.BoolVar(&f.fenced, "fenced", false, "take a fenced lock and give its token in RELOCK_TOKEN")
+	fs.BoolVar(&f.shared, "shared", false, "take the read side of read-write lock NAME: shared with other readers (flock -s)")
+	fs.Int64Var(&f.permits, "permits", 0, "take one permit of a permit-expirable semaphore NAME of `N` permits, so that up to N hold it at once (set if NAME has none)")
+	if run {
+		fs.DurationVar(&f.grace, "grace", 10*time.Second, "after the lock is lost, how long CMD has between SIGTERM and SIGKILL")
+	}
+	fs.BoolVar(&f.verbose, "v", false, "say who holds the lock while waiting, and when it is taken and released")
+	fs.BoolVar(&f.verbose, "verbose", false, "the same as -v")
 }
 
-// lockOptions returns the options of the lock call the flags ask for.
-func (f *runFlags) lockOptions() []reentrant.LockOption {
+// check returns what is wrong with the flags' values, if anything.
+func (f *lockFlags) check() error {
+	kinds := 0
+	for _, on := range []bool{f.fenced, f.shared, f.permits != 0} {
+		if on {
+			kinds++
+		}
+	}
+	switch {
+	case f.noWait && f.wait > 0:
+		return errors.New("-n and -w exclude each other")
+	case f.wait < 0 || f.lease < 0 || f.grace < 0:
+		return errors.New("durations must not be negative")
+	case kinds > 1:
+		return errors.New("--fenced, --shared and --permits exclude each other")
+	case f.permits < 0:
+		return errors.New("--permits must be positive")
+	}
+	return nil
+}
+
+// lockOptions returns the options of the acquire call the flags ask for.
+func (f *lockFlags) lockOptions() []reentrant.LockOption {
 	var opts []reentrant.LockOption
 	switch {
 	case f.noWait:
@@ -56,29 +89,130 @@ func (f *runFlags) lockOptions() []reentrant.LockOption {
 	return opts
 }
 
+// grant is what run and hold take: a hold on a lock, or a permit.
+type grant struct {
+	held    context.Context // cancelled if it is lost
+	owner   string          // the owner, or the permit's id
+	release func() error
+}
+
+// taker takes NAME as the flags say.
+type taker struct {
+	locks *reentrant.Client
+	name  string
+	f     *lockFlags
+}
+
+// take waits for NAME, as long as the flags allow; ok is false when it
+// was not acquired within them.
+func (t taker) take(ctx context.Context) (g grant, ok bool, err error) {
+	waits := !t.f.noWait && t.f.wait == 0
+	if t.f.permits > 0 {
+		s := t.locks.PermitExpirableSemaphore(t.name)
+		if _, err := s.TrySetPermits(ctx, t.f.permits); err != nil {
+			return g, false, err
+		}
+		var p *reentrant.Permit
+		if waits {
+			p, err = s.Acquire(ctx, t.f.lockOptions()...)
+			ok = err == nil
+		} else {
+			p, ok, err = s.TryAcquire(ctx, t.f.lockOptions()...)
+		}
+		if !ok || err != nil {
+			return g, false, err
+		}
+		return grant{held: p.Context(), owner: p.ID(), release: func() error { return p.Release(context.Background()) }}, true, nil
+	}
+	mu := t.lock()
+	var held context.Context
+	if waits {
+		held, err = mu.Lock(ctx, t.f.lockOptions()...)
+		ok = err == nil
+	} else {
+		held, ok, err = mu.TryLock(ctx, t.f.lockOptions()...)
+	}
+	if !ok || err != nil {
+		return g, false, err
+	}
+	owner, _ := reentrant.OwnerFrom(held)
+	return grant{held: held, owner: owner.String(), release: func() error { return mu.Unlock(held) }}, true, nil
+}
+
+// lock is the lock the flags name.
+func (t taker) lock() *reentrant.Lock {
+	switch {
+	case t.f.fenced:
+		return t.locks.FencedLock(t.name)
+	case t.f.shared:
+		return t.locks.ReadWriteLock(t.name).ReadLock()
+	}
+	return t.locks.Lock(t.name)
+}
+
 func (e env) run(args []string) int {
 	fs, conn := e.flags("run")
-	var f runFlags
-	f.register(fs)
-	rest, ok := e.parse(fs, args)
+	var f lockFlags
+	f.register(fs, true)
+	rest, code, ok := e.parse(fs, args, 1)
 	if !ok {
-		return exitUsage
+		return code
 	}
 	if len(rest) > 1 && rest[1] == "--" {
 		rest = append(rest[:1], rest[2:]...)
 	}
-	switch {
-	case len(rest) < 2:
-		return e.fail(exitUsage, "run needs NAME -- CMD [ARGS...]")
-	case f.noWait && f.wait > 0:
-		return e.fail(exitUsage, "-n and -w exclude each other")
-	case f.wait < 0 || f.lease < 0 || f.grace < 0:
-		return e.fail(exitUsage, "durations must not be negative")
+	if len(rest) < 2 {
+		return e.fail(exitUsage, "run needs NAME [--] CMD [ARGS...]")
 	}
-	name, argv := rest[0], rest[1:]
+	if err := f.check(); err != nil {
+		return e.fail(exitUsage, "%v", err)
+	}
+	return e.underLock(conn, &f, rest[0], func(g grant, sigs <-chan os.Signal) int {
+		return e.runHeld(g, rest[0], rest[1:], &f, sigs)
+	})
+}
 
+// hold takes NAME and holds it until relock is signalled (SIGINT,
+// SIGTERM), as etcdctl lock NAME does; it prints the owner on stdout once
+// it holds the lock.
+func (e env) hold(args []string) int {
+	fs, conn := e.flags("hold")
+	var f lockFlags
+	f.register(fs, false)
+	rest, code, ok := e.parse(fs, args, 0)
+	if !ok {
+		return code
+	}
+	if len(rest) != 1 {
+		return e.fail(exitUsage, "hold needs NAME")
+	}
+	if err := f.check(); err != nil {
+		return e.fail(exitUsage, "%v", err)
+	}
+	return e.underLock(conn, &f, rest[0], func(g grant, sigs <-chan os.Signal) int {
+		fmt.Fprintf(e.stdout, "%s held by %s%s\n", rest[0], g.owner, tokenNote(g.held))
+		select {
+		case <-sigs:
+			return exitOK
+		case <-g.held.Done():
+			e.fail(0, "%v", context.Cause(g.held))
+			return exitLost
+		}
+	})
+}
+
+func tokenNote(held context.Context) string {
+	if token, ok := reentrant.TokenFrom(held); ok {
+		return " with token " + strconv.FormatInt(token, 10)
+	}
+	return ""
+}
+
+// underLock connects, takes NAME, calls body while it is held, and gives
+// it back; it returns body's exit code, or why NAME was not taken.
+func (e env) underLock(conn *connFlags, f *lockFlags, name string, body func(grant, <-chan os.Signal) int) int {
 	// Signals are caught from the start: while waiting they end the wait;
-	// while CMD runs they are passed on to it.
+	// while the lock is held body gets them.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
@@ -88,27 +222,56 @@ func (e env) run(args []string) int {
 		return e.fail(exitFor(err), "%v", err)
 	}
 	defer closeLocks()
-	mu := locks.Lock(name)
-	if f.fenced {
-		mu = locks.FencedLock(name)
-	}
-	// The held context descends from ctx: it may end only with the run.
+	t := taker{locks: locks, name: name, f: f}
+	// The held context descends from ctx: it may end only with the command.
 	ctx, cancel := context.WithCancelCause(e.ctx)
 	defer cancel(nil)
-	held, code := e.take(ctx, cancel, mu, &f, sigs)
-	if held == nil {
+	start := time.Now()
+	if f.verbose {
+		e.sayHolders(ctx, locks, name)
+	}
+	g, code := e.take(ctx, cancel, t, sigs)
+	if g.held == nil {
 		return code
 	}
-	code = e.runHeld(held, name, argv, &f, sigs)
-	if err := mu.Unlock(held); err != nil && code != exitLost {
-		e.log.Warn("relock: releasing the lock failed; it expires with its TTL", "lock", name, "error", err)
+	if f.verbose {
+		e.say("%s taken after %v, as %s", name, time.Since(start).Round(time.Millisecond), g.owner)
+	}
+	code = body(g, sigs)
+	err = g.release()
+	switch {
+	case code == exitLost:
+	case errors.Is(err, reentrant.ErrLockLost), errors.Is(err, reentrant.ErrLeaseEnded):
+		e.fail(0, "lock %s: %v", name, err)
+	case err != nil:
+		e.fail(0, "releasing %s failed; it expires with its TTL: %v", name, err)
+	case f.verbose:
+		e.say("%s released", name)
 	}
 	return code
 }
 
+// say prints a progress line for --verbose.
+func (e env) say(format string, args ...any) {
+	fmt.Fprintf(e.stderr, "relock: "+format+"\n", args...)
+}
+
+// sayHolders tells, for --verbose, who holds name now, if anyone.
+func (e env) sayHolders(ctx context.Context, locks *reentrant.Client, name string) {
+	info, err := locks.Inspect(ctx, name)
+	if err != nil || len(info.Holders) == 0 {
+		return
+	}
+	var who []string
+	for _, h := range info.Holders {
+		who = append(who, h.Owner)
+	}
+	e.say("%s is held by %v; waiting", name, who)
+}
+
 // take takes the lock, or returns the exit code that says why not.
 // A signal while waiting cancels ctx with cancel.
-func (e env) take(ctx context.Context, cancel context.CancelCauseFunc, mu *reentrant.Lock, f *runFlags, sigs <-chan os.Signal) (context.Context, int) {
+func (e env) take(ctx context.Context, cancel context.CancelCauseFunc, t taker, sigs <-chan os.Signal) (grant, int) {
 	stop, exited := make(chan struct{}), make(chan struct{})
 	got := make(chan int, 1)
 	go func() {
@@ -120,49 +283,34 @@ func (e env) take(ctx context.Context, cancel context.CancelCauseFunc, mu *reent
 		case <-stop:
 		}
 	}()
-	held, err := lock(ctx, mu, f)
+	g, ok, err := t.take(ctx)
 	close(stop)
-	<-exited // from here on, signals are left in sigs for runHeld
+	<-exited // from here on, signals are left in sigs for the holder
 	switch {
 	case ctx.Err() != nil: // a signal ended the wait, or came as the lock was taken
-		if err == nil {
-			_ = mu.Unlock(held)
+		if ok {
+			_ = g.release()
 		}
 		code := exitUnavailable
 		select {
 		case code = <-got: // sent before the cancel
 		default:
 		}
-		return nil, e.fail(code, "gave up waiting for %s: %v", mu.Name(), context.Cause(ctx))
-	case errors.Is(err, reentrant.ErrNotAcquired):
-		return nil, e.fail(f.notAcquired, "%s is held by someone else", mu.Name())
+		return grant{}, e.fail(code, "gave up waiting for %s: %v", t.name, context.Cause(ctx))
 	case err != nil:
-		return nil, e.fail(exitUnavailable, "%v", err)
+		return grant{}, e.fail(exitFor(err), "%v", err)
+	case !ok:
+		return grant{}, e.fail(t.f.notAcquired, "%s is held by someone else", t.name)
 	}
-	return held, exitOK
-}
-
-// lock takes mu as the flags say: at once (-n), within a time (-w), or
-// waiting as long as it takes.
-func lock(ctx context.Context, mu *reentrant.Lock, f *runFlags) (context.Context, error) {
-	opts := f.lockOptions()
-	if !f.noWait && f.wait == 0 {
-		return mu.Lock(ctx, opts...)
-	}
-	held, ok, err := mu.TryLock(ctx, opts...)
-	if err == nil && !ok {
-		err = reentrant.ErrNotAcquired
-	}
-	return held, err
+	return g, exitOK
 }
 
 // runHeld runs CMD while the lock is held and returns run's exit code.
-func (e env) runHeld(held context.Context, name string, argv []string, f *runFlags, sigs <-chan os.Signal) int {
+func (e env) runHeld(g grant, name string, argv []string, f *lockFlags, sigs <-chan os.Signal) int {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.stdin, e.stdout, e.stderr
-	owner, _ := reentrant.OwnerFrom(held)
-	cmd.Env = append(os.Environ(), "RELOCK_NAME="+name, "RELOCK_OWNER="+owner.String())
-	if token, ok := reentrant.TokenFrom(held); ok {
+	cmd.Env = append(os.Environ(), "RELOCK_NAME="+name, "RELOCK_OWNER="+g.owner)
+	if token, ok := reentrant.TokenFrom(g.held); ok {
 		cmd.Env = append(cmd.Env, "RELOCK_TOKEN="+strconv.FormatInt(token, 10))
 	}
 	if err := cmd.Start(); err != nil {
@@ -174,7 +322,7 @@ func (e env) runHeld(held context.Context, name string, argv []string, f *runFla
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 
-	lost := held.Done()
+	lost := g.held.Done()
 	var kill <-chan time.Time
 	for {
 		select {
@@ -182,7 +330,7 @@ func (e env) runHeld(held context.Context, name string, argv []string, f *runFla
 			_ = cmd.Process.Signal(sig)
 		case <-lost:
 			lost = nil
-			e.fail(0, "lock %s lost: %v; stopping the command", name, context.Cause(held))
+			e.fail(0, "%v; stopping the command", context.Cause(g.held))
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 			kill = time.After(f.grace)
 		case <-kill:

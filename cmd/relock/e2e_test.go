@@ -309,18 +309,9 @@ func TestClusterAndSentinel(t *testing.T) {
 			_, err := locks.Lock(name).Lock(context.Background())
 			require.NoError(t, err)
 		}
-		cmd := exec.Command(binary, "list", "--json", "--addr", seeds)
-		code, stdout, stderr := result(t, cmd)
-		require.Equal(t, 0, code, stderr)
-		var rs []keyReport
-		require.NoError(t, json.Unmarshal([]byte(stdout), &rs))
-		var found []string
-		for _, r := range rs {
-			found = append(found, r.Name)
-		}
-		assert.ElementsMatch(t, names, found, "a lock on each of the three masters")
+		assert.ElementsMatch(t, names, listed(t, "--addr", seeds), "a lock on each of the three masters")
 
-		code, stdout, stderr = result(t, exec.Command(binary, "run", "--addr", seeds, "free", "--", "echo", "ran"))
+		code, stdout, stderr := result(t, exec.Command(binary, "run", "--addr", seeds, "free", "--", "echo", "ran"))
 		assert.Equal(t, 0, code, stderr)
 		assert.Equal(t, "ran\n", stdout)
 		code, _, _ = result(t, exec.Command(binary, "run", "-n", "--addr", seeds, names[0], "--", "true"))
@@ -348,15 +339,7 @@ func TestClusterAndSentinel(t *testing.T) {
 		_, err = locks.PermitExpirableSemaphore("permits").Acquire(context.Background())
 		require.NoError(t, err)
 
-		code, stdout, stderr := result(t, exec.Command(binary, "list", "--json", "--addr", s.Addr))
-		require.Equal(t, 0, code, stderr)
-		var rs []keyReport
-		require.NoError(t, json.Unmarshal([]byte(stdout), &rs))
-		var found []string
-		for _, r := range rs {
-			found = append(found, r.Name)
-		}
-		assert.ElementsMatch(t, names, found)
+		assert.ElementsMatch(t, names, listed(t, "--addr", s.Addr))
 		for _, name := range append(names, "permits") {
 			code, stdout, stderr := result(t, exec.Command(binary, "inspect", "--json", "--addr", s.Addr, name))
 			require.Equal(t, 0, code, "%s: %s", name, stderr)
@@ -364,7 +347,7 @@ func TestClusterAndSentinel(t *testing.T) {
 			require.NoError(t, json.Unmarshal([]byte(stdout), &r))
 			assert.NotEmpty(t, r.Holders, name)
 		}
-		code, stdout, stderr = result(t, exec.Command(binary, "run", "--addr", s.Addr, "free", "--", "echo", "ran"))
+		code, stdout, stderr := result(t, exec.Command(binary, "run", "--addr", s.Addr, "free", "--", "echo", "ran"))
 		assert.Equal(t, 0, code, stderr)
 		assert.Equal(t, "ran\n", stdout)
 		assert.NotContains(t, stderr, "CROSSSLOT")
@@ -377,6 +360,21 @@ func TestClusterAndSentinel(t *testing.T) {
 		assert.Equal(t, 0, code, stderr)
 		assert.Equal(t, "ran\n", stdout)
 	})
+}
+
+// listed runs relock list --json with the connection flags given and
+// returns the names it lists.
+func listed(t *testing.T, conn ...string) []string {
+	t.Helper()
+	code, stdout, stderr := result(t, exec.Command(binary, append([]string{"list", "--json"}, conn...)...))
+	require.Equal(t, 0, code, stderr)
+	var rs []keyReport
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rs))
+	var names []string
+	for _, r := range rs {
+		names = append(names, r.Name)
+	}
+	return names
 }
 
 // nameOn returns a lock name whose slot master m serves.

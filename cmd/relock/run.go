@@ -106,37 +106,39 @@ type taker struct {
 // take waits for NAME, as long as the flags allow; ok is false when it
 // was not acquired within them.
 func (t taker) take(ctx context.Context) (g grant, ok bool, err error) {
-	waits := !t.f.noWait && t.f.wait == 0
+	opts := t.f.lockOptions()
+	waits := !t.f.noWait && t.f.wait == 0 // else a Try call, which has a limit
 	if t.f.permits > 0 {
 		s := t.locks.PermitExpirableSemaphore(t.name)
 		if _, err := s.TrySetPermits(ctx, t.f.permits); err != nil {
 			return g, false, err
 		}
-		var p *reentrant.Permit
-		if waits {
-			p, err = s.Acquire(ctx, t.f.lockOptions()...)
-			ok = err == nil
-		} else {
-			p, ok, err = s.TryAcquire(ctx, t.f.lockOptions()...)
-		}
+		p, ok, err := acquire(waits,
+			func() (*reentrant.Permit, error) { return s.Acquire(ctx, opts...) },
+			func() (*reentrant.Permit, bool, error) { return s.TryAcquire(ctx, opts...) })
 		if !ok || err != nil {
 			return g, false, err
 		}
 		return grant{held: p.Context(), owner: p.ID(), release: func() error { return p.Release(context.Background()) }}, true, nil
 	}
 	mu := t.lock()
-	var held context.Context
-	if waits {
-		held, err = mu.Lock(ctx, t.f.lockOptions()...)
-		ok = err == nil
-	} else {
-		held, ok, err = mu.TryLock(ctx, t.f.lockOptions()...)
-	}
+	held, ok, err := acquire(waits,
+		func() (context.Context, error) { return mu.Lock(ctx, opts...) },
+		func() (context.Context, bool, error) { return mu.TryLock(ctx, opts...) })
 	if !ok || err != nil {
 		return g, false, err
 	}
 	owner, _ := reentrant.OwnerFrom(held)
 	return grant{held: held, owner: owner.String(), release: func() error { return mu.Unlock(held) }}, true, nil
+}
+
+// acquire calls wait when the call waits without a limit, else try.
+func acquire[T any](waits bool, wait func() (T, error), try func() (T, bool, error)) (T, bool, error) {
+	if waits {
+		v, err := wait()
+		return v, err == nil, err
+	}
+	return try()
 }
 
 // lock is the lock the flags name.

@@ -42,62 +42,6 @@ func aclClient(t *testing.T, e env, user string, logs *syncBuffer, rules ...stri
 	return c, err
 }
 
-// exercise runs, on c, every lock kind and synchronizer with a waiter on c
-// woken by a release from another client (admin rights), and back.
-func exercise(t *testing.T, c, other *reentrant.Client) {
-	t.Helper()
-	for kind, pair := range map[string][2]*reentrant.Lock{
-		"plain":  {c.Lock("acl"), other.Lock("acl")},
-		"fair":   {c.FairLock("acl:fair"), other.FairLock("acl:fair")},
-		"fenced": {c.FencedLock("acl:fenced"), other.FencedLock("acl:fenced")},
-		"write":  {c.ReadWriteLock("acl:rw").WriteLock(), other.ReadWriteLock("acl:rw").WriteLock()},
-		"read":   {c.ReadWriteLock("acl:rw2").ReadLock(), other.ReadWriteLock("acl:rw2").WriteLock()},
-	} {
-		handOver(t, kind+" to another client", pair[0], pair[1])
-		handOver(t, kind+" from another client", pair[1], pair[0])
-	}
-	sem := c.Semaphore("acl:sem")
-	_, err := sem.TrySetPermits(bg(), 1)
-	require.NoError(t, err)
-	require.NoError(t, other.Semaphore("acl:sem").Acquire(bg(), 1))
-	woken := make(chan error, 1)
-	go func() { woken <- sem.Acquire(bg(), 1, reentrant.WaitAtMost(20*time.Second)) }()
-	require.NoError(t, other.Semaphore("acl:sem").Release(bg(), 1))
-	require.NoError(t, <-woken, "semaphore waiter")
-	require.NoError(t, sem.Release(bg(), 1))
-
-	ps := c.PermitExpirableSemaphore("acl:permits")
-	_, err = ps.TrySetPermits(bg(), 1)
-	require.NoError(t, err)
-	p, err := ps.Acquire(bg())
-	require.NoError(t, err)
-	go func() {
-		p2, err := other.PermitExpirableSemaphore("acl:permits").Acquire(bg(), reentrant.WaitAtMost(20*time.Second))
-		if err == nil {
-			err = p2.Release(bg())
-		}
-		woken <- err
-	}()
-	require.NoError(t, p.Release(bg()))
-	require.NoError(t, <-woken, "permit waiter")
-
-	latch := c.CountDownLatch("acl:latch")
-	_, err = latch.TrySetCount(bg(), 1)
-	require.NoError(t, err)
-	go func() { woken <- latch.Await(bg(), reentrant.WaitAtMost(20*time.Second)) }()
-	require.NoError(t, other.CountDownLatch("acl:latch").CountDown(bg()))
-	require.NoError(t, <-woken, "latch waiter")
-
-	rl := c.RateLimiter("acl:rate")
-	require.NoError(t, rl.SetRate(bg(), reentrant.Rate{Permits: 1, Interval: 200 * time.Millisecond}))
-	require.NoError(t, rl.Acquire(bg(), 1))
-	require.NoError(t, rl.Acquire(bg(), 1, reentrant.WaitAtMost(20*time.Second)))
-
-	info, err := c.Inspect(bg(), "acl:sem")
-	require.NoError(t, err)
-	assert.Equal(t, "acl:sem", info.Name)
-}
-
 // What each ACL user meets: the documented least-privilege user runs
 // everything without a warning; a Redis 7 user with no channel rights
 // runs everything too, releases reporting success, waiters polling, and
@@ -111,7 +55,7 @@ func TestACLUsers(t *testing.T) {
 		var logs syncBuffer
 		c, err := aclClient(t, e, "relock", &logs, leastPrivilege...)
 		require.NoError(t, err)
-		exercise(t, c, other)
+		exercise(t, c, other, "acl:")
 		assert.Empty(t, logs.String())
 	})
 
@@ -125,7 +69,7 @@ func TestACLUsers(t *testing.T) {
 		}
 		c, err := aclClient(t, e, "nochannels", &logs, rules...)
 		require.NoError(t, err)
-		exercise(t, c, other)
+		exercise(t, c, other, "acl:")
 		assert.Equal(t, 1, strings.Count(logs.String(), "may not publish on relock's channels"), logs.String())
 		assert.NotContains(t, logs.String(), "level=ERROR")
 	})

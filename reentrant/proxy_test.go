@@ -76,70 +76,18 @@ func TestBehindClusterProxy(t *testing.T) {
 		assert.Zero(t, lost.Load(), "holds lost")
 	})
 
-	// Each kind of lock, held by one client, waited for by another and
-	// handed over on release; then MultiLock over locks in different slots.
-	t.Run("every lock kind", func(t *testing.T) {
-		for _, name := range []string{"kind", "{tagged}.kind"} {
-			locks := map[string][2]*reentrant.Lock{
-				"plain":  {c.Lock(name), other.Lock(name)},
-				"fair":   {c.FairLock(name + ":fair"), other.FairLock(name + ":fair")},
-				"fenced": {c.FencedLock(name + ":fenced"), other.FencedLock(name + ":fenced")},
-				"spin":   {c.SpinLock(name+":spin", reentrant.Backoff{}), other.SpinLock(name+":spin", reentrant.Backoff{})},
-				"write":  {c.ReadWriteLock(name + ":rw").WriteLock(), other.ReadWriteLock(name + ":rw").WriteLock()},
-				"read":   {c.ReadWriteLock(name + ":rw2").ReadLock(), other.ReadWriteLock(name + ":rw2").WriteLock()},
-			}
-			for kind, pair := range locks {
-				handOver(t, kind+" "+name, pair[0], pair[1])
-			}
+	// Each lock kind handed over between two clients, both ways, with and
+	// without a hash tag; each synchronizer's waiter woken from another
+	// client; a MultiLock over three slots.
+	t.Run("every kind", func(t *testing.T) {
+		exercise(t, c, other, "proxied:")
+		for kind, pair := range lockKinds(c, other, "{tagged}.") {
+			handOver(t, kind+" with a tag", pair[0], pair[1])
 		}
 		m := reentrant.NewMultiLock(c.Lock("multi-a"), c.Lock("multi-b"), c.Lock("multi-c"))
 		held, err := m.Lock(bg())
 		require.NoError(t, err)
 		require.NoError(t, m.Unlock(held))
-	})
-
-	t.Run("every synchronizer", func(t *testing.T) {
-		sem, sem2 := c.Semaphore("proxied-sem"), other.Semaphore("proxied-sem")
-		_, err := sem.TrySetPermits(bg(), 1)
-		require.NoError(t, err)
-		require.NoError(t, sem.Acquire(bg(), 1))
-		woken := make(chan error, 1)
-		go func() { woken <- sem2.Acquire(bg(), 1, reentrant.WaitAtMost(20*time.Second)) }()
-		require.NoError(t, sem.Release(bg(), 1))
-		require.NoError(t, <-woken, "semaphore waiter")
-		require.NoError(t, sem2.Release(bg(), 1))
-
-		ps, ps2 := c.PermitExpirableSemaphore("proxied-permits"), other.PermitExpirableSemaphore("proxied-permits")
-		_, err = ps.TrySetPermits(bg(), 1)
-		require.NoError(t, err)
-		p, err := ps.Acquire(bg())
-		require.NoError(t, err)
-		got := make(chan error, 1)
-		go func() {
-			p2, err := ps2.Acquire(bg(), reentrant.WaitAtMost(20*time.Second))
-			if err == nil {
-				err = p2.Release(bg())
-			}
-			got <- err
-		}()
-		require.NoError(t, p.Release(bg()))
-		require.NoError(t, <-got, "permit waiter")
-
-		latch := c.CountDownLatch("proxied-latch")
-		_, err = latch.TrySetCount(bg(), 1)
-		require.NoError(t, err)
-		go func() { got <- other.CountDownLatch("proxied-latch").Await(bg(), reentrant.WaitAtMost(20*time.Second)) }()
-		require.NoError(t, latch.CountDown(bg()))
-		require.NoError(t, <-got, "latch waiter")
-
-		for _, perClient := range []bool{false, true} {
-			rl := c.RateLimiter(fmt.Sprintf("proxied-rate-%v", perClient))
-			require.NoError(t, rl.SetRate(bg(), reentrant.Rate{Permits: 1, Interval: 300 * time.Millisecond, PerClient: perClient}))
-			require.NoError(t, rl.Acquire(bg(), 1))
-			require.NoError(t, rl.Acquire(bg(), 1, reentrant.WaitAtMost(20*time.Second)), "rate limiter waiter")
-			_, err := rl.Available(bg())
-			require.NoError(t, err)
-		}
 	})
 
 	// Each release queues its unlock latch for deletion, and the sweeper
@@ -164,25 +112,4 @@ func TestBehindClusterProxy(t *testing.T) {
 			t.Fatalf("logged: %s", line)
 		}
 	}
-}
-
-// handOver holds a lock on a, makes b wait for it, re-enters on a, and
-// releases: b must be handed the lock.
-func handOver(t *testing.T, what string, a, b *reentrant.Lock) {
-	t.Helper()
-	held, err := a.Lock(bg())
-	require.NoError(t, err, what)
-	got := make(chan error, 1)
-	go func() {
-		h, err := b.Lock(bg(), reentrant.WaitAtMost(20*time.Second))
-		if err == nil {
-			err = b.Unlock(h)
-		}
-		got <- err
-	}()
-	again, err := a.Lock(held)
-	require.NoError(t, err, "%s: re-entry", what)
-	require.NoError(t, a.Unlock(again), what)
-	require.NoError(t, a.Unlock(held), what)
-	require.NoError(t, <-got, "%s: the waiter on another client", what)
 }

@@ -70,22 +70,24 @@ func WithOwner(ctx context.Context, o Owner) context.Context {
 //
 // Given a held context (or one made from it), the result carries none of
 // the hold either: it is not cancelled when the hold ends, so the goroutine
-// can wait for the lock until the caller has released it, but it is
-// cancelled with the context the caller gave to its outermost Lock (and
-// has that context's deadline). It keeps every value of ctx except
-// relock's own (owner, fencing token, lease deadline). A nil ctx gives nil,
-// which Lock refuses with ErrInvalidArgument.
+// can wait for the lock until the caller has released it. Its Done, Err
+// and Deadline are those of the context the caller gave to its outermost
+// Lock (a cause given to that context's cancel is not carried: context.Cause
+// reports its Err). It keeps every value of ctx except relock's own (owner,
+// fencing token, lease deadline). A nil ctx gives nil, which Lock refuses
+// with ErrInvalidArgument.
 func WithoutOwner(ctx context.Context) context.Context {
 	if ctx == nil {
 		return nil
 	}
 	base := caller(ctx)
 	if base == ctx {
-		return newOwnerCtx{Context: ctx}
+		return newOwnerCtx{Context: ctx, base: ctx}
 	}
-	out, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	context.AfterFunc(base, func() { cancel(context.Cause(base)) })
-	return newOwnerCtx{Context: out, deadline: base}
+	// WithoutCancel keeps the values and hides the hold's cancellation
+	// (and its cause); base's is taken directly, so nothing is registered
+	// on base that would outlive the goroutine.
+	return newOwnerCtx{Context: context.WithoutCancel(ctx), base: base}
 }
 
 // givenKey is the key under which a held context keeps the context given
@@ -105,18 +107,15 @@ func caller(ctx context.Context) context.Context {
 }
 
 // newOwnerCtx is what WithoutOwner returns: its Context's values, except
-// relock's own, and the deadline of deadline when set.
+// relock's own, with base's cancellation and deadline.
 type newOwnerCtx struct {
 	context.Context
-	deadline context.Context
+	base context.Context
 }
 
-func (c newOwnerCtx) Deadline() (time.Time, bool) {
-	if c.deadline != nil {
-		return c.deadline.Deadline()
-	}
-	return c.Context.Deadline()
-}
+func (c newOwnerCtx) Deadline() (time.Time, bool) { return c.base.Deadline() }
+func (c newOwnerCtx) Done() <-chan struct{}       { return c.base.Done() }
+func (c newOwnerCtx) Err() error                  { return c.base.Err() }
 
 func (c newOwnerCtx) Value(key any) any {
 	switch key.(type) {

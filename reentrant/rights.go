@@ -81,11 +81,14 @@ func (c *Client) probeRights() error {
 }
 
 // refused reports whether err is an ACL refusal: NOPERM from a command, or
-// a script's report that the user may not run a command or use a channel.
+// a script's report that the user may not run a command or use a channel,
+// in Redis's words or in Valkey's.
 func refused(err error) bool {
 	if err == nil || !scripts.IsReply(err) {
 		return false
 	}
 	msg := err.Error()
-	return strings.HasPrefix(msg, "NOPERM") || strings.Contains(msg, "The user executing the script can't")
+	return strings.HasPrefix(msg, "NOPERM") ||
+		strings.Contains(msg, "The user executing the script can't") || // Redis 7
+		strings.Contains(msg, "ACL failure in script") // Valkey 8
 }

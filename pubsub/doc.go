@@ -11,10 +11,15 @@
 // ends first stays queued ([ErrUnconfirmed]) and is woken once the server
 // confirms, to check again.
 //
-// Message "0" wakes the longest-waiting waiter of the channel that is not
-// already woken; "1" wakes all of them; any other payload is ignored. After
-// the connection is lost, the Subscriber reconnects, resubscribes every
-// channel and wakes every waiter, since messages may have been missed.
+// What a message means is the channel's own: each subscription comes with
+// a [Wakes] that reads a payload and says how many of the channel's
+// waiters it wakes, the longest-waiting first among those not already
+// woken. On a lock's channel ([LockWakes]) "0" wakes one and "1" all;
+// semaphores, latches and directed wake channels have their own. After the
+// connection is lost, the Subscriber dials again, with backoff,
+// resubscribes every channel and wakes every waiter, since messages may
+// have been missed; the loss is one warning in the log and the return one
+// note.
 //
 // The package knows nothing of locks. Messages can be lost in transit, so a
 // waiter must never rely on one alone: bound every wait.

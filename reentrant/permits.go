@@ -71,10 +71,18 @@ func (p *Permit) ID() string { return p.id }
 // the permit allows with it.
 func (p *Permit) Context() context.Context { return p.ctx }
 
-// Release gives the permit back; see PermitExpirableSemaphore.Release.
+// Release gives the permit back; see PermitExpirableSemaphore.Release. A
+// permit whose lease ended before it (ErrLeaseEnded), or that this client
+// found lost (ErrLockLost), is not sent for: Release returns that cause at
+// once, as Lock.Unlock does.
 func (p *Permit) Release(ctx context.Context) error {
 	if p == nil {
 		return fmt.Errorf("relock: %w: nil permit", ErrInvalidArgument)
+	}
+	if p.ctx != nil && p.ctx.Err() != nil {
+		if cause := context.Cause(p.ctx); errors.Is(cause, ErrLeaseEnded) || errors.Is(cause, ErrLockLost) {
+			return fmt.Errorf("relock: semaphore %q: %w", p.s.name, cause)
+		}
 	}
 	return p.s.Release(ctx, p.id)
 }

@@ -180,7 +180,8 @@ func TestPermitExpirableSemaphore(t *testing.T) {
 	require.NoError(t, err)
 	q, err := c.PermitExpirableSemaphore("pes").Acquire(bg(), reentrant.WaitAtMost(10*time.Second))
 	require.NoError(t, err, "taken when the nearest lease ended")
-	assert.ErrorIs(t, short.Release(bg()), reentrant.ErrNotHeld, "reclaimed already")
+	assert.ErrorIs(t, short.Release(bg()), reentrant.ErrLeaseEnded, "its lease ended; reclaimed already")
+	assert.ErrorIs(t, c.PermitExpirableSemaphore("pes").Release(bg(), short.ID()), reentrant.ErrNotHeld, "by id, Redis says")
 
 	require.NoError(t, p.Release(bg()))
 	assert.ErrorIs(t, context.Cause(p.Context()), context.Canceled)

@@ -152,11 +152,23 @@ func (t taker) lock() *reentrant.Lock {
 	return t.locks.Lock(t.name)
 }
 
+// lockCommand parses the arguments of run or hold (leading: see parse).
+// ok is false after it printed why they are wrong; code is the exit code.
+func (e env) lockCommand(name string, args []string, leading int) (conn *connFlags, f *lockFlags, rest []string, code int, ok bool) {
+	fs, conn := e.flags(name)
+	f = &lockFlags{}
+	f.register(fs, name == "run")
+	if rest, code, ok = e.parse(fs, args, leading); !ok {
+		return nil, nil, nil, code, false
+	}
+	if err := f.check(); err != nil {
+		return nil, nil, nil, e.fail(exitUsage, "%v", err), false
+	}
+	return conn, f, rest, 0, true
+}
+
 func (e env) run(args []string) int {
-	fs, conn := e.flags("run")
-	var f lockFlags
-	f.register(fs, true)
-	rest, code, ok := e.parse(fs, args, 1)
+	conn, f, rest, code, ok := e.lockCommand("run", args, 1)
 	if !ok {
 		return code
 	}
@@ -166,11 +178,8 @@ func (e env) run(args []string) int {
 	if len(rest) < 2 {
 		return e.fail(exitUsage, "run needs NAME [--] CMD [ARGS...]")
 	}
-	if err := f.check(); err != nil {
-		return e.fail(exitUsage, "%v", err)
-	}
-	return e.underLock(conn, &f, rest[0], func(g grant, sigs <-chan os.Signal) int {
-		return e.runHeld(g, rest[0], rest[1:], &f, sigs)
+	return e.underLock(conn, f, rest[0], func(g grant, sigs <-chan os.Signal) int {
+		return e.runHeld(g, rest[0], rest[1:], f, sigs)
 	})
 }
 
@@ -178,20 +187,14 @@ func (e env) run(args []string) int {
 // SIGTERM), as etcdctl lock NAME does; it prints the owner on stdout once
 // it holds the lock.
 func (e env) hold(args []string) int {
-	fs, conn := e.flags("hold")
-	var f lockFlags
-	f.register(fs, false)
-	rest, code, ok := e.parse(fs, args, 0)
+	conn, f, rest, code, ok := e.lockCommand("hold", args, 0)
 	if !ok {
 		return code
 	}
 	if len(rest) != 1 {
 		return e.fail(exitUsage, "hold needs NAME")
 	}
-	if err := f.check(); err != nil {
-		return e.fail(exitUsage, "%v", err)
-	}
-	return e.underLock(conn, &f, rest[0], func(g grant, sigs <-chan os.Signal) int {
+	return e.underLock(conn, f, rest[0], func(g grant, sigs <-chan os.Signal) int {
 		fmt.Fprintf(e.stdout, "%s held by %s%s\n", rest[0], g.owner, tokenNote(g.held))
 		select {
 		case <-sigs:

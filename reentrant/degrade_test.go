@@ -125,7 +125,7 @@ func TestOutageLogging(t *testing.T) {
 	require.NoError(t, err)
 	const waiters = 5
 	done := make(chan error, waiters)
-	for i := 0; i < waiters; i++ {
+	wait := func() {
 		go func() {
 			h, err := c.Lock("outage").Lock(bg(), reentrant.WaitAtMost(time.Minute))
 			if err == nil {
@@ -133,6 +133,9 @@ func TestOutageLogging(t *testing.T) {
 			}
 			done <- err
 		}()
+	}
+	for i := 0; i < waiters; i++ {
+		wait()
 	}
 	redistest.Eventually(t, 10*time.Second, "the waiters to subscribe", func() bool {
 		chans, err := e.do(t, "PUBSUB", "CHANNELS", "*").AsStrSlice()
@@ -154,13 +157,7 @@ func TestOutageLogging(t *testing.T) {
 	// needed again; the next waiter needs it, and the note comes with it.
 	held, err := holder.Lock("outage").Lock(bg())
 	require.NoError(t, err)
-	go func() {
-		h, err := c.Lock("outage").Lock(bg(), reentrant.WaitAtMost(time.Minute))
-		if err == nil {
-			err = c.Lock("outage").Unlock(h)
-		}
-		done <- err
-	}()
+	wait()
 	redistest.Eventually(t, 10*time.Second, "the connection to be back", func() bool {
 		return count("pub/sub connection is back") == 1
 	})

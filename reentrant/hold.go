@@ -210,28 +210,29 @@ func (c *Client) lockedWith(ctx context.Context, name string) bool {
 }
 
 // dropHold forgets the newest acquisition of key, if any, and returns it
-// with the TTL the release should restore and the hold's local deadline. The watchdog lets go of the hold
-// before the release is sent: all of it when this was the last acquisition
-// here, its renewal when no remaining acquisition wants the watchdog.
-func (c *Client) dropHold(key holdKey) (a acquisition, restore time.Duration, deadline time.Time, found bool) {
+// with the TTL the release should restore and the hold's watchdog lease
+// (whose Deadline a release that must retry reads). The watchdog lets go
+// of the hold before the release is sent: all of it when this was the last
+// acquisition here, its renewal when no remaining acquisition wants the
+// watchdog.
+func (c *Client) dropHold(key holdKey) (a acquisition, restore time.Duration, lease *watchdog.Lease, found bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	restore = c.opts.WatchdogTimeout
 	h := c.holds[key]
 	if h == nil {
-		return a, restore, deadline, false
+		return a, restore, nil, false
 	}
-	deadline = c.watchdog.Deadline(h.lease)
 	a = h.acqs[len(h.acqs)-1]
 	h.acqs = h.acqs[:len(h.acqs)-1]
 	if len(h.acqs) == 0 {
 		delete(c.holds, key)
 		c.watchdog.Remove(h.lease)
-		return a, restore, deadline, true
+		return a, restore, h.lease, true
 	}
 	restore = h.ttl(c.opts.WatchdogTimeout)
 	c.watchdog.Update(h.lease, h.renewed(), watchdog.Deadline(time.Now(), restore))
-	return a, restore, deadline, true
+	return a, restore, h.lease, true
 }
 
 // lost ends a hold the watchdog gave up on: every held context of it is

@@ -309,7 +309,7 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) (err error) {
 		return fmt.Errorf("relock: unlock %q: %w (the context carries no owner)", l.name, ErrNotHeld)
 	}
 	key := holdKey{l.name, l.field(owner)}
-	a, restore, deadline, found := l.c.dropHold(key)
+	a, restore, lease, found := l.c.dropHold(key)
 	if !found && ctx.Err() != nil {
 		if cause := context.Cause(ctx); errors.Is(cause, ErrLockLost) || errors.Is(cause, ErrLeaseEnded) {
 			// This client gave the hold up already (its key vanished, no
@@ -337,6 +337,7 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) (err error) {
 	// the key may have expired and another may hold the lock, so there is
 	// nothing left to give back.
 	ctx = context.WithoutCancel(ctx)
+	var deadline time.Time // the hold's, read once a retry needs it
 	for try, backoff := 0, time.Duration(0); ; try++ {
 		res, err := l.release(ctx, owner, restore, requestID, try > 0)
 		if err == nil {
@@ -347,6 +348,9 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) (err error) {
 		}
 		if try == 0 {
 			end := time.Now().Add(window)
+			if found {
+				deadline = l.c.watchdog.Deadline(lease)
+			}
 			if found && deadline.Before(end) {
 				end = deadline
 			}

@@ -1,0 +1,288 @@
+// Command codefigures prints the shape figures of relock's library code,
+// measured with go/ast and go/types over the non-test files of the four
+// library packages:
+//
+//   - the longest function (lines) and the one with most branch points (if,
+//     for, range, case and select clauses, && and ||);
+//   - the acquire loops: for statements in reentrant counting attempts
+//     (their init declares "attempt");
+//   - Client's fields and methods;
+//   - reentrant's file-level graph (a file uses another when it names
+//     something declared there) laid out in layers, and the edges that run
+//     back up those layers: a file that uses a file which uses it, directly
+//     or through others.
+//
+// Run it from the module root: go run ./internal/codefigures
+package main
+
+import (
+	"fmt"
+	"go/ast"
+	"go/importer"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+var packages = []string{"reentrant", "scripts", "pubsub", "watchdog"}
+
+func main() {
+	fset := token.NewFileSet()
+	var longest, branchiest fnFigure
+	loops := []string{}
+	for _, dir := range packages {
+		for _, f := range parseDir(fset, dir) {
+			for _, d := range f.file.Decls {
+				fn, ok := d.(*ast.FuncDecl)
+				if !ok || fn.Body == nil {
+					continue
+				}
+				fig := measure(fset, f.name, fn)
+				if fig.lines > longest.lines {
+					longest = fig
+				}
+				if fig.branches > branchiest.branches {
+					branchiest = fig
+				}
+				if dir == "reentrant" {
+					loops = append(loops, acquireLoops(fset, f.name, fn)...)
+				}
+			}
+		}
+	}
+	fmt.Printf("longest function: %d lines (%s)\n", longest.lines, longest.name)
+	fmt.Printf("most branch points: %d (%s)\n", branchiest.branches, branchiest.name)
+	fmt.Printf("acquire loops: %d\n", len(loops))
+	for _, l := range loops {
+		fmt.Printf("  %s\n", l)
+	}
+	files, info := checkReentrant(fset)
+	fields, methods := clientShape(info)
+	fmt.Printf("Client: %d fields, %d methods\n", fields, methods)
+	back := backEdges(fileGraph(fset, files, info))
+	fmt.Printf("back edges in reentrant's file graph: %d\n", len(back))
+	for _, e := range back {
+		fmt.Printf("  %s\n", e)
+	}
+}
+
+type parsedFile struct {
+	name string
+	file *ast.File
+}
+
+func parseDir(fset *token.FileSet, dir string) []parsedFile {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	check(err)
+	var out []parsedFile
+	for _, p := range paths {
+		if strings.HasSuffix(p, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.ParseComments)
+		check(err)
+		out = append(out, parsedFile{p, f})
+	}
+	return out
+}
+
+type fnFigure struct {
+	name            string
+	lines, branches int
+}
+
+func measure(fset *token.FileSet, file string, fn *ast.FuncDecl) fnFigure {
+	name := fn.Name.Name
+	if fn.Recv != nil && len(fn.Recv.List) > 0 {
+		name = types.ExprString(fn.Recv.List[0].Type) + "." + name
+	}
+	fig := fnFigure{name: file + ": " + name}
+	fig.lines = fset.Position(fn.End()).Line - fset.Position(fn.Pos()).Line + 1
+	ast.Inspect(fn.Body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.IfStmt, *ast.ForStmt, *ast.RangeStmt, *ast.CaseClause, *ast.CommClause:
+			fig.branches++
+		case *ast.BinaryExpr:
+			if n.Op == token.LAND || n.Op == token.LOR {
+				fig.branches++
+			}
+		}
+		return true
+	})
+	return fig
+}
+
+// acquireLoops finds the for statements in fn that count attempts.
+func acquireLoops(fset *token.FileSet, file string, fn *ast.FuncDecl) []string {
+	var out []string
+	ast.Inspect(fn.Body, func(n ast.Node) bool {
+		loop, ok := n.(*ast.ForStmt)
+		if !ok || loop.Init == nil {
+			return true
+		}
+		if as, ok := loop.Init.(*ast.AssignStmt); ok {
+			for _, lhs := range as.Lhs {
+				if id, ok := lhs.(*ast.Ident); ok && id.Name == "attempt" {
+					out = append(out, fmt.Sprintf("%s:%d (%s)", file, fset.Position(loop.Pos()).Line, fn.Name.Name))
+				}
+			}
+		}
+		return true
+	})
+	return out
+}
+
+func checkReentrant(fset *token.FileSet) ([]parsedFile, *types.Info) {
+	files := parseDir(fset, "reentrant")
+	var asts []*ast.File
+	for _, f := range files {
+		asts = append(asts, f.file)
+	}
+	info := &types.Info{Uses: map[*ast.Ident]types.Object{}, Defs: map[*ast.Ident]types.Object{}, Selections: map[*ast.SelectorExpr]*types.Selection{}}
+	conf := types.Config{Importer: importer.ForCompiler(fset, "source", nil)}
+	_, err := conf.Check("github.com/relock-go/relock/reentrant", fset, asts, info)
+	check(err)
+	return files, info
+}
+
+func clientShape(info *types.Info) (fields, methods int) {
+	for id, obj := range info.Defs {
+		if id.Name != "Client" || obj == nil {
+			continue
+		}
+		tn, ok := obj.(*types.TypeName)
+		if !ok || tn.Parent() != tn.Pkg().Scope() {
+			continue
+		}
+		named := tn.Type().(*types.Named)
+		return named.Underlying().(*types.Struct).NumFields(), named.NumMethods()
+	}
+	return 0, 0
+}
+
+// fileGraph maps each file of reentrant to the set of other files whose
+// package-level declarations (methods and fields included) it uses.
+func fileGraph(fset *token.FileSet, files []parsedFile, info *types.Info) map[string]map[string]bool {
+	declaredIn := func(obj types.Object) string {
+		if obj == nil || obj.Pkg() == nil || obj.Pkg().Path() != "github.com/relock-go/relock/reentrant" {
+			return ""
+		}
+		if v, ok := obj.(*types.Var); ok && !v.IsField() && obj.Parent() != obj.Pkg().Scope() {
+			return "" // a local variable
+		}
+		if _, ok := obj.(*types.Func); !ok && obj.Parent() != nil && obj.Parent() != obj.Pkg().Scope() {
+			if v, ok := obj.(*types.Var); !ok || !v.IsField() {
+				return ""
+			}
+		}
+		return filepath.Base(fset.Position(obj.Pos()).Filename)
+	}
+	graph := map[string]map[string]bool{}
+	for _, f := range files {
+		from := filepath.Base(f.name)
+		graph[from] = map[string]bool{}
+		ast.Inspect(f.file, func(n ast.Node) bool {
+			id, ok := n.(*ast.Ident)
+			if !ok {
+				return true
+			}
+			if to := declaredIn(info.Uses[id]); to != "" && to != from {
+				graph[from][to] = true
+			}
+			return true
+		})
+	}
+	return graph
+}
+
+// backEdges lays the graph out in layers, users above what they use, by
+// the Eades-Lin-Smyth heuristic (sinks to the bottom, sources to the top,
+// then the node with the most outgoing minus incoming edges), and returns
+// the edges that point up.
+func backEdges(graph map[string]map[string]bool) []string {
+	left := map[string]bool{}
+	for n := range graph {
+		left[n] = true
+	}
+	degree := func(n string) (in, out int) {
+		for m := range left {
+			if graph[m][n] {
+				in++
+			}
+			if graph[n][m] {
+				out++
+			}
+		}
+		return in, out
+	}
+	sorted := func() []string {
+		var ns []string
+		for n := range left {
+			ns = append(ns, n)
+		}
+		sort.Strings(ns)
+		return ns
+	}
+	var top, bottom []string
+	for len(left) > 0 {
+		changed := true
+		for changed {
+			changed = false
+			for _, n := range sorted() {
+				in, out := degree(n)
+				switch {
+				case out == 0:
+					bottom = append([]string{n}, bottom...)
+				case in == 0:
+					top = append(top, n)
+				default:
+					continue
+				}
+				delete(left, n)
+				changed = true
+			}
+		}
+		if len(left) == 0 {
+			break
+		}
+		best, bestScore := "", 0
+		for _, n := range sorted() {
+			in, out := degree(n)
+			if best == "" || out-in > bestScore {
+				best, bestScore = n, out-in
+			}
+		}
+		top = append(top, best)
+		delete(left, best)
+	}
+	order := append(top, bottom...)
+	pos := map[string]int{}
+	for i, n := range order {
+		pos[n] = i
+	}
+	var back []string
+	for _, from := range order {
+		var tos []string
+		for to := range graph[from] {
+			if pos[to] < pos[from] {
+				tos = append(tos, to)
+			}
+		}
+		sort.Strings(tos)
+		for _, to := range tos {
+			back = append(back, from+" -> "+to)
+		}
+	}
+	return back
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "codefigures:", err)
+		os.Exit(1)
+	}
+}

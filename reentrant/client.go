@@ -332,10 +332,15 @@ func (c *Client) Lock(name string) *Lock {
 }
 
 // redisError turns an error from Redis into one of this package's errors
-// where one fits, keeping the original in the chain.
+// where one fits, keeping the original in the chain (but for the errors
+// relock's own scripts raise, which the package's errors say in full).
 func redisError(op, name string, err error) error {
 	err = tidy(err)
 	switch {
+	case scripts.Code(err) == scripts.CodeRateNotSet:
+		return fmt.Errorf("relock: %s %q: %w", op, name, ErrRateNotSet)
+	case scripts.Code(err) == scripts.CodeRateExceeded:
+		return fmt.Errorf("relock: %s %q: %w: more permits asked than the rate", op, name, ErrInvalidArgument)
 	case scripts.IsWrongType(err):
 		return fmt.Errorf("relock: %s %q: %w (%w)", op, name, ErrWrongType, err)
 	case errors.Is(err, rueidis.ErrClosing):

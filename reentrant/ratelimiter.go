@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/relock-go/relock/scripts"
@@ -98,7 +97,7 @@ func (r *RateLimiter) set(ctx context.Context, rate Rate, only bool) (bool, erro
 		return false, err
 	}
 	set, err := scripts.RateSet(ctx, r.c.scriptConn(), r.name, r.c.id, rate.wire(), only)
-	return set, r.error(err)
+	return set, changeError("rate limiter", r.name, err)
 }
 
 // Acquire takes n permits (1 <= n <= the rate), waiting as long as the
@@ -140,7 +139,7 @@ func (r *RateLimiter) acquire(ctx context.Context, n int64, cfg acquireConfig) (
 		case err != nil && notRun(err) && cfg.wait != 0:
 			err = w.backOff()
 		case err != nil:
-			return r.error(err)
+			return changeError("rate limiter", r.name, err)
 		default:
 			err = w.pause(attempt, func() time.Duration { return max(wait, cfg.retryDelay, time.Millisecond) })
 		}
@@ -156,21 +155,5 @@ func (r *RateLimiter) Available(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	n, err := scripts.RateAvailable(ctx, r.c.scriptConn(), r.name, r.c.id)
-	return n, r.error(err)
-}
-
-// error turns a script's error into this package's: the limiter's
-// assertions (not configured; more permits than the rate) become
-// ErrRateNotSet and ErrInvalidArgument.
-func (r *RateLimiter) error(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case !scripts.IsReply(err):
-	case strings.Contains(err.Error(), "not initialized"):
-		return fmt.Errorf("relock: rate limiter %q: %w", r.name, ErrRateNotSet)
-	case strings.Contains(err.Error(), "cannot exceed defined rate"):
-		return fmt.Errorf("relock: rate limiter %q: %w: more permits asked than the rate", r.name, ErrInvalidArgument)
-	}
-	return redisError("rate limiter", r.name, err)
+	return n, changeError("rate limiter", r.name, err)
 }

@@ -7,7 +7,12 @@
 --
 -- Reply: nil when taken; else the ms to wait before trying again.
 local rate, interval, valueName, permitsName = config()
-assert(rate >= tonumber(ARGV[1]), 'Requested permits amount cannot exceed defined rate')
+if rate == nil then
+	return redis.error_reply(notSet)
+end
+if rate < tonumber(ARGV[1]) then
+	return redis.error_reply(aboveRate)
+end
 local t = now()
 local member = pack(ARGV[2], ARGV[1])
 local current = redis.call('get', valueName)

@@ -4,6 +4,9 @@
 --
 -- Reply: the permits available.
 local rate, interval, valueName, permitsName = config()
+if rate == nil then
+	return redis.error_reply(notSet)
+end
 local t = now()
 local current = redis.call('get', valueName)
 if current == false then

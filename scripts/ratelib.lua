@@ -11,6 +11,12 @@
 --          score the time taken (ms)
 -- KEYS[5]  {N}:permits:<client-id>, the same for one client
 
+-- The error replies of the rate limiter's scripts. Their first word is a
+-- code the Go side reads (scripts.Code): unlike the text of a failed
+-- assert, it does not change with the server's version.
+local notSet = 'RELOCK_RATE_NOT_SET rate limiter is not set'
+local aboveRate = 'RELOCK_RATE_EXCEEDED more permits asked than the rate'
+
 -- now returns Redis's clock in milliseconds. Redisson passes its JVM's
 -- clock instead; see docs/wire-format.md.
 local function now()
@@ -18,13 +24,17 @@ local function now()
 	return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- config reads the configuration, failing as Redisson does when it is not
--- set, and returns it with the value and window keys of its type.
+-- config reads the configuration and returns it with the value and window
+-- keys of its type, or nil when it is not set (where Redisson's scripts
+-- fail with 'RateLimiter is not initialized', the caller returns the error
+-- reply notSet).
 local function config()
 	local rate = redis.call('hget', KEYS[1], 'rate')
 	local interval = redis.call('hget', KEYS[1], 'interval')
 	local type = redis.call('hget', KEYS[1], 'type')
-	assert(rate ~= false and interval ~= false and type ~= false, 'RateLimiter is not initialized')
+	if rate == false or interval == false or type == false then
+		return nil
+	end
 	if type == '1' then
 		return tonumber(rate), tonumber(interval), KEYS[3], KEYS[5]
 	end

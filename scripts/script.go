@@ -123,6 +123,31 @@ func NotSent(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
+// The codes of the error replies relock's own scripts return: the reply's
+// first word. Go code tells these errors apart by code (see Code), not by
+// text: the text of a Lua error changes with the server (Valkey 9.1
+// rewords them).
+const (
+	// CodeRateNotSet: the rate limiter has no configuration.
+	CodeRateNotSet = "RELOCK_RATE_NOT_SET"
+	// CodeRateExceeded: more permits were asked than the rate.
+	CodeRateExceeded = "RELOCK_RATE_EXCEEDED"
+)
+
+// Code returns the code of an error reply from one of relock's scripts
+// (one of the Code constants), or "" for any other error.
+func Code(err error) string {
+	var re *rueidis.RedisError
+	if !errors.As(err, &re) || re.IsNil() {
+		return ""
+	}
+	code, _, _ := strings.Cut(re.Error(), " ")
+	if !strings.HasPrefix(code, "RELOCK_") {
+		return ""
+	}
+	return code
+}
+
 // IsWrongType reports whether err says a key holds another type of value
 // than the script expects.
 func IsWrongType(err error) bool {

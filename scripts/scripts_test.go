@@ -186,3 +186,24 @@ func TestAcquireReturnsPTTL(t *testing.T) {
 		assert.Equal(t, -time.Millisecond, ttl)
 	})
 }
+
+// The rate limiter's errors carry relock's codes on every server, not a
+// Lua error text the server may reword.
+func TestRateErrorCodes(t *testing.T) {
+	each(t, func(t *testing.T, rdb scripts.Conn, do func(...string) rueidis.RedisResult) {
+		ctx := context.Background()
+		_, _, err := scripts.RateAcquire(ctx, rdb, "rl", "client", 1)
+		assert.Equal(t, scripts.CodeRateNotSet, scripts.Code(err), "%v", err)
+		_, err = scripts.RateAvailable(ctx, rdb, "rl", "client")
+		assert.Equal(t, scripts.CodeRateNotSet, scripts.Code(err), "%v", err)
+		_, err = scripts.RateSet(ctx, rdb, "rl", "client", scripts.Rate{Permits: 2, Interval: time.Second}, true)
+		require.NoError(t, err)
+		_, _, err = scripts.RateAcquire(ctx, rdb, "rl", "client", 3)
+		assert.Equal(t, scripts.CodeRateExceeded, scripts.Code(err), "%v", err)
+		acquired, _, err := scripts.RateAcquire(ctx, rdb, "rl", "client", 2)
+		require.NoError(t, err)
+		assert.True(t, acquired)
+		assert.Empty(t, scripts.Code(do("GET", "rl").Error()), "a reply that is not an error has no code")
+		assert.Empty(t, scripts.Code(do("HINCRBY", "rl", "rate", "x").Error()), "a server error has no relock code")
+	})
+}

@@ -96,7 +96,7 @@ func (l *CountDownLatch) Delete(ctx context.Context) (bool, error) {
 // again at least every RepollInterval. NoWait and WaitAtMost make it give
 // up with ErrNotAcquired. A wait that ends while Redis gives no answer
 // returns an error wrapping the last connection error.
-func (l *CountDownLatch) Await(ctx context.Context, opts ...LockOption) (err error) {
+func (l *CountDownLatch) Await(ctx context.Context, opts ...LockOption) error {
 	if err := l.check(ctx); err != nil {
 		return err
 	}
@@ -107,27 +107,24 @@ func (l *CountDownLatch) Await(ctx context.Context, opts ...LockOption) (err err
 	var w waiting
 	l.c.startWaiting(&w, ctx, "latch", l.name, cfg.wait, cfg.retries)
 	w.announcedOn(scripts.LatchChannel(l.name), latchWakes, "")
-	defer func() { err = w.end(err) }()
-	for attempt := 0; ; attempt++ {
-		n, err := scripts.Count(ctx, l.c.scriptConn(), l.name)
-		w.heard(err)
-		switch {
-		case err == nil && n <= 0:
-			return nil
-		case err != nil && ctx.Err() != nil:
-			return waitError(ctx, l.name)
-		case err != nil && (scripts.IsUnavailable(err) || !scripts.IsReply(err)) && cfg.wait != 0:
-			err = w.backOff() // a read: safe to send again
-		case err != nil:
-			return redisError("latch", l.name, err)
-		default:
-			err = w.pause(attempt, func() time.Duration { return cfg.sleep(l.c.opts.RepollInterval) })
-		}
-		if err != nil {
-			return err
-		}
-	}
+	return w.end(w.run(&latchAwait{l: l, ctx: ctx, cfg: cfg}, readOnly, cfg))
 }
+
+// latchAwait is one CountDownLatch.Await call's side of the acquire loop:
+// its attempts read the count, and succeed when it is 0.
+type latchAwait struct {
+	keepsNothing
+	l   *CountDownLatch
+	ctx context.Context
+	cfg acquireConfig
+}
+
+func (a *latchAwait) try(int) outcome {
+	n, err := scripts.Count(a.ctx, a.l.c.scriptConn(), a.l.name)
+	return outcome{err: err, taken: err == nil && n <= 0, bound: -1}
+}
+
+func (a *latchAwait) sleep(outcome) time.Duration { return a.cfg.sleep(a.l.c.opts.RepollInterval) }
 
 // latchWakes reads a latch's channel: "0" (the count reached 0) wakes every
 // waiter; "1" (a new count) wakes none (CountDownLatchPubSub.onMessage).

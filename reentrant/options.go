@@ -266,6 +266,13 @@ func (cfg *acquireConfig) noLease(what string) error {
 	return nil
 }
 
+// mayRetry reports whether attempt n (from 0), which failed, may be
+// followed by another: the call waits, has attempts left, and is not one
+// master's part of a Redlock (whose attempts each have a timeout).
+func (cfg *acquireConfig) mayRetry(n int) bool {
+	return cfg.timeout == 0 && cfg.wait != 0 && (cfg.retries < 0 || n < cfg.retries)
+}
+
 // sleep is how long a waiter with no better bound sleeps before trying
 // again: the RetryDelay, or else repoll (a wake-up may end it sooner).
 func (cfg *acquireConfig) sleep(repoll time.Duration) time.Duration {

@@ -117,7 +117,7 @@ func (r *RateLimiter) TryAcquire(ctx context.Context, n int64, opts ...LockOptio
 	return tried(r.acquire(ctx, n, newAcquireConfig(0, opts)))
 }
 
-func (r *RateLimiter) acquire(ctx context.Context, n int64, cfg acquireConfig) (err error) {
+func (r *RateLimiter) acquire(ctx context.Context, n int64, cfg acquireConfig) error {
 	if err := r.check(ctx); err != nil {
 		return err
 	}
@@ -129,24 +129,27 @@ func (r *RateLimiter) acquire(ctx context.Context, n int64, cfg acquireConfig) (
 	}
 	var w waiting
 	r.c.startWaiting(&w, ctx, "rate", r.name, cfg.wait, cfg.retries)
-	defer func() { err = w.end(err) }()
-	for attempt := 0; ; attempt++ {
-		acquired, wait, err := scripts.RateAcquire(ctx, r.c.scriptConn(), r.name, r.c.id, n)
-		w.heard(err)
-		switch {
-		case acquired:
-			return nil // a window entry replicas did not confirm is kept: it only slows
-		case err != nil && notRun(err) && cfg.wait != 0:
-			err = w.backOff()
-		case err != nil:
-			return changeError("rate limiter", r.name, err)
-		default:
-			err = w.pause(attempt, func() time.Duration { return max(wait, cfg.retryDelay, time.Millisecond) })
-		}
-		if err != nil {
-			return err
-		}
-	}
+	return w.end(w.run(&rateAcquire{r: r, ctx: ctx, n: n, cfg: cfg}, sendOnce, cfg))
+}
+
+// rateAcquire is one RateLimiter.Acquire call's side of the acquire loop.
+// A window entry replicas did not confirm is kept: it only slows.
+type rateAcquire struct {
+	keepsNothing
+	r   *RateLimiter
+	ctx context.Context
+	n   int64
+	cfg acquireConfig
+}
+
+func (a *rateAcquire) try(int) outcome {
+	acquired, wait, err := scripts.RateAcquire(a.ctx, a.r.c.scriptConn(), a.r.name, a.r.c.id, a.n)
+	return outcome{err: err, taken: acquired, bound: wait}
+}
+
+// sleep is as long as the limiter said, at least the RetryDelay and 1ms.
+func (a *rateAcquire) sleep(o outcome) time.Duration {
+	return max(o.bound, a.cfg.retryDelay, time.Millisecond)
 }
 
 // Available returns the permits the window has now.

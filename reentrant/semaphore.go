@@ -79,7 +79,7 @@ func tried(err error) (bool, error) {
 	return err == nil, err
 }
 
-func (s *Semaphore) acquire(ctx context.Context, n int64, cfg acquireConfig) (err error) {
+func (s *Semaphore) acquire(ctx context.Context, n int64, cfg acquireConfig) error {
 	if err := s.check(ctx); err != nil {
 		return err
 	}
@@ -94,27 +94,35 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, cfg acquireConfig) (er
 	if cfg.retryDelay == 0 {
 		w.announcedOn(scripts.SemaphoreChannel(s.name), permitWakes, "")
 	}
-	defer func() { err = w.end(err) }()
-	for attempt := 0; ; attempt++ {
-		acquired, err := scripts.SemaphoreAcquire(ctx, s.c.scriptConn(), s.name, n)
-		w.heard(err)
-		switch {
-		case acquired:
-			return s.c.confirm(ctx, "semaphore", s.name, err, func(ctx context.Context) error {
-				_, err := scripts.SemaphoreRelease(ctx, s.c.scriptConn(), s.name, n, s.c.publish)
-				return err
-			})
-		case err != nil && notRun(err) && cfg.wait != 0:
-			err = w.backOff()
-		case err != nil:
-			return redisError("semaphore", s.name, err)
-		default:
-			err = w.pause(attempt, func() time.Duration { return cfg.sleep(s.c.opts.RepollInterval) })
-		}
-		if err != nil {
-			return err
-		}
-	}
+	return w.end(w.run(&semaphoreAcquire{s: s, ctx: ctx, n: n, cfg: cfg}, sendOnce, cfg))
+}
+
+// semaphoreAcquire is one Semaphore.Acquire call's side of the acquire
+// loop.
+type semaphoreAcquire struct {
+	keepsNothing
+	s   *Semaphore
+	ctx context.Context
+	n   int64
+	cfg acquireConfig
+}
+
+func (a *semaphoreAcquire) try(int) outcome {
+	acquired, err := scripts.SemaphoreAcquire(a.ctx, a.s.c.scriptConn(), a.s.name, a.n)
+	return outcome{err: err, taken: acquired, bound: -1}
+}
+
+func (a *semaphoreAcquire) sleep(outcome) time.Duration {
+	return a.cfg.sleep(a.s.c.opts.RepollInterval)
+}
+
+// keep confirms the permits' replica sync, giving them back if it failed.
+func (a *semaphoreAcquire) keep(o outcome) error {
+	s := a.s
+	return s.c.confirm(a.ctx, "semaphore", s.name, o.err, func(ctx context.Context) error {
+		_, err := scripts.SemaphoreRelease(ctx, s.c.scriptConn(), s.name, a.n, s.c.publish)
+		return err
+	})
 }
 
 // permitWakes reads a semaphore's channel: the payload is the permits now

@@ -1,0 +1,211 @@
+package reentrant
+
+import (
+	"errors"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/relock-go/relock/scripts"
+)
+
+// The acquire loop: every blocking call (each lock kind, both semaphores,
+// the latch, the rate limiter) runs attempts through run below, and differs
+// only in its attempter and its retryPolicy. Redlock and MultiLock are
+// built on Lock calls and wait on their own terms (a quorum of masters; a
+// round over the locks in order), so they do not run it directly.
+
+// retryPolicy says what a failed attempt allows, by what the attempt does
+// and what its owner can undo.
+type retryPolicy uint8
+
+const (
+	// sendOnce: the attempt changes something nobody owns (a semaphore's
+	// count, a rate limiter's window, a lock for an owner the caller gave,
+	// which may hold it elsewhere too). A reply lost with its connection
+	// may hide a change nothing can tell from anyone else's, so the
+	// attempt is sent again only when it surely did not run (notRun).
+	sendOnce retryPolicy = iota
+	// readOnly: the attempt changes nothing (a latch's count), so it is
+	// sent again after any failure to reach Redis.
+	readOnly
+	// undoable: the attempt takes what only this call can have (a lock
+	// for an owner made for the call; a permit by the id it drew). What a
+	// lost reply may have taken is given back (attempter.undo), and once
+	// Redis has answered that, the call goes on.
+	undoable
+)
+
+// An attempter is one blocking call's side of the acquire loop.
+type attempter interface {
+	// try sends attempt number n (from 0).
+	try(n int) outcome
+	// sleep bounds the pause after outcome o: the thing was taken by
+	// someone else, or (o.taken) the hold o took had expired before its
+	// reply came, so that the thing was found free.
+	sleep(o outcome) time.Duration
+	// keep makes what a successful attempt took the caller's (records a
+	// hold, confirms replica sync) and returns nil, or the call's error.
+	// errHoldExpired and errLateReply say the hold was not kept (see
+	// Client.keepHold); the loop then goes on as after a lost reply, or,
+	// when the hold had expired, as after an attempt that found the thing
+	// free.
+	keep(o outcome) error
+	// undo gives back what an attempt whose reply was lost may have taken
+	// (undoable only), detached from the caller's ctx, and returns Redis's
+	// error; try numbers the tries for one lost attempt, from 0.
+	undo(try int) error
+}
+
+// keepsNothing is the keep and undo of an attempter whose success needs
+// nothing recorded and whose attempts are not undoable.
+type keepsNothing struct{}
+
+func (keepsNothing) keep(outcome) error { return nil }
+func (keepsNothing) undo(int) error     { return nil }
+
+// An outcome is what one attempt did.
+type outcome struct {
+	err   error // nil: Redis answered
+	taken bool  // it took the thing waited for (err: a replica sync error)
+	// bound, when the thing was taken by someone else: how long it stays
+	// so at most (a lock's PTTL, a rate limiter's wait), or -1.
+	bound time.Duration
+	// abandoned: ctx cut it short; it is undone in the background (see
+	// attemptOnce).
+	abandoned bool
+}
+
+// run is the acquire loop. Each turn sends one attempt and either ends the
+// call (what it waited for is the caller's, or an error) or pauses before
+// the next: until a wake-up, the outcome's bound, the re-poll interval, the
+// wait limit, ctx or Close (see waiting.pause); or, after an attempt that
+// failed for want of Redis, a backoff. It returns the call's result; the
+// caller ends the wait with it (waiting.end).
+//
+// It never sends after ctx ended: such an attempt could win after the
+// caller gave up, and hand a hold to nobody.
+func (w *waiting) run(a attempter, policy retryPolicy, cfg acquireConfig) error {
+	for n := 0; ; n++ {
+		if w.ctx.Err() != nil {
+			return waitError(w.ctx, w.name)
+		}
+		o := a.try(n)
+		w.heard(o.err)
+		var err error
+		switch {
+		case o.taken:
+			if err = a.keep(o); errors.Is(err, errLateReply) || errors.Is(err, errHoldExpired) {
+				err = w.late(a, policy, cfg, n, o, err)
+			}
+			if err == nil {
+				return nil
+			}
+			if err != errGoOn {
+				return err
+			}
+		case o.err != nil:
+			err = w.failed(a, policy, cfg, n, o, o.err)
+		default:
+			err = w.pause(n, func() time.Duration { return a.sleep(o) })
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// errGoOn, from late, says the loop goes on.
+var errGoOn = errors.New("go on")
+
+// late handles an attempt whose hold keep did not keep. If it had expired
+// and the call waits, the wait goes on as after an attempt that found the
+// thing free: the next attempt comes with the outcome's sleep (at once for
+// most), since the hold ended with no release to wake anyone. Otherwise it
+// is handled as an attempt whose reply was lost.
+func (w *waiting) late(a attempter, policy retryPolicy, cfg acquireConfig, n int, o outcome, err error) error {
+	switch {
+	case errors.Is(err, errHoldExpired) && cfg.mayRetry(n):
+		err = w.pause(n, func() time.Duration { return a.sleep(o) })
+	case errors.Is(err, errHoldExpired):
+		err = w.failed(a, policy, cfg, n, o, err)
+	default:
+		w.unreachable = err // Redis did not confirm in time: a wait that ends now says so
+		err = w.failed(a, policy, cfg, n, o, err)
+	}
+	if err == nil {
+		return errGoOn
+	}
+	return err
+}
+
+// failed handles an attempt that ended in err, and returns nil when the
+// call goes on.
+//   - ctx ended: an undoable attempt whose reply was lost is undone once
+//     (one cut short by ctx is undone in the background; see attemptOnce).
+//   - The server cannot run scripts for now, or could not be dialled: the
+//     attempt did not run; back off and go on.
+//   - The reply was lost (the connection broke, or came too late to keep
+//     the hold), for an undoable attempt: what it may have taken is given
+//     back (undoLost), and the call goes on, or returns the error when it
+//     would not wait; for a read, the call backs off and goes on.
+//   - Anything else (WRONGTYPE, a bad ACL, a closed client, a lost reply of
+//     a change sent once) is returned.
+func (w *waiting) failed(a attempter, policy retryPolicy, cfg acquireConfig, n int, o outcome, err error) error {
+	if w.ctx.Err() != nil {
+		if policy == undoable && !o.abandoned && w.lost(err) {
+			_ = a.undo(0) // once, at once: if it fails, the TTL ends the hold
+		}
+		return waitError(w.ctx, w.name)
+	}
+	waits := cfg.mayRetry(n)
+	switch {
+	case waits && notRun(err):
+		return w.backOff()
+	case !w.lost(err) || policy == sendOnce:
+	case policy == readOnly && waits:
+		return w.backOff()
+	case policy == undoable && waits:
+		return w.undoLost(a, true)
+	case policy == undoable:
+		w.undoLost(a, false)
+	}
+	return redisError(w.what(), w.name, err)
+}
+
+// lost reports whether an attempt that failed with err may have run with
+// its reply lost: no reply came, it was sent, and the client is open.
+func (w *waiting) lost(err error) bool {
+	return !scripts.IsReply(err) && !scripts.NotSent(err) && !errors.Is(err, ErrNotSynced) &&
+		!errors.Is(err, ErrSyncUnavailable) && !errors.Is(err, rueidis.ErrClosing) && w.c.checkOpen() == nil
+}
+
+// undoLost gives back what an attempt whose reply was lost may have
+// taken, so that it does not block everyone until its TTL ends. It backs
+// off first (the server may be restarting), then undoes, again until Redis
+// answers: while the call waits, until its ctx, wait limit or Close ends
+// the wait, whose error it returns; else once, within the release window.
+func (w *waiting) undoLost(a attempter, waits bool) error {
+	sleep := w.sleepOut
+	if !waits {
+		// A bounded clean-up follows a call that is already ending: its
+		// wait limit, which may have run out, does not cut it short.
+		sleep = func(d time.Duration) error {
+			_, err := w.c.sleep(w.ctx, w.name, nil, nil, nil, d)
+			return err
+		}
+	}
+	backoff := 20 * time.Millisecond
+	for try := 0; waits || try < 1; try++ {
+		if err := sleep(backoff); err != nil {
+			return err
+		}
+		backoff = doubled(backoff, 0, time.Second)
+		err := a.undo(try)
+		if err == nil || (scripts.IsReply(err) && !scripts.IsUnavailable(err)) {
+			return nil
+		}
+		w.outage(err)
+	}
+	return nil
+}

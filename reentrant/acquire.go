@@ -95,15 +95,10 @@ func (w *waiting) run(a attempter, policy retryPolicy, cfg acquireConfig) error 
 		var err error
 		switch {
 		case o.taken:
-			if err = a.keep(o); errors.Is(err, errLateReply) || errors.Is(err, errHoldExpired) {
-				err = w.late(a, policy, cfg, n, o, err)
+			if err = a.keep(o); !errors.Is(err, errLateReply) && !errors.Is(err, errHoldExpired) {
+				return err // nil: the caller's
 			}
-			if err == nil {
-				return nil
-			}
-			if err != errGoOn {
-				return err
-			}
+			err = w.late(a, policy, cfg, n, o, err)
 		case o.err != nil:
 			err = w.failed(a, policy, cfg, n, o, o.err)
 		default:
@@ -115,28 +110,21 @@ func (w *waiting) run(a attempter, policy retryPolicy, cfg acquireConfig) error 
 	}
 }
 
-// errGoOn, from late, says the loop goes on.
-var errGoOn = errors.New("go on")
-
-// late handles an attempt whose hold keep did not keep. If it had expired
+// late handles an attempt whose hold keep did not keep, and returns nil
+// when the call goes on. If it had expired
 // and the call waits, the wait goes on as after an attempt that found the
 // thing free: the next attempt comes with the outcome's sleep (at once for
 // most), since the hold ended with no release to wake anyone. Otherwise it
 // is handled as an attempt whose reply was lost.
 func (w *waiting) late(a attempter, policy retryPolicy, cfg acquireConfig, n int, o outcome, err error) error {
-	switch {
-	case errors.Is(err, errHoldExpired) && cfg.mayRetry(n):
-		err = w.pause(n, func() time.Duration { return a.sleep(o) })
-	case errors.Is(err, errHoldExpired):
-		err = w.failed(a, policy, cfg, n, o, err)
-	default:
+	expired := errors.Is(err, errHoldExpired)
+	if expired && cfg.mayRetry(n) {
+		return w.pause(n, func() time.Duration { return a.sleep(o) })
+	}
+	if !expired {
 		w.unreachable = err // Redis did not confirm in time: a wait that ends now says so
-		err = w.failed(a, policy, cfg, n, o, err)
 	}
-	if err == nil {
-		return errGoOn
-	}
-	return err
+	return w.failed(a, policy, cfg, n, o, err)
 }
 
 // failed handles an attempt that ended in err, and returns nil when the

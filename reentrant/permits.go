@@ -96,9 +96,10 @@ func (p *Permit) Release(ctx context.Context) error {
 // returns ctx's error wrapped.
 //
 // The permit's id is drawn before the first attempt, so an attempt whose
-// reply is lost is undone: the permit, if it was taken, is released by id
-// before the wait goes on. If even that gets no answer, the permit comes
-// back when its lease ends.
+// reply is lost is undone: the permit, if it was taken, is released by id,
+// again until Redis answers, before the wait goes on. A call that would
+// not wait tries that once; if it gets no answer, the permit comes back
+// when its lease ends.
 func (s *PermitExpirableSemaphore) Acquire(ctx context.Context, opts ...LockOption) (*Permit, error) {
 	return s.acquire(ctx, newAcquireConfig(-1, opts))
 }
@@ -113,49 +114,75 @@ func (s *PermitExpirableSemaphore) TryAcquire(ctx context.Context, opts ...LockO
 	return p, ok, err
 }
 
-func (s *PermitExpirableSemaphore) acquire(ctx context.Context, cfg acquireConfig) (p *Permit, err error) {
+func (s *PermitExpirableSemaphore) acquire(ctx context.Context, cfg acquireConfig) (*Permit, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
-	id := newPermitID()
-	ttl := cmp.Or(cfg.lease, s.c.opts.WatchdogTimeout)
 	var w waiting
 	s.c.startWaiting(&w, ctx, "permit", s.name, cfg.wait, cfg.retries)
 	if cfg.retryDelay == 0 {
 		w.announcedOn(scripts.SemaphoreChannel(s.name), permitWakes, "")
 	}
-	defer func() { err = w.end(err) }()
-	for attempt := 0; ; attempt++ {
-		sent := time.Now()
-		acquired, nearest, err := s.attempt(ctx, id, ttl)
-		w.heard(err)
-		if errors.Is(err, errAbandoned) {
-			return nil, waitError(ctx, s.name)
-		}
-		switch {
-		case acquired:
-			if p, err = s.hold(ctx, id, cfg.lease, ttl, sent, err); !errors.Is(err, errLateReply) {
-				return p, err
-			}
-			err = s.lateHold(&w, cfg, attempt, id, err)
-			// The expired permit stays in the timeout set until a script
-			// reclaims it, and one reclaims no more than it asks for: taken
-			// over by the next attempt, its count would be taken twice and
-			// given back once.
-			id = newPermitID()
-		case err != nil:
-			err = s.failed(&w, cfg, id, err)
-		default:
-			err = w.pause(attempt, func() time.Duration { return permitSleep(cfg, s.c.opts.RepollInterval, nearest) })
-		}
-		if err != nil {
-			return nil, err
-		}
+	a := &permitAcquire{s: s, ctx: ctx, cfg: cfg, ttl: cmp.Or(cfg.lease, s.c.opts.WatchdogTimeout), id: newPermitID()}
+	if err := w.end(w.run(a, undoable, cfg)); err != nil {
+		return nil, err
 	}
+	return a.permit, nil
 }
+
+// permitAcquire is one PermitExpirableSemaphore.Acquire call's side of the
+// acquire loop. The permit's id is drawn before the first attempt, so what
+// an attempt whose reply was lost may have taken is undone by id.
+type permitAcquire struct {
+	s      *PermitExpirableSemaphore
+	ctx    context.Context
+	cfg    acquireConfig
+	ttl    time.Duration
+	id     string
+	redraw bool      // draw a new id before the next attempt
+	sent   time.Time // when the last attempt was sent
+	permit *Permit   // the permit taken
+}
+
+func (a *permitAcquire) try(int) outcome {
+	if a.redraw {
+		a.id, a.redraw = newPermitID(), false
+	}
+	a.sent = time.Now()
+	acquired, nearest, err := a.s.attempt(a.ctx, a.id, a.ttl)
+	return outcome{err: err, taken: acquired, bound: nearest, abandoned: errors.Is(err, errAbandoned)}
+}
+
+func (a *permitAcquire) keep(o outcome) (err error) {
+	a.permit, err = a.s.hold(a.ctx, a.id, a.cfg.lease, a.ttl, a.sent, o.err)
+	if errors.Is(err, errLateReply) || errors.Is(err, errHoldExpired) {
+		// The expired permit stays in the timeout set until a script
+		// reclaims it, and one reclaims no more than it asks for: taken
+		// over by the next attempt, its count would be taken twice and
+		// given back once.
+		a.redraw = true
+	}
+	return err
+}
+
+// sleep bounds a waiter's sleep by the nearest lease end too: that permit
+// comes back then without any message. After a permit that had expired
+// before its reply came, the next attempt comes at once.
+func (a *permitAcquire) sleep(o outcome) time.Duration {
+	if o.taken {
+		return 0
+	}
+	d := a.cfg.sleep(a.s.c.opts.RepollInterval)
+	if o.bound >= 0 && o.bound < d && a.cfg.retryDelay == 0 {
+		return o.bound + time.Millisecond
+	}
+	return d
+}
+
+func (a *permitAcquire) undo(int) error { return a.s.undo(a.ctx, a.id) }
 
 // attempt runs the acquire script once for permit id (see attemptOnce): an
 // attempt that ctx cut short is undone once its reply comes, the permit
@@ -174,7 +201,7 @@ func (s *PermitExpirableSemaphore) attempt(ctx context.Context, id string, ttl t
 		return r
 	}, func(ctx context.Context, r result) {
 		if r.acquired || (r.err != nil && !scripts.IsReply(r.err) && !scripts.NotSent(r.err)) {
-			s.undo(ctx, id)
+			_ = s.undo(ctx, id) // one try: if it fails, the lease ends the permit
 		}
 	})
 	if abandoned {
@@ -183,47 +210,13 @@ func (s *PermitExpirableSemaphore) attempt(ctx context.Context, id string, ttl t
 	return r.acquired, r.nearest, r.err
 }
 
-// failed handles an attempt that ended in err, and returns nil when the
-// wait goes on: after a backoff when the attempt surely did not run, or
-// when its reply was lost and the permit it may have taken is released
-// again. Anything else, or a call that would not wait, returns the error.
-func (s *PermitExpirableSemaphore) failed(w *waiting, cfg acquireConfig, id string, err error) error {
-	lost := !scripts.IsReply(err) && !scripts.NotSent(err)
-	if lost && !s.undo(w.ctx, id) {
-		return redisError("semaphore", s.name, err)
-	}
-	if cfg.wait == 0 || w.ctx.Err() != nil || !(notRun(err) || lost) {
-		return redisError("semaphore", s.name, err)
-	}
-	return w.backOff()
-}
-
-// lateHold handles an attempt whose permit keepHold did not keep: the wait
-// goes on if it had expired, or it is undone as after a lost reply.
-func (s *PermitExpirableSemaphore) lateHold(w *waiting, cfg acquireConfig, attempt int, id string, err error) error {
-	if errors.Is(err, errHoldExpired) && cfg.wait != 0 {
-		return w.pause(attempt, func() time.Duration { return 0 })
-	}
-	return s.failed(w, cfg, id, err)
-}
-
-// permitSleep bounds a waiter's sleep by the nearest lease end too: that
-// permit comes back then without any message.
-func permitSleep(cfg acquireConfig, repoll, nearest time.Duration) time.Duration {
-	d := cfg.sleep(repoll)
-	if nearest >= 0 && nearest < d && cfg.retryDelay == 0 {
-		return nearest + time.Millisecond
-	}
-	return d
-}
-
 // undo releases permit id, which an attempt whose reply was lost may have
-// taken, and reports whether Redis answered (the permit is not taken now).
-func (s *PermitExpirableSemaphore) undo(ctx context.Context, id string) bool {
+// taken, and returns Redis's error.
+func (s *PermitExpirableSemaphore) undo(ctx context.Context, id string) error {
 	ctx, cancel := cleanup(ctx)
 	defer cancel()
 	_, err := scripts.PermitRelease(ctx, s.c.scriptConn(), s.name, id, s.c.publish)
-	return err == nil || (scripts.IsReply(err) && !scripts.IsUnavailable(err))
+	return err
 }
 
 // hold records permit id, just taken with the given ttl (lease 0: kept by

@@ -1,8 +1,6 @@
 package reentrant
 
 import (
-	"time"
-
 	"github.com/google/uuid"
 
 	"github.com/relock-go/relock/scripts"
@@ -49,21 +47,6 @@ func directedOwner(field string) bool {
 	return len(field) > 36 && field[36] == ':' && field[14] == '8' && field[8] == '-' && field[13] == '-'
 }
 
-// wakeArgs returns the directed-wake part of the cycle's next attempt.
-func (c *cycle) wakeArgs() scripts.Wake {
-	w := scripts.Wake{Client: c.l.c.id, Settle: scripts.SettleKeep}
-	if c.cfg.wait != 0 {
-		w.Register = 2*c.l.c.opts.RepollInterval + time.Second // outlives the gaps between its attempts
-	}
-	if c.registered {
-		w.Settle = scripts.SettleDrop
-		if c.sub != nil && !c.sub.Alone() {
-			w.Settle = scripts.SettleRequeue
-		}
-	}
-	return w
-}
-
 // passOn hands on a directed wake for lock name that found no waiter of c
 // to take it (see scripts.PassOn), which takes c out of the lock's waiters'
 // set. A waiter of c that joined the wake channel meanwhile may have made
@@ -81,20 +64,5 @@ func (c *Client) passOn(name string) func() {
 			}
 			c.sub.Nudge(scripts.WakeChannel(name, c.id))
 		})
-	}
-}
-
-// nudgeJoined follows a win whose attempt took the client out of the lock's
-// waiters' set (SettleDrop: its waiter was alone on the wake channel when
-// the attempt was made). A waiter of this client that joined the channel
-// after that, and made its own attempt before the win ran, registered
-// nothing (the client was still in the set), so it sleeps unregistered: no
-// release tells it, and it waits out its timer, the holder's TTL or the
-// re-poll interval. A wake passed to it makes it try again, which registers
-// the client anew. A waiter that joins after this check needs none: its
-// attempt after joining runs after the win.
-func (c *cycle) nudgeJoined() {
-	if c.dropping && c.sub != nil && !c.sub.Alone() {
-		c.sub.PassOn()
 	}
 }

@@ -3,6 +3,7 @@ package reentrant
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -237,40 +238,140 @@ func (l *Lock) transient(err error) bool {
 		!errors.Is(err, rueidis.ErrClosing) && l.c.checkOpen() == nil
 }
 
-// clearAttempt releases the hold a lost attempt of a private owner may have
-// taken, so that it does not block everyone until its TTL ends. It backs off
-// first (the server may be restarting), then releases, again until Redis
-// answers: at most tries times, or when tries < 0 until w's ctx, limit or
-// Close ends the wait, whose error it returns. A dial that failed sent
-// nothing: then it only backs off before the next attempt.
-func (l *Lock) clearAttempt(w *waiting, owner Owner, ttl time.Duration, lost error, tries int) error {
-	// A bounded clean-up (tries >= 0) follows a call that is already
-	// ending: its wait limit, which may have run out, does not cut it short.
-	sleep := w.sleepOut
-	if tries >= 0 {
-		sleep = func(d time.Duration) error {
-			_, err := l.c.sleep(w.ctx, l.name, nil, nil, nil, d)
-			return err
+// lockAttempt is what one run of a lock's acquire script did.
+type lockAttempt struct {
+	acquired bool
+	pttl     time.Duration
+	token    int64
+	holder   string // a holder's field, told with directed wakes
+	err      error
+}
+
+// attempt runs the lock's acquire script once (see attemptOnce).
+func (c *cycle) attempt(ttl time.Duration) lockAttempt {
+	ctx := c.ctx
+	if c.cfg.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.timeout)
+		defer cancel()
+	}
+	t := try{l: c.l, owner: c.owner, private: c.private, ttl: ttl, cfg: c.cfg}
+	if c.directed {
+		t.wake = c.wakeArgs()
+		c.dropping = t.wake.Settle == scripts.SettleDrop
+		if hook := c.l.c.hookBeforeSend; hook != nil {
+			hook()
 		}
 	}
-	backoff := 20 * time.Millisecond
-	if scripts.NotSent(lost) {
-		if tries >= 0 {
+	if ctx.Done() == nil { // nothing can cut it short
+		return t.run(ctx)
+	}
+	r, abandoned := attemptOnce(c.l.c, ctx, t.run, t.undo)
+	if abandoned {
+		c.abandoned = true
+		r.err = abandonedError(ctx)
+	}
+	return r
+}
+
+// try is one attempt of a cycle: what running it and undoing it need, by
+// value, so that an undo in the background holds nothing of the cycle.
+type try struct {
+	l       *Lock
+	owner   Owner
+	private bool // see cycle
+	ttl     time.Duration
+	cfg     acquireConfig
+	wake    scripts.Wake // with directed wakes (Client set)
+}
+
+// run runs the acquire script; an acquire that replicas did not confirm is
+// rolled back (see unsynced).
+func (t try) run(ctx context.Context) (r lockAttempt) {
+	l := t.l
+	a := acquireArgs{name: l.name, owner: t.owner.id, ttl: t.ttl, turn: l.fairTurn(t.cfg), join: t.cfg.wait != 0, fresh: t.private, pub: l.c.publish}
+	a.wake = t.wake
+	r = l.kind.spec().acquire(ctx, l.c.scriptConn(), a)
+	if r.acquired && r.err != nil {
+		r.err = l.unsynced(ctx, t.owner, t.ttl, r.err)
+	}
+	return r
+}
+
+// undo undoes what an attempt the caller gave up on did, once its reply
+// came: a hold it took is released (see undoHold), and a fair lock's
+// waiter leaves the queue it may have joined.
+func (t try) undo(ctx context.Context, r lockAttempt) {
+	t.undoHold(ctx, r)
+	if t.l.kind.spec().queued && t.cfg.wait != 0 {
+		t.l.leaveQueue(ctx, t.owner, t.l.fairTurn(t.cfg))
+	}
+}
+
+// undoHold releases the hold attempt r took: one hold, so a re-entry keeps
+// the others. An attempt that got no answer may have taken one; it is
+// released for a private owner only, whose hold can only be the attempt's.
+// One try, detached from ctx; if it fails, the hold expires with its TTL.
+func (t try) undoHold(ctx context.Context, r lockAttempt) {
+	l := t.l
+	lost := r.err != nil && !r.acquired && !scripts.IsReply(r.err) && !scripts.NotSent(r.err)
+	if !(r.acquired && r.err == nil) && !(lost && t.private) {
+		return
+	}
+	ctx, cancel := cleanup(ctx)
+	defer cancel()
+	if _, err := l.release(ctx, t.owner, t.ttl, l.c.newRequestID(), false); err != nil {
+		l.c.opts.Logger.Debug("relock: undoing an attempt cut short", "lock", l.name, "error", err)
+	}
+}
+
+// unsynced handles an acquire that replicas did not confirm: kept when the
+// server refuses WAIT and sync is not required (sync turns off), else rolled
+// back with one release of the new hold, the acquire's TTL left to any
+// outer hold. The error it returns means the lock is not held.
+func (l *Lock) unsynced(ctx context.Context, owner Owner, ttl time.Duration, syncErr error) error {
+	if errors.Is(syncErr, scripts.ErrSyncRefused) {
+		if err := l.c.syncRefused(syncErr); err == nil {
 			return nil
 		}
-		return sleep(backoff)
 	}
-	requestID := l.c.newRequestID()
-	for try := 0; tries < 0 || try < tries; try++ {
-		if err := sleep(backoff); err != nil {
-			return err
-		}
-		backoff = doubled(backoff, 0, time.Second)
-		_, err := l.release(w.ctx, owner, ttl, requestID, try > 0)
-		if err == nil || scripts.IsReply(err) {
-			return nil
-		}
-		w.outage(err)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWindow)
+	defer cancel()
+	if _, err := l.release(ctx, owner, ttl, l.c.newRequestID(), false); err != nil {
+		l.c.opts.Logger.Warn("relock: rolling back an acquire replicas did not confirm; the hold expires with its TTL", "lock", l.name, "error", err)
 	}
-	return nil
+	if errors.Is(syncErr, scripts.ErrSyncRefused) {
+		return fmt.Errorf("relock: %w (%v)", ErrSyncUnavailable, syncErr)
+	}
+	return fmt.Errorf("relock: lock %q: %w; acquire rolled back", l.name, syncErr) // wraps ErrNotSynced
+}
+
+// wakeArgs returns the directed-wake part of the cycle's next attempt.
+func (c *cycle) wakeArgs() scripts.Wake {
+	w := scripts.Wake{Client: c.l.c.id, Settle: scripts.SettleKeep}
+	if c.cfg.wait != 0 {
+		w.Register = 2*c.l.c.opts.RepollInterval + time.Second // outlives the gaps between its attempts
+	}
+	if c.registered {
+		w.Settle = scripts.SettleDrop
+		if c.sub != nil && !c.sub.Alone() {
+			w.Settle = scripts.SettleRequeue
+		}
+	}
+	return w
+}
+
+// nudgeJoined follows a win whose attempt took the client out of the lock's
+// waiters' set (SettleDrop: its waiter was alone on the wake channel when
+// the attempt was made). A waiter of this client that joined the channel
+// after that, and made its own attempt before the win ran, registered
+// nothing (the client was still in the set), so it sleeps unregistered: no
+// release tells it, and it waits out its timer, the holder's TTL or the
+// re-poll interval. A wake passed to it makes it try again, which registers
+// the client anew. A waiter that joins after this check needs none: its
+// attempt after joining runs after the win.
+func (c *cycle) nudgeJoined() {
+	if c.dropping && c.sub != nil && !c.sub.Alone() {
+		c.sub.PassOn()
+	}
 }

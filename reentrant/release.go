@@ -1,0 +1,206 @@
+package reentrant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/relock-go/relock/scripts"
+)
+
+// releaseWindow bounds how long Unlock keeps trying to release when the
+// outcome of an attempt is unknown, and how long Redis remembers a release
+// request (the unlock latch).
+const releaseWindow = 10 * time.Second
+
+// Unlock gives back one hold of ctx's owner. The last hold deletes the key
+// and wakes a waiter; holds that remain keep their TTL. The held context of
+// the newest acquisition is cancelled.
+//
+// What its result says of the work done under the lock:
+//   - nil: the hold was given back; the work ran under the lock, unless
+//     the held context was cancelled before (see context.Cause).
+//   - ErrLeaseEnded: a LeaseFor lease ended before Unlock: from its local
+//     deadline the lock may have been another's, so work done after it was
+//     not protected. Nothing is sent to Redis.
+//   - ErrLockLost: the hold was lost (wrapping ErrNotRenewed or
+//     ErrUnconfirmed), found so now or before: work done after the loss
+//     was not protected.
+//   - ErrNotHeld: the owner held nothing (the context Lock was given
+//     instead of the one it returned, or a second Unlock); nothing changed.
+//   - another error, wrapping the connection's or the server's: whether
+//     the hold was given back is unknown; if not, it expires with its TTL.
+//
+// Unlock is cleanup, so ctx's cancellation does not stop it (the held
+// context is often already cancelled); only its values are used. When a reply
+// is lost it retries, with the same request id, which Redis answers from
+// the unlock latch instead of releasing twice: for up to 10s, and never
+// past the hold's local deadline (see LeaseDeadline), when the lock may
+// have expired; the error then wraps ErrLockLost and the last attempt's
+// error. A hold this client has already declared lost (the held context
+// was cancelled with ErrLockLost) is not sent for: Unlock returns that
+// cause at once.
+func (l *Lock) Unlock(ctx context.Context) error {
+	return l.unlock(ctx, releaseWindow)
+}
+
+// unlock is Unlock, retrying for at most window.
+func (l *Lock) unlock(ctx context.Context, window time.Duration) (err error) {
+	if err := l.check(ctx, nil); err != nil {
+		return err
+	}
+	owner, ok := OwnerFrom(ctx)
+	if !ok && l.c.lockedWith(ctx, l.name) {
+		// The commonest slip: Unlock(ctx) where Unlock(held) was meant. It
+		// is logged, since a deferred Unlock's error is often dropped, and
+		// the lock would stay held and renewed until Close.
+		l.c.opts.Logger.Error("relock: Unlock was given the context passed to Lock, not the one Lock returned; the lock stays held", "lock", l.name)
+		return fmt.Errorf("relock: unlock %q: %w (this is the context given to Lock; pass the one Lock returned)", l.name, ErrNotHeld)
+	}
+	if !ok {
+		return fmt.Errorf("relock: unlock %q: %w (the context carries no owner)", l.name, ErrNotHeld)
+	}
+	key := holdKey{l.name, l.field(owner)}
+	a, restore, lease, found := l.c.dropHold(key)
+	if !found && ctx.Err() != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, ErrLockLost) || errors.Is(cause, ErrLeaseEnded) {
+			// This client gave the hold up already (its key vanished, no
+			// renewal was confirmed in time, or its lease ended): nothing
+			// of it is left to give back, and during an outage trying
+			// would only wait.
+			return fmt.Errorf("relock: unlock %q: %w", l.name, cause)
+		}
+	}
+	if found {
+		start := time.Now()
+		defer func() {
+			var cause error
+			if errors.Is(err, ErrLockLost) {
+				cause = err
+			}
+			l.c.holdEnded(key, a, cause, err, time.Since(start))
+			a.cancel(context.Canceled)
+		}()
+	}
+	requestID := l.c.newRequestID()
+	// The first attempt needs no timer of its own: rueidis fails it when the
+	// connection stalls (ConnWriteTimeout, 10s by default). Retries run
+	// within the window, and not past the hold's local deadline: after it
+	// the key may have expired and another may hold the lock, so there is
+	// nothing left to give back.
+	ctx = context.WithoutCancel(ctx)
+	var deadline time.Time // the hold's, read once a retry needs it
+	for try, backoff := 0, time.Duration(0); ; try++ {
+		res, err := l.release(ctx, owner, restore, requestID, try > 0)
+		if err == nil {
+			return l.released(res, found, key)
+		}
+		if !l.retryRelease(err) {
+			return redisError("unlock", l.name, err)
+		}
+		if try == 0 {
+			end := time.Now().Add(window)
+			if found {
+				deadline = l.c.watchdog.Deadline(lease)
+			}
+			if found && deadline.Before(end) {
+				end = deadline
+			}
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, end)
+			defer cancel()
+		}
+		backoff = doubled(backoff, 10*time.Millisecond, time.Second)
+		if _, serr := l.c.sleep(ctx, l.name, nil, nil, nil, backoff); serr != nil {
+			if found && !time.Now().Before(deadline) {
+				return fmt.Errorf("relock: unlock %q: %w: the hold's lease ran out before its release could be confirmed: %w", l.name, ErrLockLost, err)
+			}
+			return redisError("unlock", l.name, err)
+		}
+	}
+}
+
+// released turns a release's reply into Unlock's result. found says
+// whether this client had the hold.
+func (l *Lock) released(res scripts.Released, found bool, key holdKey) error {
+	switch {
+	case res != scripts.NotHeld:
+		return nil
+	case found:
+		// Redis has no hold where this client had one: every other
+		// acquisition of it here is lost too.
+		l.c.loseHolds(func(k holdKey) bool { return k == key }, ErrLockLost)
+		return fmt.Errorf("relock: unlock %q: %w", l.name, ErrLockLost)
+	}
+	return fmt.Errorf("relock: unlock %q: %w", l.name, ErrNotHeld)
+}
+
+// retryRelease reports whether a release that failed with err may be sent
+// again: it got no reply (the unlock latch answers a retry of a release
+// that ran), or the server could not run scripts for now (the release did
+// not run); and the client is open.
+func (l *Lock) retryRelease(err error) bool {
+	return l.c.checkOpen() == nil && (!scripts.IsReply(err) || scripts.IsUnavailable(err))
+}
+
+// release runs the lock's release script once for owner's newest hold;
+// restore is the TTL left to the holds that remain. requestID names the
+// release for the unlock latch: the same id across retries of one release.
+// again says whether that request may have been sent before.
+func (l *Lock) release(ctx context.Context, owner Owner, restore time.Duration, requestID string, again bool) (scripts.Released, error) {
+	rdb := l.c.scriptConn()
+	rel := scripts.Release{
+		Key:       l.name,
+		Owner:     owner.id,
+		RequestID: requestID,
+		Again:     again,
+		Lease:     restore,
+		LatchTTL:  releaseWindow,
+		Publish:   l.publish(),
+		Directed:  l.directed(),
+	}
+	res, err := l.kind.spec().release(ctx, rdb, rel)
+	if err == nil {
+		l.c.latches.drop(rel.Latch()) // answered: it will not be sent again
+	}
+	return res, err
+}
+
+// clearAttempt releases the hold a lost attempt of a private owner may have
+// taken, so that it does not block everyone until its TTL ends. It backs off
+// first (the server may be restarting), then releases, again until Redis
+// answers: at most tries times, or when tries < 0 until w's ctx, limit or
+// Close ends the wait, whose error it returns. A dial that failed sent
+// nothing: then it only backs off before the next attempt.
+func (l *Lock) clearAttempt(w *waiting, owner Owner, ttl time.Duration, lost error, tries int) error {
+	// A bounded clean-up (tries >= 0) follows a call that is already
+	// ending: its wait limit, which may have run out, does not cut it short.
+	sleep := w.sleepOut
+	if tries >= 0 {
+		sleep = func(d time.Duration) error {
+			_, err := l.c.sleep(w.ctx, l.name, nil, nil, nil, d)
+			return err
+		}
+	}
+	backoff := 20 * time.Millisecond
+	if scripts.NotSent(lost) {
+		if tries >= 0 {
+			return nil
+		}
+		return sleep(backoff)
+	}
+	requestID := l.c.newRequestID()
+	for try := 0; tries < 0 || try < tries; try++ {
+		if err := sleep(backoff); err != nil {
+			return err
+		}
+		backoff = doubled(backoff, 0, time.Second)
+		_, err := l.release(w.ctx, owner, ttl, requestID, try > 0)
+		if err == nil || scripts.IsReply(err) {
+			return nil
+		}
+		w.outage(err)
+	}
+	return nil
+}

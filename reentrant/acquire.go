@@ -1,6 +1,7 @@
 package reentrant
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -43,7 +44,7 @@ type attempter interface {
 	// sleep bounds the pause after outcome o: the thing was taken by
 	// someone else, or (o.taken) the hold o took had expired before its
 	// reply came, so that the thing was found free.
-	sleep(o outcome) time.Duration
+	sleepAfter(o outcome) time.Duration
 	// keep makes what a successful attempt took the caller's (records a
 	// hold, confirms replica sync) and returns nil, or the call's error.
 	// errHoldExpired and errLateReply say the hold was not kept (see
@@ -52,17 +53,17 @@ type attempter interface {
 	// free.
 	keep(o outcome) error
 	// undo gives back what an attempt whose reply was lost may have taken
-	// (undoable only), detached from the caller's ctx, and returns Redis's
-	// error; try numbers the tries for one lost attempt, from 0.
-	undo(try int) error
+	// (undoable only), and returns Redis's error; try numbers the tries
+	// for one lost attempt, from 0.
+	undo(ctx context.Context, try int) error
 }
 
 // keepsNothing is the keep and undo of an attempter whose success needs
 // nothing recorded and whose attempts are not undoable.
 type keepsNothing struct{}
 
-func (keepsNothing) keep(outcome) error { return nil }
-func (keepsNothing) undo(int) error     { return nil }
+func (keepsNothing) keep(outcome) error              { return nil }
+func (keepsNothing) undo(context.Context, int) error { return nil }
 
 // An outcome is what one attempt did.
 type outcome struct {
@@ -86,11 +87,11 @@ type outcome struct {
 // It never sends after ctx ended: such an attempt could win after the
 // caller gave up, and hand a hold to nobody.
 func (w *waiting) run(a attempter, policy retryPolicy, cfg acquireConfig) error {
-	for n := 0; ; n++ {
+	for attempt := 0; ; attempt++ {
 		if w.ctx.Err() != nil {
 			return waitError(w.ctx, w.name)
 		}
-		o := a.try(n)
+		o := a.try(attempt)
 		w.heard(o.err)
 		var err error
 		switch {
@@ -98,11 +99,11 @@ func (w *waiting) run(a attempter, policy retryPolicy, cfg acquireConfig) error 
 			if err = a.keep(o); !errors.Is(err, errLateReply) && !errors.Is(err, errHoldExpired) {
 				return err // nil: the caller's
 			}
-			err = w.late(a, policy, cfg, n, o, err)
+			err = w.late(a, policy, cfg, attempt, o, err)
 		case o.err != nil:
-			err = w.failed(a, policy, cfg, n, o, o.err)
+			err = w.failed(a, policy, cfg, attempt, o, o.err)
 		default:
-			err = w.pause(n, func() time.Duration { return a.sleep(o) })
+			err = w.pause(attempt, func() time.Duration { return a.sleepAfter(o) })
 		}
 		if err != nil {
 			return err
@@ -119,7 +120,7 @@ func (w *waiting) run(a attempter, policy retryPolicy, cfg acquireConfig) error 
 func (w *waiting) late(a attempter, policy retryPolicy, cfg acquireConfig, n int, o outcome, err error) error {
 	expired := errors.Is(err, errHoldExpired)
 	if expired && cfg.mayRetry(n) {
-		return w.pause(n, func() time.Duration { return a.sleep(o) })
+		return w.pause(n, func() time.Duration { return a.sleepAfter(o) })
 	}
 	if !expired {
 		w.unreachable = err // Redis did not confirm in time: a wait that ends now says so
@@ -142,7 +143,10 @@ func (w *waiting) late(a attempter, policy retryPolicy, cfg acquireConfig, n int
 func (w *waiting) failed(a attempter, policy retryPolicy, cfg acquireConfig, n int, o outcome, err error) error {
 	if w.ctx.Err() != nil {
 		if policy == undoable && !o.abandoned && w.lost(err) {
-			_ = a.undo(0) // once, at once: if it fails, the TTL ends the hold
+			// Once, at once: if it fails, the TTL ends the hold.
+			ctx, cancel := cleanup(w.ctx)
+			_ = a.undo(ctx, 0)
+			cancel()
 		}
 		return waitError(w.ctx, w.name)
 	}
@@ -150,13 +154,13 @@ func (w *waiting) failed(a attempter, policy retryPolicy, cfg acquireConfig, n i
 	switch {
 	case waits && notRun(err):
 		return w.backOff()
-	case !w.lost(err) || policy == sendOnce:
+	case !w.lost(err): // a change sent once ends here too
 	case policy == readOnly && waits:
 		return w.backOff()
 	case policy == undoable && waits:
 		return w.undoLost(a, true)
 	case policy == undoable:
-		w.undoLost(a, false)
+		_ = w.undoLost(a, false) // the call ends with err all the same
 	}
 	return redisError(w.what(), w.name, err)
 }
@@ -174,12 +178,15 @@ func (w *waiting) lost(err error) bool {
 // answers: while the call waits, until its ctx, wait limit or Close ends
 // the wait, whose error it returns; else once, within the release window.
 func (w *waiting) undoLost(a attempter, waits bool) error {
-	sleep := w.sleepOut
+	ctx, sleep := w.ctx, w.sleepOut
 	if !waits {
 		// A bounded clean-up follows a call that is already ending: its
 		// wait limit, which may have run out, does not cut it short.
+		var cancel context.CancelFunc
+		ctx, cancel = cleanup(w.ctx)
+		defer cancel()
 		sleep = func(d time.Duration) error {
-			_, err := w.c.sleep(w.ctx, w.name, nil, nil, nil, d)
+			_, err := w.c.sleep(ctx, w.name, nil, nil, nil, d)
 			return err
 		}
 	}
@@ -189,7 +196,7 @@ func (w *waiting) undoLost(a attempter, waits bool) error {
 			return err
 		}
 		backoff = doubled(backoff, 0, time.Second)
-		err := a.undo(try)
+		err := a.undo(ctx, try)
 		if err == nil || (scripts.IsReply(err) && !scripts.IsUnavailable(err)) {
 			return nil
 		}

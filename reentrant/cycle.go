@@ -6,18 +6,17 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/relock-go/relock/pubsub"
 	"github.com/relock-go/relock/scripts"
 )
 
-// cycle is one acquire call's attempt / wait / retry loop, the one place
-// where a caller waits for a lock, whatever its kind. Each attempt is one
-// script call; between attempts the shared waiting sleeps (see waiting),
-// bounded too by the PTTL the attempt returned: the hold cannot outlive it.
-// When an attempt gets no answer, the cycle undoes what it may have taken
-// and waits on, or gives the error back (see failed).
+// cycle is one Lock call's side of the acquire loop (see waiting.run),
+// whatever the lock's kind: its attempts run the kind's acquire script,
+// which returns the holder's PTTL when the lock is taken; a win is recorded
+// as a hold, which the watchdog keeps unless the call set a lease. An
+// attempt whose reply was lost is undone by a release when the owner was
+// made for this call (undoable); with an owner the caller gave, which may
+// hold the lock elsewhere too, it is sent once.
 type cycle struct {
 	waiting
 	l       *Lock
@@ -34,44 +33,80 @@ type cycle struct {
 	// attempt of this cycle put the client in the waiters' set; dropping:
 	// the last attempt takes the client out of it if it wins.
 	directed, registered, dropping bool
+	// The last attempt: its TTL, when it was sent, the fenced token it
+	// drew; held is the held context of the hold it took.
+	ttl   time.Duration
+	sent  time.Time
+	token int64
+	held  context.Context
+	// requestID names the release that undoes a lost attempt, the same
+	// across its tries.
+	requestID string
 }
 
 // acquire takes the lock and returns the held context.
-func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (held context.Context, err error) {
+func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (context.Context, error) {
 	if err := l.check(ctx, cfg.err); err != nil {
 		return nil, err
 	}
-	var c cycle // on the stack: one per call
+	var c cycle
 	l.startCycle(&c, ctx, cfg)
-	defer func() { err = c.end(err) }()
-	for attempt := 0; ; attempt++ {
-		// A ctx that ended since the last attempt (as a wake-up came) sends
-		// no other: sent, it could win before attemptOnce saw ctx end, and
-		// hand a hold to a caller that gave up.
-		if c.ctx.Err() != nil {
-			return nil, waitError(c.ctx, l.name)
-		}
-		ttl := l.c.acquireTTL(c.key, cfg.lease)
-		sent := time.Now()
-		r := c.attempt(ttl)
-		c.heard(r.err)
-		switch {
-		case r.err != nil:
-			err = c.failed(attempt, ttl, r.err)
-		case r.acquired:
-			if held, err = c.hold(ttl, sent, r.token); !errors.Is(err, errLateReply) {
-				c.nudgeJoined()
-				return held, err
-			}
-			err = c.lateHold(attempt, ttl, err)
-		default:
-			c.heldBy(r.holder)
-			err = c.held(attempt, r.pttl)
-		}
-		if err != nil {
-			return nil, err
-		}
+	policy := sendOnce
+	if c.private {
+		policy = undoable
 	}
+	if err := c.end(c.run(&c, policy, cfg)); err != nil {
+		return nil, err
+	}
+	return c.held, nil
+}
+
+// try runs attempt n, with the TTL the hold would have.
+func (c *cycle) try(int) outcome {
+	c.ttl = c.l.c.acquireTTL(c.key, c.cfg.lease)
+	c.sent = time.Now()
+	r := c.attempt(c.ttl)
+	if !r.acquired && r.err == nil {
+		c.heldBy(r.holder)
+	}
+	c.token = r.token
+	// An acquire rolled back for want of replica sync (r.err set) took
+	// nothing.
+	return outcome{err: r.err, taken: r.acquired && r.err == nil, bound: r.pttl, abandoned: c.abandoned}
+}
+
+// keep records the hold the last attempt took (see Client.keepHold).
+func (c *cycle) keep(outcome) (err error) {
+	c.held, err = c.hold(c.ttl, c.sent, c.token)
+	switch {
+	case errors.Is(err, errHoldExpired):
+		// The hold ended with no release to wake anyone: the next attempt
+		// comes at once, whatever backoff came before (a fair waiter's
+		// attempt then tells the queue's new head its turn has come).
+		c.backoff = 0
+	case !errors.Is(err, errLateReply):
+		c.nudgeJoined()
+	}
+	return err
+}
+
+// sleepAfter bounds the pause after an attempt that found the lock held,
+// with o.bound left on it, or free after a late reply (o.taken).
+func (c *cycle) sleepAfter(o outcome) time.Duration {
+	if o.taken {
+		return c.nextSleep(0)
+	}
+	return c.nextSleep(o.bound)
+}
+
+// undo releases the hold a lost attempt of a private owner may have taken:
+// one hold, so that it does not block everyone until its TTL ends.
+func (c *cycle) undo(ctx context.Context, try int) error {
+	if try == 0 {
+		c.requestID = c.l.c.newRequestID()
+	}
+	_, err := c.l.release(ctx, c.owner, c.ttl, c.requestID, try > 0)
+	return err
 }
 
 // startCycle readies c for a call with ctx and cfg.
@@ -116,66 +151,6 @@ func (c *cycle) hold(ttl time.Duration, sent time.Time, token int64) (context.Co
 	return c.l.c.keepHold(ctx, c.given, c.kind, c.key, c.l.c.group(c.l), c.cfg.lease, ttl, sent)
 }
 
-// mayRetry reports whether a failed attempt may be followed by another.
-func (c *cycle) mayRetry(attempt int) bool {
-	return c.cfg.timeout == 0 && c.cfg.wait != 0 && (c.cfg.retries < 0 || attempt < c.cfg.retries)
-}
-
-// failed handles an attempt that ended in an error, and returns nil when
-// the cycle goes on. Unless Redis replied with an error, the attempt's
-// outcome is unknown: it may have taken the lock, and such a hold is not
-// recorded, so nothing would renew or release it.
-//   - ctx ended during the attempt: the attempt is undone once its reply
-//     comes (see attemptOnce); if it ended just after an attempt that got
-//     no answer, that attempt is undone as a lost one (private owner).
-//   - The server cannot run scripts for now (loading, demoted by a
-//     failover): the script did not run; back off and go on.
-//   - The connection broke, or the reply came too late to keep the hold
-//     (errLateReply), for a private owner: a hold of it can only be the
-//     attempt's; it is released, and the wait goes on (or, when the call
-//     would not wait, the error is returned).
-//   - Anything else (an owner the caller gave, which may hold the lock
-//     elsewhere; WRONGTYPE; a closed client) is returned.
-func (c *cycle) failed(attempt int, ttl time.Duration, err error) error {
-	l := c.l
-	if c.ctx.Err() != nil {
-		if !c.abandoned {
-			try{l: l, owner: c.owner, private: c.private, ttl: ttl}.undoHold(c.ctx, lockAttempt{err: err})
-		}
-		return waitError(c.ctx, l.name)
-	}
-	waiting := c.mayRetry(attempt)
-	switch {
-	case waiting && scripts.IsUnavailable(err):
-		return c.backOff()
-	case !c.private || c.cfg.timeout > 0 || !l.transient(err):
-		return redisError("lock", l.name, err)
-	case !waiting:
-		l.clearAttempt(&c.waiting, c.owner, ttl, err, 1)
-		return redisError("lock", l.name, err)
-	}
-	return l.clearAttempt(&c.waiting, c.owner, ttl, err, -1)
-}
-
-// lateHold handles an attempt whose hold keepHold did not keep. If it had
-// expired and the call waits, the wait goes on as after an attempt that
-// found the lock free: the next attempt comes at once, whatever backoff
-// came before, since the hold ended with no release to wake anyone (a fair
-// waiter's attempt then tells the queue's new head its turn has come).
-// Otherwise it is handled as an attempt whose reply was lost: undone, for a
-// private owner.
-func (c *cycle) lateHold(attempt int, ttl time.Duration, err error) error {
-	if errors.Is(err, errHoldExpired) {
-		if c.mayRetry(attempt) {
-			c.backoff = 0
-			return c.held(attempt, 0)
-		}
-	} else {
-		c.unreachable = err // Redis did not confirm in time: a wait that ends now says so
-	}
-	return c.failed(attempt, ttl, err)
-}
-
 // heldBy notes, for directed wakes, that an attempt found the lock held by
 // the owner whose field is holder: the client is registered if the call
 // waits, and a holder whose release will not tell it directly (see
@@ -188,12 +163,6 @@ func (c *cycle) heldBy(holder string) {
 	if holder != "" && !directedOwner(holder) {
 		c.listenAlso(scripts.LockChannel(c.l.name))
 	}
-}
-
-// held handles an attempt that found the lock held (pttl left on it) and
-// returns nil when the cycle goes on.
-func (c *cycle) held(attempt int, pttl time.Duration) error {
-	return c.pause(attempt, func() time.Duration { return c.nextSleep(pttl) })
 }
 
 // nextSleep is how long to sleep, at most, before the next attempt.
@@ -231,13 +200,6 @@ func (c *cycle) end(err error) error {
 	return err
 }
 
-// transient reports whether an attempt's error is a broken or stalled
-// connection on an open client, which a later attempt may not meet.
-func (l *Lock) transient(err error) bool {
-	return !scripts.IsReply(err) && !errors.Is(err, ErrNotSynced) && !errors.Is(err, ErrSyncUnavailable) &&
-		!errors.Is(err, rueidis.ErrClosing) && l.c.checkOpen() == nil
-}
-
 // lockAttempt is what one run of a lock's acquire script did.
 type lockAttempt struct {
 	acquired bool
@@ -255,7 +217,7 @@ func (c *cycle) attempt(ttl time.Duration) lockAttempt {
 		ctx, cancel = context.WithTimeout(ctx, c.cfg.timeout)
 		defer cancel()
 	}
-	t := try{l: c.l, owner: c.owner, private: c.private, ttl: ttl, cfg: c.cfg}
+	t := lockTry{l: c.l, owner: c.owner, private: c.private, ttl: ttl, cfg: c.cfg}
 	if c.directed {
 		t.wake = c.wakeArgs()
 		c.dropping = t.wake.Settle == scripts.SettleDrop
@@ -274,9 +236,9 @@ func (c *cycle) attempt(ttl time.Duration) lockAttempt {
 	return r
 }
 
-// try is one attempt of a cycle: what running it and undoing it need, by
+// lockTry is one attempt of a cycle: what running it and undoing it need, by
 // value, so that an undo in the background holds nothing of the cycle.
-type try struct {
+type lockTry struct {
 	l       *Lock
 	owner   Owner
 	private bool // see cycle
@@ -287,7 +249,7 @@ type try struct {
 
 // run runs the acquire script; an acquire that replicas did not confirm is
 // rolled back (see unsynced).
-func (t try) run(ctx context.Context) (r lockAttempt) {
+func (t lockTry) run(ctx context.Context) (r lockAttempt) {
 	l := t.l
 	a := acquireArgs{name: l.name, owner: t.owner.id, ttl: t.ttl, turn: l.fairTurn(t.cfg), join: t.cfg.wait != 0, fresh: t.private, pub: l.c.publish}
 	a.wake = t.wake
@@ -301,7 +263,7 @@ func (t try) run(ctx context.Context) (r lockAttempt) {
 // undo undoes what an attempt the caller gave up on did, once its reply
 // came: a hold it took is released (see undoHold), and a fair lock's
 // waiter leaves the queue it may have joined.
-func (t try) undo(ctx context.Context, r lockAttempt) {
+func (t lockTry) undo(ctx context.Context, r lockAttempt) {
 	t.undoHold(ctx, r)
 	if t.l.kind.spec().queued && t.cfg.wait != 0 {
 		t.l.leaveQueue(ctx, t.owner, t.l.fairTurn(t.cfg))
@@ -312,7 +274,7 @@ func (t try) undo(ctx context.Context, r lockAttempt) {
 // the others. An attempt that got no answer may have taken one; it is
 // released for a private owner only, whose hold can only be the attempt's.
 // One try, detached from ctx; if it fails, the hold expires with its TTL.
-func (t try) undoHold(ctx context.Context, r lockAttempt) {
+func (t lockTry) undoHold(ctx context.Context, r lockAttempt) {
 	l := t.l
 	lost := r.err != nil && !r.acquired && !scripts.IsReply(r.err) && !scripts.NotSent(r.err)
 	if !(r.acquired && r.err == nil) && !(lost && t.private) {

@@ -124,7 +124,7 @@ func (a *latchAwait) try(int) outcome {
 	return outcome{err: err, taken: err == nil && n <= 0, bound: -1}
 }
 
-func (a *latchAwait) sleep(outcome) time.Duration { return a.cfg.sleep(a.l.c.opts.RepollInterval) }
+func (a *latchAwait) sleepAfter(outcome) time.Duration { return a.cfg.sleep(a.l.c.opts.RepollInterval) }
 
 // latchWakes reads a latch's channel: "0" (the count reached 0) wakes every
 // waiter; "1" (a new count) wakes none (CountDownLatchPubSub.onMessage).

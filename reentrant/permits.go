@@ -168,10 +168,10 @@ func (a *permitAcquire) keep(o outcome) (err error) {
 	return err
 }
 
-// sleep bounds a waiter's sleep by the nearest lease end too: that permit
+// sleepAfter bounds a waiter's sleep by the nearest lease end too: that permit
 // comes back then without any message. After a permit that had expired
 // before its reply came, the next attempt comes at once.
-func (a *permitAcquire) sleep(o outcome) time.Duration {
+func (a *permitAcquire) sleepAfter(o outcome) time.Duration {
 	if o.taken {
 		return 0
 	}
@@ -182,7 +182,7 @@ func (a *permitAcquire) sleep(o outcome) time.Duration {
 	return d
 }
 
-func (a *permitAcquire) undo(int) error { return a.s.undo(a.ctx, a.id) }
+func (a *permitAcquire) undo(ctx context.Context, _ int) error { return a.s.undo(ctx, a.id) }
 
 // attempt runs the acquire script once for permit id (see attemptOnce): an
 // attempt that ctx cut short is undone once its reply comes, the permit

@@ -147,8 +147,8 @@ func (a *rateAcquire) try(int) outcome {
 	return outcome{err: err, taken: acquired, bound: wait}
 }
 
-// sleep is as long as the limiter said, at least the RetryDelay and 1ms.
-func (a *rateAcquire) sleep(o outcome) time.Duration {
+// sleepAfter is as long as the limiter said, at least the RetryDelay and 1ms.
+func (a *rateAcquire) sleepAfter(o outcome) time.Duration {
 	return max(o.bound, a.cfg.retryDelay, time.Millisecond)
 }
 

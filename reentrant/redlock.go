@@ -73,6 +73,9 @@ func (r *Redlock) Lock(ctx context.Context, opts ...LockOption) (context.Context
 	if cfg.wait >= 0 {
 		deadline = time.Now().Add(cfg.wait)
 	}
+	// Redlock's own loop, not the acquire loop (acquire.go): each attempt
+	// is a round of one TryLock per master, each of which runs that loop
+	// once, and a round that fails gives back what it took before the next.
 	for attempt := 0; ; attempt++ {
 		held, err := r.attempt(ctx, lease)
 		switch {

@@ -112,7 +112,7 @@ func (a *semaphoreAcquire) try(int) outcome {
 	return outcome{err: err, taken: acquired, bound: -1}
 }
 
-func (a *semaphoreAcquire) sleep(outcome) time.Duration {
+func (a *semaphoreAcquire) sleepAfter(outcome) time.Duration {
 	return a.cfg.sleep(a.s.c.opts.RepollInterval)
 }
 

@@ -131,31 +131,41 @@ func (cn *conn) serve(d rueidis.DedicatedClient, closed <-chan error, up func())
 			return worked, nil
 		case <-cn.kick:
 		}
-		cn.s.mu.Lock()
-		ops := cn.ops
-		cn.ops = nil
-		cn.s.mu.Unlock()
-		for _, o := range ops {
-			err := d.Do(ctx, cn.command(d, o)).Error()
-			if _, isReply := rueidis.IsRedisErr(err); !worked && (err == nil || isReply) {
-				worked = true
-				up()
-			}
-			if err != nil && o.subscribe && moved(err) {
-				// The channel's slot is served elsewhere now and rueidis's
-				// map is stale (a dedicated connection does not follow
-				// MOVED). A keyed command in the slot makes rueidis follow
-				// the redirect and refresh its map; then dial again and
-				// resubscribe every channel there.
-				cn.s.rdb.Do(ctx, cn.s.rdb.B().Exists().Key(o.name).Build())
-				d.Close()
-				return worked, nil
-			}
-			if err != nil && o.subscribe {
-				cn.failed(o.name, err)
-			}
+		if cn.sendOps(ctx, d, &worked, up) {
+			d.Close()
+			return worked, nil
 		}
 	}
+}
+
+// sendOps sends d the subscribe and unsubscribe commands queued for it,
+// and reports whether it must be dialled again. worked is set, and up
+// called, at the first command Redis answers.
+func (cn *conn) sendOps(ctx context.Context, d rueidis.DedicatedClient, worked *bool, up func()) (redial bool) {
+	cn.s.mu.Lock()
+	ops := cn.ops
+	cn.ops = nil
+	cn.s.mu.Unlock()
+	for _, o := range ops {
+		err := d.Do(ctx, cn.command(d, o)).Error()
+		if _, isReply := rueidis.IsRedisErr(err); !*worked && (err == nil || isReply) {
+			*worked = true
+			up()
+		}
+		if err != nil && o.subscribe && moved(err) {
+			// The channel's slot is served elsewhere now and rueidis's
+			// map is stale (a dedicated connection does not follow
+			// MOVED). A keyed command in the slot makes rueidis follow
+			// the redirect and refresh its map; then dial again and
+			// resubscribe every channel there.
+			cn.s.rdb.Do(ctx, cn.s.rdb.B().Exists().Key(o.name).Build())
+			return true
+		}
+		if err != nil && o.subscribe {
+			cn.failed(o.name, err)
+		}
+	}
+	return false
 }
 
 func (cn *conn) command(d rueidis.DedicatedClient, o op) rueidis.Completed {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/relock-go/relock/scripts"
+	"github.com/relock-go/relock/watchdog"
 )
 
 // releaseWindow bounds how long Unlock keeps trying to release when the
@@ -47,19 +48,9 @@ func (l *Lock) Unlock(ctx context.Context) error {
 
 // unlock is Unlock, retrying for at most window.
 func (l *Lock) unlock(ctx context.Context, window time.Duration) (err error) {
-	if err := l.check(ctx, nil); err != nil {
+	owner, err := l.unlockOwner(ctx)
+	if err != nil {
 		return err
-	}
-	owner, ok := OwnerFrom(ctx)
-	if !ok && l.c.lockedWith(ctx, l.name) {
-		// The commonest slip: Unlock(ctx) where Unlock(held) was meant. It
-		// is logged, since a deferred Unlock's error is often dropped, and
-		// the lock would stay held and renewed until Close.
-		l.c.opts.Logger.Error("relock: Unlock was given the context passed to Lock, not the one Lock returned; the lock stays held", "lock", l.name)
-		return fmt.Errorf("relock: unlock %q: %w (this is the context given to Lock; pass the one Lock returned)", l.name, ErrNotHeld)
-	}
-	if !ok {
-		return fmt.Errorf("relock: unlock %q: %w (the context carries no owner)", l.name, ErrNotHeld)
 	}
 	key := holdKey{l.name, l.field(owner)}
 	a, restore, lease, found := l.c.dropHold(key)
@@ -83,29 +74,54 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) (err error) {
 			a.cancel(context.Canceled)
 		}()
 	}
+	res, err := l.releaseRetried(context.WithoutCancel(ctx), owner, restore, lease, window)
+	if err != nil {
+		return err
+	}
+	return l.released(res, found, key)
+}
+
+// unlockOwner returns the owner an Unlock with ctx gives a hold back for.
+func (l *Lock) unlockOwner(ctx context.Context) (Owner, error) {
+	if err := l.check(ctx, nil); err != nil {
+		return Owner{}, err
+	}
+	owner, ok := OwnerFrom(ctx)
+	if !ok && l.c.lockedWith(ctx, l.name) {
+		// The commonest slip: Unlock(ctx) where Unlock(held) was meant. It
+		// is logged, since a deferred Unlock's error is often dropped, and
+		// the lock would stay held and renewed until Close.
+		l.c.opts.Logger.Error("relock: Unlock was given the context passed to Lock, not the one Lock returned; the lock stays held", "lock", l.name)
+		return Owner{}, fmt.Errorf("relock: unlock %q: %w (this is the context given to Lock; pass the one Lock returned)", l.name, ErrNotHeld)
+	}
+	if !ok {
+		return Owner{}, fmt.Errorf("relock: unlock %q: %w (the context carries no owner)", l.name, ErrNotHeld)
+	}
+	return owner, nil
+}
+
+// releaseRetried sends owner's release, and again, with the same request
+// id, while its reply is lost or the server cannot run scripts: for at
+// most window, and, for a hold this client has (lease not nil), not past
+// its local deadline: after it the key may have expired and another may
+// hold the lock, so there is nothing left to give back. The first attempt
+// needs no timer of its own: rueidis fails it when the connection stalls
+// (ConnWriteTimeout, 10s by default).
+func (l *Lock) releaseRetried(ctx context.Context, owner Owner, restore time.Duration, lease *watchdog.Lease, window time.Duration) (scripts.Released, error) {
 	requestID := l.c.newRequestID()
-	// The first attempt needs no timer of its own: rueidis fails it when the
-	// connection stalls (ConnWriteTimeout, 10s by default). Retries run
-	// within the window, and not past the hold's local deadline: after it
-	// the key may have expired and another may hold the lock, so there is
-	// nothing left to give back.
-	ctx = context.WithoutCancel(ctx)
 	var deadline time.Time // the hold's, read once a retry needs it
 	for try, backoff := 0, time.Duration(0); ; try++ {
 		res, err := l.release(ctx, owner, restore, requestID, try > 0)
-		if err == nil {
-			return l.released(res, found, key)
-		}
-		if !l.retryRelease(err) {
-			return redisError("unlock", l.name, err)
-		}
-		if try == 0 {
+		switch {
+		case err == nil:
+			return res, nil
+		case !l.retryRelease(err):
+			return res, redisError("unlock", l.name, err)
+		case try == 0:
 			end := time.Now().Add(window)
-			if found {
+			if lease != nil {
 				deadline = l.c.watchdog.Deadline(lease)
-			}
-			if found && deadline.Before(end) {
-				end = deadline
+				end = minTime(end, deadline)
 			}
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithDeadline(ctx, end)
@@ -113,12 +129,20 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) (err error) {
 		}
 		backoff = doubled(backoff, 10*time.Millisecond, time.Second)
 		if _, serr := l.c.sleep(ctx, l.name, nil, nil, nil, backoff); serr != nil {
-			if found && !time.Now().Before(deadline) {
-				return fmt.Errorf("relock: unlock %q: %w: the hold's lease ran out before its release could be confirmed: %w", l.name, ErrLockLost, err)
+			if lease != nil && !time.Now().Before(deadline) {
+				return res, fmt.Errorf("relock: unlock %q: %w: the hold's lease ran out before its release could be confirmed: %w", l.name, ErrLockLost, err)
 			}
-			return redisError("unlock", l.name, err)
+			return res, redisError("unlock", l.name, err)
 		}
 	}
+}
+
+// minTime returns the earlier of a and b.
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // released turns a release's reply into Unlock's result. found says

@@ -48,7 +48,7 @@ type attempter interface {
 	// keep makes what a successful attempt took the caller's (records a
 	// hold, confirms replica sync) and returns nil, or the call's error.
 	// errHoldExpired and errLateReply say the hold was not kept (see
-	// Client.keepHold); the loop then goes on as after a lost reply, or,
+	// holdTable.keep); the loop then goes on as after a lost reply, or,
 	// when the hold had expired, as after an attempt that found the thing
 	// free.
 	keep(o outcome) error

@@ -15,7 +15,6 @@ import (
 
 	"github.com/relock-go/relock/pubsub"
 	"github.com/relock-go/relock/scripts"
-	"github.com/relock-go/relock/watchdog"
 )
 
 // Client makes and keeps locks on one rueidis client. Make one per rueidis
@@ -34,7 +33,7 @@ type Client struct {
 	nextOwner atomic.Int64
 	// nextRequest numbers release requests, for their unlock latch.
 	nextRequest atomic.Uint64
-	watchdog    *watchdog.Watchdog
+	holds       *holdTable // the holds it has, and their watchdog
 	sub         *pubsub.Subscriber
 	latches     *latchSweeper
 	degraded    atomic.Bool // waiting by polling: subscribing failed
@@ -51,7 +50,6 @@ type Client struct {
 
 	mu     sync.Mutex
 	closed bool
-	holds  map[holdKey]*hold
 	tasks  sync.WaitGroup // background cleanups, which Close waits for
 	// closing is cancelled by Close; done is its Done channel.
 	closing  context.Context
@@ -92,7 +90,6 @@ func New(rdb rueidis.Client, opts Options) (*Client, error) {
 		opts:    opts,
 		publish: scripts.PublishClassic,
 		cluster: cluster,
-		holds:   make(map[holdKey]*hold),
 	}
 	c.closing, c.shutdown = context.WithCancel(context.Background())
 	c.done = c.closing.Done()
@@ -111,11 +108,7 @@ func New(rdb rueidis.Client, opts Options) (*Client, error) {
 	c.sub = pubsub.New(rdb, opts.PubSub, scripts.Slot, opts.Logger, min(opts.RepollInterval, time.Second))
 	c.latches = newLatchSweeper(rdb, opts.Logger)
 	c.background(func() { c.latches.run(c.closing) })
-	c.watchdog = watchdog.New(watchdog.Config{
-		Timeout:   opts.WatchdogTimeout,
-		BatchSize: opts.RenewBatchSize,
-		Renew:     c.renew,
-	})
+	c.holds = newHoldTable(&c.opts, c.scriptConn)
 	return c, nil
 }
 
@@ -276,15 +269,10 @@ func (c *Client) Close() error {
 	}
 	c.closed = true
 	c.shutdown()
-	holds := c.holds
-	c.holds = nil
 	c.mu.Unlock()
+	c.holds.close(errClosed)
 	c.tasks.Wait()
-	c.watchdog.Close()
 	c.sub.Close()
-	for _, h := range holds {
-		h.cancelAll(errClosed)
-	}
 	return nil
 }
 

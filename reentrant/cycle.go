@@ -63,7 +63,7 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (context.Context,
 
 // try runs attempt n, with the TTL the hold would have.
 func (c *cycle) try(int) outcome {
-	c.ttl = c.l.c.acquireTTL(c.key, c.cfg.lease)
+	c.ttl = c.l.c.holds.acquireTTL(c.key, c.cfg.lease)
 	c.sent = time.Now()
 	r := c.attempt(c.ttl)
 	if !r.acquired && r.err == nil {
@@ -75,7 +75,7 @@ func (c *cycle) try(int) outcome {
 	return outcome{err: r.err, taken: r.acquired && r.err == nil, bound: r.pttl, abandoned: c.abandoned}
 }
 
-// keep records the hold the last attempt took (see Client.keepHold).
+// keep records the hold the last attempt took (see holdTable.keep).
 func (c *cycle) keep(outcome) (err error) {
 	c.held, err = c.hold(c.ttl, c.sent, c.token)
 	switch {
@@ -148,7 +148,7 @@ func (c *cycle) hold(ttl time.Duration, sent time.Time, token int64) (context.Co
 	if token > 0 {
 		ctx = context.WithValue(ctx, tokenKey{}, token)
 	}
-	return c.l.c.keepHold(ctx, c.given, c.kind, c.key, c.l.c.group(c.l), c.cfg.lease, ttl, sent)
+	return c.l.c.holds.keep(ctx, c.given, c.kind, c.key, c.l.c.group(c.l), c.cfg.lease, ttl, sent)
 }
 
 // heldBy notes, for directed wakes, that an attempt found the lock held by

@@ -71,7 +71,7 @@ var (
 )
 
 // errLateReply: an acquire's reply came after the deadline its new hold
-// would have had, and the hold could not be confirmed (see keepHold); the
+// would have had, and the hold could not be confirmed (see holdTable.keep); the
 // attempt counts as one whose reply was lost.
 var errLateReply = errors.New("the acquire's reply came after its hold's deadline")
 

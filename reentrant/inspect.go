@@ -97,7 +97,7 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := l.check(ctx, nil); err != nil {
 		return false, err
 	}
-	l.c.loseHolds(func(k holdKey) bool { return k.name == l.name }, ErrLockLost)
+	l.c.holds.lose(func(k holdKey) bool { return k.name == l.name }, ErrLockLost)
 	deleted, err := l.kind.spec().forceUnlock(ctx, l.c.scriptConn(), l.name, l.c.publish, l.directed())
 	if err != nil {
 		return false, redisError("force unlock", l.name, err)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/relock-go/relock/scripts"
-	"github.com/relock-go/relock/watchdog"
 )
 
 // PermitExpirableSemaphore is a handle on a semaphore whose permits each
@@ -229,7 +228,7 @@ func (s *PermitExpirableSemaphore) hold(ctx context.Context, id string, lease, t
 	if err != nil {
 		return nil, err
 	}
-	held, err := s.c.keepHold(ctx, ctx, "permit", holdKey{s.name, id}, groupOf(s.name, permitGroup), lease, ttl, sent)
+	held, err := s.c.holds.keep(ctx, ctx, "permit", holdKey{s.name, id}, groupOf(s.name, permitGroup), lease, ttl, sent)
 	if err != nil {
 		return nil, err
 	}
@@ -262,9 +261,9 @@ func (s *PermitExpirableSemaphore) Release(ctx context.Context, ids ...string) (
 	}
 	start := time.Now()
 	for _, id := range ids {
-		if a, _, _, found := s.c.dropHold(holdKey{s.name, id}); found {
+		if a, _, _, found := s.c.holds.drop(holdKey{s.name, id}); found {
 			defer func() {
-				s.c.holdEnded(holdKey{s.name, id}, a, nil, err, time.Since(start))
+				s.c.holds.ended(holdKey{s.name, id}, a, nil, err, time.Since(start))
 				a.cancel(context.Canceled)
 			}()
 		}
@@ -306,7 +305,7 @@ func (s *PermitExpirableSemaphore) UpdateLease(ctx context.Context, id string, d
 	case !ok:
 		return fmt.Errorf("relock: semaphore %q: %w: permit %s is not taken", s.name, ErrNotHeld, id)
 	}
-	s.c.setLease(holdKey{s.name, id}, d, sent)
+	s.c.holds.setLease(holdKey{s.name, id}, d, sent)
 	return nil
 }
 
@@ -352,19 +351,4 @@ func (s *PermitExpirableSemaphore) Permits(ctx context.Context) (available, take
 	}
 	available, taken, err = scripts.PermitCount(ctx, s.c.scriptConn(), s.name, s.c.publish)
 	return available, taken, changeError("semaphore", s.name, err)
-}
-
-// setLease gives the hold at key, if this client has it, a lease of d from
-// sent: the watchdog no longer renews it, and ends it then.
-func (c *Client) setLease(key holdKey, d time.Duration, sent time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	h := c.holds[key]
-	if h == nil {
-		return
-	}
-	for i := range h.acqs {
-		h.acqs[i].lease = d
-	}
-	c.watchdog.Update(h.lease, false, watchdog.Deadline(sent, d))
 }

@@ -53,7 +53,7 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) (err error) {
 		return err
 	}
 	key := holdKey{l.name, l.field(owner)}
-	a, restore, lease, found := l.c.dropHold(key)
+	a, restore, lease, found := l.c.holds.drop(key)
 	if !found && ctx.Err() != nil {
 		if cause := context.Cause(ctx); errors.Is(cause, ErrLockLost) || errors.Is(cause, ErrLeaseEnded) {
 			// This client gave the hold up already (its key vanished, no
@@ -70,7 +70,7 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) (err error) {
 			if errors.Is(err, ErrLockLost) {
 				cause = err
 			}
-			l.c.holdEnded(key, a, cause, err, time.Since(start))
+			l.c.holds.ended(key, a, cause, err, time.Since(start))
 			a.cancel(context.Canceled)
 		}()
 	}
@@ -87,7 +87,7 @@ func (l *Lock) unlockOwner(ctx context.Context) (Owner, error) {
 		return Owner{}, err
 	}
 	owner, ok := OwnerFrom(ctx)
-	if !ok && l.c.lockedWith(ctx, l.name) {
+	if !ok && l.c.holds.lockedWith(ctx, l.name) {
 		// The commonest slip: Unlock(ctx) where Unlock(held) was meant. It
 		// is logged, since a deferred Unlock's error is often dropped, and
 		// the lock would stay held and renewed until Close.
@@ -120,7 +120,7 @@ func (l *Lock) releaseRetried(ctx context.Context, owner Owner, restore time.Dur
 		case try == 0:
 			end := time.Now().Add(window)
 			if lease != nil {
-				deadline = l.c.watchdog.Deadline(lease)
+				deadline = l.c.holds.watchdog.Deadline(lease)
 				end = minTime(end, deadline)
 			}
 			var cancel context.CancelFunc
@@ -154,7 +154,7 @@ func (l *Lock) released(res scripts.Released, found bool, key holdKey) error {
 	case found:
 		// Redis has no hold where this client had one: every other
 		// acquisition of it here is lost too.
-		l.c.loseHolds(func(k holdKey) bool { return k == key }, ErrLockLost)
+		l.c.holds.lose(func(k holdKey) bool { return k == key }, ErrLockLost)
 		return fmt.Errorf("relock: unlock %q: %w", l.name, ErrLockLost)
 	}
 	return fmt.Errorf("relock: unlock %q: %w", l.name, ErrNotHeld)

@@ -39,13 +39,13 @@ func benchmarkRenewal(b *testing.B, names string) {
 	defer c.Close()
 	// Count the pipelines: one renew call is one DoMulti.
 	var pipelines atomic.Int64
-	c.watchdog.Close()
-	c.watchdog = watchdog.New(watchdog.Config{
+	c.holds.watchdog.Close()
+	c.holds.watchdog = watchdog.New(watchdog.Config{
 		Timeout:   timeout,
 		BatchSize: c.opts.RenewBatchSize,
 		Renew: func(ctx context.Context, ttl time.Duration, batches [][]*watchdog.Lease) ([][]bool, []error) {
 			pipelines.Add(1)
-			return c.renew(ctx, ttl, batches)
+			return c.holds.renew(ctx, ttl, batches)
 		},
 	})
 
@@ -63,8 +63,8 @@ func benchmarkRenewal(b *testing.B, names string) {
 		}()
 	}
 	wg.Wait()
-	if c.watchdog.Len() != locks {
-		b.Fatalf("%d leases, want %d", c.watchdog.Len(), locks)
+	if c.holds.watchdog.Len() != locks {
+		b.Fatalf("%d leases, want %d", c.holds.watchdog.Len(), locks)
 	}
 	s.Do("CONFIG", "RESETSTAT")
 	pipelines.Store(0)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/relock-go/relock/scripts"
@@ -14,13 +15,53 @@ type holdKey struct {
 	name, owner string
 }
 
+// holdTable is a client's record of the holds it has (locks and permits):
+// one hold per lock and owner, each with its acquisitions, newest last, and
+// one watchdog lease. Holds go in when an acquire wins (add, keep), come
+// out when released (drop) or lost (lose, and the watchdog's verdict), and
+// the watchdog renews them through renew. It has its own lock, which is
+// never held while Redis is asked anything.
+type holdTable struct {
+	mu       sync.Mutex
+	closed   bool
+	holds    map[holdKey]*hold
+	watchdog *watchdog.Watchdog
+	opts     *Options
+	conn     func() scripts.Conn // where renewals run
+}
+
+// newHoldTable returns an empty table whose watchdog renews through conn.
+func newHoldTable(opts *Options, conn func() scripts.Conn) *holdTable {
+	t := &holdTable{holds: make(map[holdKey]*hold), opts: opts, conn: conn}
+	t.watchdog = watchdog.New(watchdog.Config{
+		Timeout:   opts.WatchdogTimeout,
+		BatchSize: opts.RenewBatchSize,
+		Renew:     t.renew,
+	})
+	return t
+}
+
+// close stops the watchdog and ends every hold with cause; later adds fail
+// with ErrClosed.
+func (t *holdTable) close(cause error) {
+	t.mu.Lock()
+	t.closed = true
+	holds := t.holds
+	t.holds = nil
+	t.mu.Unlock()
+	t.watchdog.Close()
+	for _, h := range holds {
+		h.cancelAll(cause)
+	}
+}
+
 // hold is this client's record of one owner's hold on one lock: one entry
 // per acquisition not yet released, newest last, and one watchdog lease for
 // all of them. Holds taken elsewhere with the same owner (a hand-off to
 // another process) are not here; Redis counts them all.
 type hold struct {
 	key   holdKey
-	c     *Client
+	t     *holdTable
 	acqs  []acquisition
 	lease *watchdog.Lease
 }
@@ -58,7 +99,7 @@ func LeaseDeadline(ctx context.Context) (deadline time.Time, ok bool) {
 	if !ok {
 		return time.Time{}, false
 	}
-	return h.c.watchdog.Deadline(h.lease), true
+	return h.t.watchdog.Deadline(h.lease), true
 }
 
 type acquisition struct {
@@ -93,15 +134,15 @@ func (h *hold) ttl(timeout time.Duration) time.Duration {
 // cancelAll ends every acquisition of the hold with cause.
 func (h *hold) cancelAll(cause error) {
 	for _, a := range h.acqs {
-		h.c.holdEnded(h.key, a, cause, nil, 0)
+		h.t.ended(h.key, a, cause, nil, 0)
 		a.cancel(cause)
 	}
 }
 
-// holdEnded tells the HoldEnded hook that acquisition a of key ended: by a
+// ended tells the HoldEnded hook that acquisition a of key ended: by a
 // release that took releasing (err its error), or with cause.
-func (c *Client) holdEnded(key holdKey, a acquisition, cause, err error, releasing time.Duration) {
-	if hook := c.opts.Hooks.HoldEnded; hook != nil {
+func (t *holdTable) ended(key holdKey, a acquisition, cause, err error, releasing time.Duration) {
+	if hook := t.opts.Hooks.HoldEnded; hook != nil {
 		hook(a.parent, HoldEnd{
 			Kind: a.kind, Name: key.name, Owner: Owner{id: key.owner}, Held: time.Since(a.sent),
 			Cause: cause, Err: err, Releasing: releasing,
@@ -112,50 +153,50 @@ func (c *Client) holdEnded(key holdKey, a acquisition, cause, err error, releasi
 // acquireTTL returns the TTL an acquire of key with the given lease sends.
 // A lease cannot shorten a hold the watchdog keeps: it would expire between
 // renewals.
-func (c *Client) acquireTTL(key holdKey, lease time.Duration) time.Duration {
+func (t *holdTable) acquireTTL(key holdKey, lease time.Duration) time.Duration {
 	if lease == 0 {
-		return c.opts.WatchdogTimeout
+		return t.opts.WatchdogTimeout
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if h := c.holds[key]; h != nil && h.renewed() {
-		return c.opts.WatchdogTimeout
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if h := t.holds[key]; h != nil && h.renewed() {
+		return t.opts.WatchdogTimeout
 	}
 	return lease
 }
 
-// addHold records an acquisition of a thing of the given kind, whose script
+// add records an acquisition of a thing of the given kind, whose script
 // was sent at sent with TTL ttl, hands it to the watchdog, and returns its
 // held context: parent with a cancel that fires on release or loss. given
 // is the ctx Lock was given. A new hold whose deadline has passed already
-// is not recorded: addHold returns errLateReply (see keepHold).
-func (c *Client) addHold(parent, given context.Context, kind string, key holdKey, group uint32, lease, ttl time.Duration, sent time.Time) (context.Context, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
+// is not recorded: add returns errLateReply (see keep).
+func (t *holdTable) add(parent, given context.Context, kind string, key holdKey, group uint32, lease, ttl time.Duration, sent time.Time) (context.Context, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
 		return nil, fmt.Errorf("relock: lock %q: %w", key.name, ErrClosed)
 	}
 	deadline := watchdog.Deadline(sent, ttl)
-	h := c.holds[key]
+	h := t.holds[key]
 	if h == nil && !time.Now().Before(deadline) {
 		return nil, errLateReply
 	}
 	if h == nil {
-		h = &hold{key: key, c: c}
-		c.holds[key] = h
+		h = &hold{key: key, t: t}
+		t.holds[key] = h
 	}
 	ctx, cancel := context.WithCancelCause(&heldValues{Context: parent, h: h, given: given})
 	h.acqs = append(h.acqs, acquisition{lease: lease, cancel: cancel, parent: given, kind: kind, sent: sent})
 	if h.lease == nil {
-		h.lease = c.watchdog.Add(key.name, key.owner, group, h.renewed(), deadline,
-			func(reason error) { c.lost(h, reason) })
+		h.lease = t.watchdog.Add(key.name, key.owner, group, h.renewed(), deadline,
+			func(reason error) { t.lost(h, reason) })
 	} else {
-		c.watchdog.Update(h.lease, h.renewed(), deadline)
+		t.watchdog.Update(h.lease, h.renewed(), deadline)
 	}
 	return ctx, nil
 }
 
-// keepHold is addHold for a hold an acquire just took. A reply that came
+// keep is add for a hold an acquire just took. A reply that came
 // after the new hold's deadline is not trusted: the key may have expired,
 // and another taken the lock, before the caller could be told, and a held
 // context returned anyway, even one the watchdog cancels a moment later,
@@ -166,8 +207,8 @@ func (c *Client) addHold(parent, given context.Context, kind string, key holdKey
 // returns errHoldExpired; if the renewal fails, or comes late too, an error
 // that wraps errLateReply. (A hold that exists already is the watchdog's to
 // judge.)
-func (c *Client) keepHold(parent, given context.Context, kind string, key holdKey, group uint32, lease, ttl time.Duration, sent time.Time) (context.Context, error) {
-	held, err := c.addHold(parent, given, kind, key, group, lease, ttl, sent)
+func (t *holdTable) keep(parent, given context.Context, kind string, key holdKey, group uint32, lease, ttl time.Duration, sent time.Time) (context.Context, error) {
+	held, err := t.add(parent, given, kind, key, group, lease, ttl, sent)
 	if !errors.Is(err, errLateReply) {
 		return held, err
 	}
@@ -179,16 +220,16 @@ func (c *Client) keepHold(parent, given context.Context, kind string, key holdKe
 	}
 	late := time.Since(sent)
 	sent = time.Now()
-	renewed, errs := renewer(parent, c.scriptConn(), ttl, [][]scripts.Held{{{Key: key.name, Owner: key.owner}}})
+	renewed, errs := renewer(parent, t.conn(), ttl, [][]scripts.Held{{{Key: key.name, Owner: key.owner}}})
 	switch {
 	case errs[0] != nil:
 		err = fmt.Errorf("%w; confirming the hold: %w", errLateReply, errs[0])
 	case !renewed[0][0]:
 		err = errHoldExpired
 	default:
-		held, err = c.addHold(parent, given, kind, key, group, lease, ttl, sent)
+		held, err = t.add(parent, given, kind, key, group, lease, ttl, sent)
 	}
-	c.opts.Logger.Warn("relock: an acquire's reply came after its hold's deadline", "lock", key.name, "owner", key.owner,
+	t.opts.Logger.Warn("relock: an acquire's reply came after its hold's deadline", "lock", key.name, "owner", key.owner,
 		"reply after", late.Round(time.Millisecond), "ttl", ttl, "kept", err == nil, "error", err)
 	return held, err
 }
@@ -196,10 +237,10 @@ func (c *Client) keepHold(parent, given context.Context, kind string, key holdKe
 // lockedWith reports whether ctx is the context some Lock of lock name on
 // this client was given (before it added an owner), with that hold still
 // here: an Unlock with ctx then got the wrong context.
-func (c *Client) lockedWith(ctx context.Context, name string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for k, h := range c.holds {
+func (t *holdTable) lockedWith(ctx context.Context, name string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k, h := range t.holds {
 		for _, a := range h.acqs {
 			if k.name == name && a.parent == ctx {
 				return true
@@ -209,69 +250,69 @@ func (c *Client) lockedWith(ctx context.Context, name string) bool {
 	return false
 }
 
-// dropHold forgets the newest acquisition of key, if any, and returns it
+// drop forgets the newest acquisition of key, if any, and returns it
 // with the TTL the release should restore and the hold's watchdog lease
 // (whose Deadline a release that must retry reads). The watchdog lets go
 // of the hold before the release is sent: all of it when this was the last
 // acquisition here, its renewal when no remaining acquisition wants the
 // watchdog.
-func (c *Client) dropHold(key holdKey) (a acquisition, restore time.Duration, lease *watchdog.Lease, found bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	restore = c.opts.WatchdogTimeout
-	h := c.holds[key]
+func (t *holdTable) drop(key holdKey) (a acquisition, restore time.Duration, lease *watchdog.Lease, found bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	restore = t.opts.WatchdogTimeout
+	h := t.holds[key]
 	if h == nil {
 		return a, restore, nil, false
 	}
 	a = h.acqs[len(h.acqs)-1]
 	h.acqs = h.acqs[:len(h.acqs)-1]
 	if len(h.acqs) == 0 {
-		delete(c.holds, key)
-		c.watchdog.Remove(h.lease)
+		delete(t.holds, key)
+		t.watchdog.Remove(h.lease)
 		return a, restore, h.lease, true
 	}
-	restore = h.ttl(c.opts.WatchdogTimeout)
-	c.watchdog.Update(h.lease, h.renewed(), watchdog.Deadline(time.Now(), restore))
+	restore = h.ttl(t.opts.WatchdogTimeout)
+	t.watchdog.Update(h.lease, h.renewed(), watchdog.Deadline(time.Now(), restore))
 	return a, restore, h.lease, true
 }
 
 // lost ends a hold the watchdog gave up on: every held context of it is
 // cancelled with a cause that wraps ErrLockLost and the reason.
-func (c *Client) lost(h *hold, reason error) {
-	c.mu.Lock()
-	if c.holds[h.key] == h {
-		delete(c.holds, h.key)
+func (t *holdTable) lost(h *hold, reason error) {
+	t.mu.Lock()
+	if t.holds[h.key] == h {
+		delete(t.holds, h.key)
 	}
-	c.mu.Unlock()
+	t.mu.Unlock()
 	if errors.Is(reason, ErrLeaseEnded) {
 		// How a LeaseFor hold ends when its Unlock did not come first: the
 		// caller asked for a lease that long. Not a loss; the held context
 		// says it ended.
 		h.cancelAll(fmt.Errorf("relock: %q held by %s: %w", h.key.name, h.key.owner, ErrLeaseEnded))
-		c.opts.Logger.Debug("relock: lease ended", "lock", h.key.name, "owner", h.key.owner)
+		t.opts.Logger.Debug("relock: lease ended", "lock", h.key.name, "owner", h.key.owner)
 		return
 	}
 	cause := fmt.Errorf("relock: %w: %q held by %s: %w", ErrLockLost, h.key.name, h.key.owner, reason)
 	h.cancelAll(cause)
-	c.opts.Logger.Warn("relock: lock lost", "lock", h.key.name, "owner", h.key.owner, "reason", reason.Error())
-	if c.opts.OnLockLost != nil {
-		c.opts.OnLockLost(h.key.name, Owner{id: h.key.owner}, cause)
+	t.opts.Logger.Warn("relock: lock lost", "lock", h.key.name, "owner", h.key.owner, "reason", reason.Error())
+	if t.opts.OnLockLost != nil {
+		t.opts.OnLockLost(h.key.name, Owner{id: h.key.owner}, cause)
 	}
 }
 
-// loseHolds cancels, with cause, every held context of the holds that match,
+// lose cancels, with cause, every held context of the holds that match,
 // and forgets those holds.
-func (c *Client) loseHolds(match func(holdKey) bool, cause error) {
-	c.mu.Lock()
+func (t *holdTable) lose(match func(holdKey) bool, cause error) {
+	t.mu.Lock()
 	var lost []*hold
-	for k, h := range c.holds {
+	for k, h := range t.holds {
 		if match(k) {
 			lost = append(lost, h)
-			delete(c.holds, k)
-			c.watchdog.Remove(h.lease)
+			delete(t.holds, k)
+			t.watchdog.Remove(h.lease)
 		}
 	}
-	c.mu.Unlock()
+	t.mu.Unlock()
 	for _, h := range lost {
 		h.cancelAll(cause)
 	}
@@ -292,7 +333,7 @@ var renewers = []struct {
 
 // renew is the watchdog's renew function: one renewal script call per batch,
 // all in one pipeline per script that has batches due.
-func (c *Client) renew(ctx context.Context, ttl time.Duration, batches [][]*watchdog.Lease) ([][]bool, []error) {
+func (t *holdTable) renew(ctx context.Context, ttl time.Duration, batches [][]*watchdog.Lease) ([][]bool, []error) {
 	start := time.Now()
 	byScript := make([][]int, len(renewers)) // batch indexes by renewer
 	held := make([][]scripts.Held, len(batches))
@@ -317,12 +358,12 @@ func (c *Client) renew(ctx context.Context, ttl time.Duration, batches [][]*watc
 		for k, i := range idx {
 			sub[k] = held[i]
 		}
-		ok, e := renewers[r].run(ctx, c.scriptConn(), ttl, sub)
+		ok, e := renewers[r].run(ctx, t.conn(), ttl, sub)
 		for k, i := range idx {
 			renewed[i], errs[i] = ok[k], e[k]
 		}
 	}
-	if hook := c.opts.Hooks.Renewed; hook != nil {
+	if hook := t.opts.Hooks.Renewed; hook != nil {
 		hook(renewal(time.Since(start), batches, renewed, errs))
 	}
 	return renewed, errs
@@ -347,4 +388,19 @@ func renewal(took time.Duration, batches [][]*watchdog.Lease, renewed [][]bool, 
 		}
 	}
 	return r
+}
+
+// setLease gives the hold at key, if this client has it, a lease of d from
+// sent: the watchdog no longer renews it, and ends it then.
+func (t *holdTable) setLease(key holdKey, d time.Duration, sent time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h := t.holds[key]
+	if h == nil {
+		return
+	}
+	for i := range h.acqs {
+		h.acqs[i].lease = d
+	}
+	t.watchdog.Update(h.lease, false, watchdog.Deadline(sent, d))
 }

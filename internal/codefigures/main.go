@@ -260,6 +260,16 @@ func backEdges(graph map[string]map[string]bool) []string {
 		delete(left, best)
 	}
 	order := append(top, bottom...)
+	if os.Getenv("CODEFIGURES_GRAPH") != "" {
+		for _, n := range order {
+			var tos []string
+			for to := range graph[n] {
+				tos = append(tos, to)
+			}
+			sort.Strings(tos)
+			fmt.Println(n, "->", strings.Join(tos, " "))
+		}
+	}
 	pos := map[string]int{}
 	for i, n := range order {
 		pos[n] = i

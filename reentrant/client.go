@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/redis/rueidis"
 
 	"github.com/relock-go/relock/pubsub"
@@ -97,8 +98,14 @@ func New(rdb rueidis.Client, opts Options) (*Client, error) {
 		c.publish = scripts.PublishSharded
 	}
 	c.directed = !cluster || opts.PubSub == pubsub.Sharded
-	if err := c.probeRights(); err != nil {
+	noChannels, err := probeRights(rdb, c.publish)
+	if err != nil {
 		return nil, err
+	}
+	if noChannels != nil {
+		c.publish, c.directed = scripts.PublishNone, false
+		opts.Logger.Warn("relock: the Redis user may not publish on relock's channels, so releases wake no one and waiters poll every RepollInterval; give it the channel rights in docs/deployment.md",
+			"error", noChannels, "repoll", opts.RepollInterval)
 	}
 	if err := c.startSync(); err != nil {
 		return nil, err
@@ -110,25 +117,6 @@ func New(rdb rueidis.Client, opts Options) (*Client, error) {
 	c.background(func() { c.latches.run(c.closing) })
 	c.holds = newHoldTable(&c.opts, c.scriptConn)
 	return c, nil
-}
-
-// group returns the watchdog batch group of a hold on lock l (see groupOf):
-// read holds are renewed by their own script.
-func (c *Client) group(l *Lock) uint32 {
-	if l.kind.spec().renewedApart {
-		return groupOf(l.name, readGroup)
-	}
-	return groupOf(l.name, 0)
-}
-
-// groupOf returns the watchdog batch group of a hold on name renewed by the
-// script renewer names (0, readGroup, permitGroup): its hash slot and
-// renewer. Grouping by slot on every client, not only on a cluster client,
-// keeps relock working behind a cluster proxy, which looks like one node
-// but refuses a script whose keys span slots; names that share a hash tag
-// still fill a batch.
-func groupOf(name string, renewer uint32) uint32 {
-	return uint32(scripts.Slot(name)) | renewer
 }
 
 // detectPubSub picks Redisson's pub/sub kind: sharded on a Redis 7+ cluster,
@@ -312,13 +300,6 @@ func (c *Client) checkOpen() error {
 	}
 }
 
-// Lock returns a handle on the reentrant lock stored at key name. It is
-// cheap and does nothing on Redis; handles with the same name are
-// interchangeable.
-func (c *Client) Lock(name string) *Lock {
-	return &Lock{c: c, name: name}
-}
-
 // redisError turns an error from Redis into one of this package's errors
 // where one fits, keeping the original in the chain (but for the errors
 // relock's own scripts raise, which the package's errors say in full).
@@ -367,4 +348,23 @@ func waitError(ctx context.Context, name string) error {
 		return fmt.Errorf("relock: waiting for %q: %w (%w)", name, err, cause)
 	}
 	return fmt.Errorf("relock: waiting for %q: %w", name, err)
+}
+
+// NewOwner returns a new owner, unique to this client; the zero Owner,
+// which no lock accepts, for a nil Client or one not made by New.
+func (c *Client) NewOwner() Owner {
+	if !c.usable() {
+		return Owner{}
+	}
+	return Owner{id: c.id + ":" + strconv.FormatInt(c.nextOwner.Add(1), 10)}
+}
+
+// newClientID returns a new client id: a random UUID marked as relock's with
+// version 8 (RFC 9562's custom version) where Redisson's Java ids are
+// version 4, so that a waiter can tell a relock holder, whose release tells
+// it directly, from one whose release it must hear on Redisson's channel.
+func newClientID() string {
+	u := uuid.New()
+	u[6] = u[6]&0x0f | 0x80
+	return u.String()
 }

@@ -200,15 +200,6 @@ func (c *cycle) end(err error) error {
 	return err
 }
 
-// lockAttempt is what one run of a lock's acquire script did.
-type lockAttempt struct {
-	acquired bool
-	pttl     time.Duration
-	token    int64
-	holder   string // a holder's field, told with directed wakes
-	err      error
-}
-
 // attempt runs the lock's acquire script once (see attemptOnce).
 func (c *cycle) attempt(ttl time.Duration) lockAttempt {
 	ctx := c.ctx
@@ -336,4 +327,13 @@ func (c *cycle) nudgeJoined() {
 	if c.dropping && c.sub != nil && !c.sub.Alone() {
 		c.sub.PassOn()
 	}
+}
+
+// group returns the watchdog batch group of a hold on lock l (see groupOf):
+// read holds are renewed by their own script.
+func (c *Client) group(l *Lock) uint32 {
+	if l.kind.spec().renewedApart {
+		return groupOf(l.name, readGroup)
+	}
+	return groupOf(l.name, 0)
 }

@@ -1,8 +1,6 @@
 package reentrant
 
 import (
-	"github.com/google/uuid"
-
 	"github.com/relock-go/relock/scripts"
 )
 
@@ -30,16 +28,6 @@ import (
 // classic pub/sub on a cluster, where a subscriber may sit on any node and
 // PUBLISH counts only its own; there every waiter listens on Redisson's
 // channel, as Redisson's do.
-
-// newClientID returns a new client id: a random UUID marked as relock's with
-// version 8 (RFC 9562's custom version) where Redisson's Java ids are
-// version 4, so that a waiter can tell a relock holder, whose release tells
-// it directly, from one whose release it must hear on Redisson's channel.
-func newClientID() string {
-	u := uuid.New()
-	u[6] = u[6]&0x0f | 0x80
-	return u.String()
-}
 
 // directedOwner reports whether a lock's hash field is the owner of a relock
 // client that tells waiters directly (see newClientID).

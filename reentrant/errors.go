@@ -78,3 +78,7 @@ var errLateReply = errors.New("the acquire's reply came after its hold's deadlin
 // errHoldExpired: as errLateReply, but Redis said the hold had expired
 // meanwhile.
 var errHoldExpired = fmt.Errorf("%w, and the hold had expired", errLateReply)
+
+// ErrRateNotSet: the rate limiter has no configuration (TrySetRate or
+// SetRate was never called, or its keys expired with KeepAlive).
+var ErrRateNotSet = errors.New("rate limiter not set")

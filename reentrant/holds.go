@@ -404,3 +404,13 @@ func (t *holdTable) setLease(key holdKey, d time.Duration, sent time.Time) {
 	}
 	t.watchdog.Update(h.lease, false, watchdog.Deadline(sent, d))
 }
+
+// groupOf returns the watchdog batch group of a hold on name renewed by the
+// script renewer names (0, readGroup, permitGroup): its hash slot and
+// renewer. Grouping by slot on every client, not only on a cluster client,
+// keeps relock working behind a cluster proxy, which looks like one node
+// but refuses a script whose keys span slots; names that share a hash tag
+// still fill a batch.
+func groupOf(name string, renewer uint32) uint32 {
+	return uint32(scripts.Slot(name)) | renewer
+}

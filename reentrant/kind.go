@@ -121,20 +121,10 @@ var kinds = [...]kind{
 	},
 }
 
-func ownField(owner string) string         { return owner }
-func lockChannel(name, _ string) string    { return scripts.LockChannel(name) }
-func rwChannel(name, _ string) string      { return scripts.RWChannel(name) }
-func (k lockKind) spec() *kind             { return &kinds[k] }
-func (l *Lock) field(owner Owner) string   { return l.kind.spec().field(owner.id) }
-func (l *Lock) channel(owner Owner) string { return l.kind.spec().channel(l.name, owner.id) }
-
-// kindName is the lock's Acquire.Kind.
-func (l *Lock) kindName() string {
-	if l.spin != nil {
-		return "spin"
-	}
-	return l.kind.spec().name
-}
+func ownField(owner string) string      { return owner }
+func lockChannel(name, _ string) string { return scripts.LockChannel(name) }
+func rwChannel(name, _ string) string   { return scripts.RWChannel(name) }
+func (k lockKind) spec() *kind          { return &kinds[k] }
 
 // runRelease runs the RLock release script, which the fenced lock shares.
 func runRelease(ctx context.Context, rdb scripts.Conn, r scripts.Release) (scripts.Released, error) {
@@ -155,4 +145,13 @@ func forceUnlockOn(channel func(string) string, message string) func(context.Con
 	return func(ctx context.Context, rdb scripts.Conn, name string, pub scripts.Publish, directed bool) (bool, error) {
 		return scripts.ForceUnlock(ctx, rdb, name, channel(name), message, pub, directed)
 	}
+}
+
+// lockAttempt is what one run of a lock's acquire script did.
+type lockAttempt struct {
+	acquired bool
+	pttl     time.Duration
+	token    int64
+	holder   string // a holder's field, told with directed wakes
+	err      error
 }

@@ -123,3 +123,22 @@ func (l *Lock) check(ctx context.Context, err error) error {
 	}
 	return l.c.checkOpen()
 }
+
+// Lock returns a handle on the reentrant lock stored at key name. It is
+// cheap and does nothing on Redis; handles with the same name are
+// interchangeable.
+func (c *Client) Lock(name string) *Lock {
+	return &Lock{c: c, name: name}
+}
+
+func (l *Lock) field(owner Owner) string { return l.kind.spec().field(owner.id) }
+
+func (l *Lock) channel(owner Owner) string { return l.kind.spec().channel(l.name, owner.id) }
+
+// kindName is the lock's Acquire.Kind.
+func (l *Lock) kindName() string {
+	if l.spin != nil {
+		return "spin"
+	}
+	return l.kind.spec().name
+}

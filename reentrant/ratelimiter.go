@@ -2,7 +2,6 @@ package reentrant
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -33,10 +32,6 @@ type Rate struct {
 	// unused; at least Interval. 0 keeps them.
 	KeepAlive time.Duration
 }
-
-// ErrRateNotSet: the rate limiter has no configuration (TrySetRate or
-// SetRate was never called, or its keys expired with KeepAlive).
-var ErrRateNotSet = errors.New("rate limiter not set")
 
 // RateLimiter returns a handle on the rate limiter stored at key name (its
 // configuration hash; the window keys derive from it). It is cheap and

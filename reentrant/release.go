@@ -10,11 +10,6 @@ import (
 	"github.com/relock-go/relock/watchdog"
 )
 
-// releaseWindow bounds how long Unlock keeps trying to release when the
-// outcome of an attempt is unknown, and how long Redis remembers a release
-// request (the unlock latch).
-const releaseWindow = 10 * time.Second
-
 // Unlock gives back one hold of ctx's owner. The last hold deletes the key
 // and wakes a waiter; holds that remain keep their TTL. The held context of
 // the newest acquisition is cancelled.

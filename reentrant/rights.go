@@ -37,47 +37,44 @@ var probeChannels = []string{
 	scripts.WakeChannel("relock:probe", "probe"),
 }
 
-// probeRights asks, in one round trip, whether the user may run relock's
-// scripts (EVAL, EVALSHA, and TIME inside them) and publish on its
-// channels. A missing script right fails New with ErrNoPermission. A
-// missing channel right does not: releases then publish nothing and
-// waiters poll every RepollInterval, which one warning says. A server that
+// probeRights asks, in one round trip, whether rdb's user may run relock's
+// scripts (EVAL, EVALSHA, and TIME inside them) and publish with pub on its
+// channels. A missing script right is an error wrapping ErrNoPermission. A
+// missing channel right is not: it is returned as noChannels, the server's
+// refusal, and the client then publishes nothing (see New). A server that
 // cannot be reached or answer now is not probed, so that New does not wait
 // for Redis.
-func (c *Client) probeRights() error {
+func probeRights(rdb rueidis.Client, pub scripts.Publish) (noChannels, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	cmds := rueidis.Commands{
-		c.rdb.B().Eval().Script(rightsProbe).Numkeys(0).Build(),
-		c.rdb.B().Evalsha().Sha1(rightsProbeSHA).Numkeys(0).Build(),
+		rdb.B().Eval().Script(rightsProbe).Numkeys(0).Build(),
+		rdb.B().Evalsha().Sha1(rightsProbeSHA).Numkeys(0).Build(),
 	}
 	for _, ch := range probeChannels {
-		if c.publish == scripts.PublishSharded {
-			cmds = append(cmds, c.rdb.B().Spublish().Channel(ch).Message("").Build())
+		if pub == scripts.PublishSharded {
+			cmds = append(cmds, rdb.B().Spublish().Channel(ch).Message("").Build())
 		} else {
-			cmds = append(cmds, c.rdb.B().Publish().Channel(ch).Message("").Build())
+			cmds = append(cmds, rdb.B().Publish().Channel(ch).Message("").Build())
 		}
 	}
-	rs := c.rdb.DoMulti(ctx, cmds...)
+	rs := rdb.DoMulti(ctx, cmds...)
 	for _, r := range rs {
 		if err := r.Error(); err != nil && (!scripts.IsReply(err) || scripts.IsUnavailable(err)) {
-			return nil // not reachable, or not ready: the first Lock will tell
+			return nil, nil // not reachable, or not ready: the first Lock will tell
 		}
 	}
 	for i, what := range []string{"EVAL (with TIME inside scripts)", "EVALSHA"} {
 		if err := rs[i].Error(); refused(err) {
-			return fmt.Errorf("relock: %w: %s: %v", ErrNoPermission, what, err)
+			return nil, fmt.Errorf("relock: %w: %s: %v", ErrNoPermission, what, err)
 		}
 	}
 	for _, r := range rs[2:] {
 		if err := r.Error(); refused(err) {
-			c.publish, c.directed = scripts.PublishNone, false
-			c.opts.Logger.Warn("relock: the Redis user may not publish on relock's channels, so releases wake no one and waiters poll every RepollInterval; give it the channel rights in docs/deployment.md",
-				"error", err, "repoll", c.opts.RepollInterval)
-			return nil
+			return err, nil
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // refused reports whether err is an ACL refusal: NOPERM from a command, or

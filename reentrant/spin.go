@@ -2,23 +2,11 @@ package reentrant
 
 import "time"
 
-// Backoff bounds a spin lock's waits: the first is about Min, each next one
-// doubles, up to Max, and each is drawn with jitter from the upper half of
-// that bound, so that spinning waiters drift apart.
-type Backoff struct {
-	Min, Max time.Duration
-}
-
 // Redisson's spin lock backs off from 1ms to 128ms by default.
 const (
 	defaultSpinMin = time.Millisecond
 	defaultSpinMax = 128 * time.Millisecond
 )
-
-// next returns the wait after one of bound prev (0 before the first).
-func (b *Backoff) next(prev time.Duration) time.Duration {
-	return jittered(doubled(prev, b.Min, b.Max))
-}
 
 // SpinLock returns a handle on the reentrant lock name that waits like
 // Redisson's spin lock: it never subscribes, but retries with exponential

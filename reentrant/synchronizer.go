@@ -57,13 +57,6 @@ func (c *Client) confirm(ctx context.Context, what, name string, syncErr error, 
 	return fmt.Errorf("relock: %s %q: %w; undone", what, name, syncErr)
 }
 
-// cleanup is the context for a call that gives something back: ctx's
-// values without its cancellation (the caller's ctx is often done by then),
-// bounded by the release window.
-func cleanup(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), releaseWindow)
-}
-
 // checkCount returns an ErrInvalidArgument error when n is below least.
 func checkCount(what string, n, least int64) error {
 	if n < least {

@@ -159,8 +159,8 @@ func NewHooks(opts ...Option) (reentrant.Hooks, error) {
 	}, nil
 }
 
-func (in *instruments) attrs(kind, name string, more ...attribute.KeyValue) []attribute.KeyValue {
-	kv := append(make([]attribute.KeyValue, 0, 2+len(more)), kindKey.String(kind))
+func (in *instruments) attrs(kind reentrant.Kind, name string, more ...attribute.KeyValue) []attribute.KeyValue {
+	kv := append(make([]attribute.KeyValue, 0, 2+len(more)), kindKey.String(string(kind)))
 	if in.cfg.names {
 		kv = append(kv, nameKey.String(name))
 	}
@@ -237,6 +237,6 @@ func (in *instruments) renewed(r reentrant.Renewal) {
 	}
 }
 
-func (in *instruments) woken(ctx context.Context, kind, name string) {
+func (in *instruments) woken(ctx context.Context, kind reentrant.Kind, name string) {
 	in.wakes.Add(ctx, 1, metric.WithAttributes(in.attrs(kind, name)...))
 }

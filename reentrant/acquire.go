@@ -162,7 +162,7 @@ func (w *waiting) failed(a attempter, policy retryPolicy, cfg acquireConfig, n i
 	case policy == undoable:
 		_ = w.undoLost(a, false) // the call ends with err all the same
 	}
-	return redisError(w.what(), w.name, err)
+	return redisError(w.kind.noun(), w.name, err)
 }
 
 // lost reports whether an attempt that failed with err may have run with

@@ -118,9 +118,9 @@ func (l *Lock) startCycle(c *cycle, ctx context.Context, cfg acquireConfig) {
 		owner = l.c.NewOwner()
 		ctx = WithOwner(ctx, owner)
 	}
-	l.c.startWaiting(&c.waiting, ctx, l.kindName(), l.name, cfg.wait, cfg.retries)
+	l.c.startWaiting(&c.waiting, ctx, l.kind.spec().kind, l.name, cfg.wait, cfg.retries)
 	switch {
-	case cfg.retryDelay != 0 || l.spin != nil: // polls
+	case cfg.retryDelay != 0 || l.kind.spec().spins: // polls
 	case l.directed():
 		c.directed = true
 		channel := scripts.WakeChannel(l.name, l.c.id)
@@ -148,7 +148,7 @@ func (c *cycle) hold(ttl time.Duration, sent time.Time, token int64) (context.Co
 	if token > 0 {
 		ctx = context.WithValue(ctx, tokenKey{}, token)
 	}
-	return c.l.c.holds.keep(ctx, c.given, c.kind, c.key, c.l.c.group(c.l), c.cfg.lease, ttl, sent)
+	return c.l.c.holds.keep(ctx, c.given, c.kind, c.key, renewGroupOf(c.l.name, c.l.kind.spec().renewer), c.cfg.lease, ttl, sent)
 }
 
 // heldBy notes, for directed wakes, that an attempt found the lock held by
@@ -172,7 +172,7 @@ func (c *cycle) nextSleep(pttl time.Duration) time.Duration {
 	switch {
 	case c.cfg.retryDelay > 0:
 		return c.cfg.retryDelay
-	case l.spin != nil:
+	case l.kind.spec().spins:
 		c.backoff = l.spin.next(c.backoff)
 		d = c.backoff
 	case l.kind.spec().queued && pttl == 0:
@@ -327,13 +327,4 @@ func (c *cycle) nudgeJoined() {
 	if c.dropping && c.sub != nil && !c.sub.Alone() {
 		c.sub.PassOn()
 	}
-}
-
-// group returns the watchdog batch group of a hold on lock l (see groupOf):
-// read holds are renewed by their own script.
-func (c *Client) group(l *Lock) uint32 {
-	if l.kind.spec().renewedApart {
-		return groupOf(l.name, readGroup)
-	}
-	return groupOf(l.name, 0)
 }

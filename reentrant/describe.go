@@ -18,12 +18,12 @@ import (
 // atomically; a lock can change hands between them.
 type KeyInfo struct {
 	Name string
-	// Kind is "lock", "fair", "fenced", "read-write", "semaphore",
-	// "permit-semaphore" (PermitExpirableSemaphore), "latch", "rate", or:
-	// "semaphore-or-latch" for a count no one is waiting on (Redisson
-	// stores both as a number), "" when nothing is there, and "other"
+	// Kind is KindLock, KindFair, KindFenced, KindReadWrite,
+	// KindSemaphore, KindPermitSemaphore, KindLatch, KindRate, or:
+	// KindSemaphoreOrLatch for a count no one is waiting on (Redisson
+	// stores both as a number), "" when nothing is there, and KindOther
 	// for a key of any other shape.
-	Kind string
+	Kind Kind
 	// RedisType is TYPE's answer for Name ("none" when it is not there).
 	RedisType string
 	// TTL is the key's time to live: NoExpiry when it has none, 0 when
@@ -110,7 +110,7 @@ func (in *inspection) run() error {
 	case "none":
 		in.absent()
 	default:
-		in.info.Kind = "other"
+		in.info.Kind = KindOther
 	}
 	if in.info.RedisType != "none" {
 		in.info.TTL = NoExpiry
@@ -119,9 +119,9 @@ func (in *inspection) run() error {
 		}
 	}
 	switch in.info.Kind {
-	case "fair":
+	case KindFair:
 		in.queue()
-	case "fenced":
+	case KindFenced:
 		in.info.Token, _ = in.do(b.Get().Key(in.derived.Token).Build()).AsInt64()
 	}
 	return in.err
@@ -134,20 +134,20 @@ func (in *inspection) hash() {
 		in.rate(fields)
 		return
 	}
-	in.info.Kind = "lock"
+	in.info.Kind = KindLock
 	if mode, ok := fields["mode"]; ok {
-		in.info.Kind, in.info.Mode = "read-write", mode
+		in.info.Kind, in.info.Mode = KindReadWrite, mode
 		delete(fields, "mode")
 	}
 	for f, v := range fields {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if _, perr := ParseOwner(strings.TrimSuffix(f, ":write")); err != nil || perr != nil {
-			in.info.Kind, in.info.Holders = "other", nil
+			in.info.Kind, in.info.Holders = KindOther, nil
 			return
 		}
 		in.info.Holders = append(in.info.Holders, Holder{Owner: strings.TrimSuffix(f, ":write"), Count: n, Write: strings.HasSuffix(f, ":write")})
 	}
-	if in.info.Kind == "lock" {
+	if in.info.Kind == KindLock {
 		in.lockKind()
 	}
 }
@@ -156,14 +156,14 @@ func (in *inspection) hash() {
 func (in *inspection) lockKind() {
 	switch {
 	case in.exists(in.derived.FairQueue) || in.exists(in.derived.FairTimeouts):
-		in.info.Kind = "fair"
+		in.info.Kind = KindFair
 	case in.exists(in.derived.Token):
-		in.info.Kind = "fenced"
+		in.info.Kind = KindFenced
 	}
 }
 
 func (in *inspection) rate(fields map[string]string) {
-	in.info.Kind = "rate"
+	in.info.Kind = KindRate
 	num := func(f string) int64 { n, _ := strconv.ParseInt(fields[f], 10, 64); return n }
 	in.info.Rate = Rate{Permits: num("rate"), Interval: time.Duration(num("interval")) * time.Millisecond,
 		PerClient: fields["type"] == "1", KeepAlive: time.Duration(num("keepAliveTime")) * time.Millisecond}
@@ -174,7 +174,7 @@ func (in *inspection) rate(fields map[string]string) {
 func (in *inspection) count() {
 	n, err := in.do(in.c.rdb.B().Get().Key(in.info.Name).Build()).AsInt64()
 	if err != nil {
-		in.info.Kind = "other"
+		in.info.Kind = KindOther
 		return
 	}
 	in.info.Count = n
@@ -182,11 +182,11 @@ func (in *inspection) count() {
 	case in.exists(in.derived.PermitTimeouts):
 		in.permits()
 	case in.listeners(scripts.SemaphoreChannel(in.info.Name)) > 0:
-		in.info.Kind = "semaphore"
+		in.info.Kind = KindSemaphore
 	case in.listeners(scripts.LatchChannel(in.info.Name)) > 0:
-		in.info.Kind = "latch"
+		in.info.Kind = KindLatch
 	default:
-		in.info.Kind = "semaphore-or-latch"
+		in.info.Kind = KindSemaphoreOrLatch
 	}
 }
 
@@ -195,11 +195,11 @@ func (in *inspection) count() {
 func (in *inspection) absent() {
 	switch {
 	case in.exists(in.derived.FairQueue) || in.exists(in.derived.FairTimeouts):
-		in.info.Kind = "fair"
+		in.info.Kind = KindFair
 	case in.exists(in.derived.PermitTimeouts):
 		in.permits()
 	case in.exists(in.derived.Token):
-		in.info.Kind = "fenced"
+		in.info.Kind = KindFenced
 	}
 }
 
@@ -216,7 +216,7 @@ func (in *inspection) listeners(channel string) int64 {
 }
 
 func (in *inspection) permits() {
-	in.info.Kind = "permit-semaphore"
+	in.info.Kind = KindPermitSemaphore
 	zs, _ := in.do(in.c.rdb.B().Zrange().Key(in.derived.PermitTimeouts).Min("0").Max("-1").Withscores().Build()).AsZScores()
 	for _, z := range zs {
 		h := Holder{Owner: fmt.Sprintf("%x", z.Member), Count: 1}

@@ -65,7 +65,7 @@ func TestUnconfirmedSubscriptionWakesWhenConfirmed(t *testing.T) {
 			waiter, err := New(s.Client(), Options{
 				RepollInterval: 2 * time.Second,
 				Logger:         slog.New(signal{"relock: cannot subscribe", gaveUp}),
-				Hooks:          Hooks{Woken: func(context.Context, string, string) { woken.Add(1) }},
+				Hooks:          Hooks{Woken: func(context.Context, Kind, string) { woken.Add(1) }},
 			})
 			require.NoError(t, err)
 			defer waiter.Close()

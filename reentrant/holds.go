@@ -106,7 +106,7 @@ type acquisition struct {
 	lease  time.Duration // 0: kept by the watchdog
 	cancel context.CancelCauseFunc
 	parent context.Context // the ctx given to Lock
-	kind   string          // Acquire.Kind, for HoldEnded
+	kind   Kind            // for HoldEnded
 	sent   time.Time       // when its acquire was sent
 }
 
@@ -170,7 +170,7 @@ func (t *holdTable) acquireTTL(key holdKey, lease time.Duration) time.Duration {
 // held context: parent with a cancel that fires on release or loss. given
 // is the ctx Lock was given. A new hold whose deadline has passed already
 // is not recorded: add returns errLateReply (see keep).
-func (t *holdTable) add(parent, given context.Context, kind string, key holdKey, group uint32, lease, ttl time.Duration, sent time.Time) (context.Context, error) {
+func (t *holdTable) add(parent, given context.Context, kind Kind, key holdKey, group renewGroup, lease, ttl time.Duration, sent time.Time) (context.Context, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -188,7 +188,7 @@ func (t *holdTable) add(parent, given context.Context, kind string, key holdKey,
 	ctx, cancel := context.WithCancelCause(&heldValues{Context: parent, h: h, given: given})
 	h.acqs = append(h.acqs, acquisition{lease: lease, cancel: cancel, parent: given, kind: kind, sent: sent})
 	if h.lease == nil {
-		h.lease = t.watchdog.Add(key.name, key.owner, group, h.renewed(), deadline,
+		h.lease = t.watchdog.Add(key.name, key.owner, group.id(), h.renewed(), deadline,
 			func(reason error) { t.lost(h, reason) })
 	} else {
 		t.watchdog.Update(h.lease, h.renewed(), deadline)
@@ -207,20 +207,14 @@ func (t *holdTable) add(parent, given context.Context, kind string, key holdKey,
 // returns errHoldExpired; if the renewal fails, or comes late too, an error
 // that wraps errLateReply. (A hold that exists already is the watchdog's to
 // judge.)
-func (t *holdTable) keep(parent, given context.Context, kind string, key holdKey, group uint32, lease, ttl time.Duration, sent time.Time) (context.Context, error) {
+func (t *holdTable) keep(parent, given context.Context, kind Kind, key holdKey, group renewGroup, lease, ttl time.Duration, sent time.Time) (context.Context, error) {
 	held, err := t.add(parent, given, kind, key, group, lease, ttl, sent)
 	if !errors.Is(err, errLateReply) {
 		return held, err
 	}
-	renewer := renewers[0].run
-	for _, rn := range renewers {
-		if group&(readGroup|permitGroup) == rn.group {
-			renewer = rn.run
-		}
-	}
 	late := time.Since(sent)
 	sent = time.Now()
-	renewed, errs := renewer(parent, t.conn(), ttl, [][]scripts.Held{{{Key: key.name, Owner: key.owner}}})
+	renewed, errs := renewers[group.renewer](parent, t.conn(), ttl, [][]scripts.Held{{{Key: key.name, Owner: key.owner}}})
 	switch {
 	case errs[0] != nil:
 		err = fmt.Errorf("%w; confirming the hold: %w", errLateReply, errs[0])
@@ -318,18 +312,44 @@ func (t *holdTable) lose(match func(holdKey) bool, cause error) {
 	}
 }
 
-// The watchdog groups of holds that another script than renew.lua renews;
-// the low 16 bits are the cluster slot.
+// renewer names a script that renews holds.
+type renewer uint8
+
 const (
-	readGroup   = 1 << 16 // read holds: readrenew.lua
-	permitGroup = 1 << 17 // permits: permitrenew.lua
+	renewLock   renewer = iota // renew.lua: the RLock layout's holds
+	renewRead                  // readrenew.lua: read holds, and their timeout keys
+	renewPermit                // permitrenew.lua: permits
 )
 
-// renewers are the renewal scripts, by the group bits they renew.
-var renewers = []struct {
-	group uint32
-	run   func(context.Context, scripts.Conn, time.Duration, [][]scripts.Held) ([][]bool, []error)
-}{{0, scripts.Renew}, {readGroup, scripts.ReadRenew}, {permitGroup, scripts.PermitRenew}}
+// renewers are the renewal scripts, by renewer.
+var renewers = [...]func(context.Context, scripts.Conn, time.Duration, [][]scripts.Held) ([][]bool, []error){
+	renewLock:   scripts.Renew,
+	renewRead:   scripts.ReadRenew,
+	renewPermit: scripts.PermitRenew,
+}
+
+// renewGroup is a watchdog batch group: the holds that one renewal script
+// call renews share the script and the hash slot. Grouping by slot on
+// every client, not only on a cluster client, keeps relock working behind
+// a cluster proxy, which looks like one node but refuses a script whose
+// keys span slots; names that share a hash tag still fill a batch.
+type renewGroup struct {
+	renewer renewer
+	slot    uint16
+}
+
+// renewGroupOf returns the group of a hold on name that r renews.
+func renewGroupOf(name string, r renewer) renewGroup {
+	return renewGroup{renewer: r, slot: scripts.Slot(name)}
+}
+
+// id is the group as the watchdog knows it (watchdog.Lease.Group).
+func (g renewGroup) id() uint32 { return uint32(g.renewer)<<16 | uint32(g.slot) }
+
+// groupOfID is the group whose id is id.
+func groupOfID(id uint32) renewGroup {
+	return renewGroup{renewer: renewer(id >> 16), slot: uint16(id)}
+}
 
 // renew is the watchdog's renew function: one renewal script call per batch,
 // all in one pipeline per script that has batches due.
@@ -342,11 +362,8 @@ func (t *holdTable) renew(ctx context.Context, ttl time.Duration, batches [][]*w
 		for j, l := range b {
 			held[i][j] = scripts.Held{Key: l.Key, Owner: l.Owner}
 		}
-		for r, rn := range renewers {
-			if b[0].Group&(readGroup|permitGroup) == rn.group {
-				byScript[r] = append(byScript[r], i)
-			}
-		}
+		r := groupOfID(b[0].Group).renewer
+		byScript[r] = append(byScript[r], i)
 	}
 	renewed := make([][]bool, len(batches))
 	errs := make([]error, len(batches))
@@ -358,7 +375,7 @@ func (t *holdTable) renew(ctx context.Context, ttl time.Duration, batches [][]*w
 		for k, i := range idx {
 			sub[k] = held[i]
 		}
-		ok, e := renewers[r].run(ctx, t.conn(), ttl, sub)
+		ok, e := renewers[r](ctx, t.conn(), ttl, sub)
 		for k, i := range idx {
 			renewed[i], errs[i] = ok[k], e[k]
 		}
@@ -403,14 +420,4 @@ func (t *holdTable) setLease(key holdKey, d time.Duration, sent time.Time) {
 		h.acqs[i].lease = d
 	}
 	t.watchdog.Update(h.lease, false, watchdog.Deadline(sent, d))
-}
-
-// groupOf returns the watchdog batch group of a hold on name renewed by the
-// script renewer names (0, readGroup, permitGroup): its hash slot and
-// renewer. Grouping by slot on every client, not only on a cluster client,
-// keeps relock working behind a cluster proxy, which looks like one node
-// but refuses a script whose keys span slots; names that share a hash tag
-// still fill a batch.
-func groupOf(name string, renewer uint32) uint32 {
-	return uint32(scripts.Slot(name)) | renewer
 }

@@ -40,16 +40,16 @@ type Hooks struct {
 
 	// Woken is called when a release message wakes a waiter, before its
 	// next attempt.
-	Woken func(ctx context.Context, kind, name string)
+	Woken func(ctx context.Context, kind Kind, name string)
 }
 
 // Acquire describes one call that takes a lock or a permit, or awaits a
 // latch, to the acquire hooks.
 type Acquire struct {
-	// Kind is what is taken: "lock", "fenced", "fair", "read", "write",
-	// "spin" (the Client methods that make the Lock), "semaphore",
-	// "permit" (PermitExpirableSemaphore), "latch" or "rate".
-	Kind string
+	// Kind is what is taken: KindLock, KindFenced, KindFair, KindRead,
+	// KindWrite, KindSpin, KindSemaphore, KindPermitSemaphore, KindLatch
+	// or KindRate.
+	Kind Kind
 	// Name is the lock's or synchronizer's name.
 	Name string
 	// Start is when the call began.
@@ -73,7 +73,8 @@ type Acquire struct {
 
 // HoldEnd describes the end of one acquisition to HoldEnded.
 type HoldEnd struct {
-	Kind, Name string
+	Kind Kind
+	Name string
 	// Owner is the holder; for a permit, its id.
 	Owner Owner
 	// Held is how long it was held: from when its acquire was sent.
@@ -102,7 +103,7 @@ type Renewal struct {
 
 // started reports an acquire call beginning, if anyone listens, and
 // returns its start time (zero when nobody does).
-func (h *Hooks) started(ctx context.Context, kind, name string) time.Time {
+func (h *Hooks) started(ctx context.Context, kind Kind, name string) time.Time {
 	if h.AcquireStarted == nil && h.AcquireEnded == nil {
 		return time.Time{}
 	}
@@ -114,7 +115,7 @@ func (h *Hooks) started(ctx context.Context, kind, name string) time.Time {
 }
 
 // ended reports an acquire call's end.
-func (h *Hooks) ended(ctx context.Context, kind, name string, start time.Time, attempts int, held bool, err error) {
+func (h *Hooks) ended(ctx context.Context, kind Kind, name string, start time.Time, attempts int, held bool, err error) {
 	if h.AcquireEnded == nil {
 		return
 	}

@@ -66,7 +66,7 @@ func (r *recorder) hooks() reentrant.Hooks {
 			defer r.mu.Unlock()
 			r.renew = append(r.renew, rn)
 		},
-		Woken: func(_ context.Context, kind, name string) { r.add("woken %s %s", kind, name) },
+		Woken: func(_ context.Context, kind reentrant.Kind, name string) { r.add("woken %s %s", kind, name) },
 	}
 }
 
@@ -175,8 +175,8 @@ func TestHooks(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, c.Semaphore("s").Acquire(ctx, 1))
 	assert.Equal(t, []string{
-		"start permit p", "end permit p not-acquired attempts=1 held=false",
-		"start permit p", "end permit p ok attempts=1 held=true", "released permit p",
+		"start permit-semaphore p", "end permit-semaphore p not-acquired attempts=1 held=false",
+		"start permit-semaphore p", "end permit-semaphore p ok attempts=1 held=true", "released permit-semaphore p",
 		"start semaphore s", "end semaphore s ok attempts=1 held=false",
 	}, rec.take())
 

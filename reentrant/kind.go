@@ -9,7 +9,65 @@ import (
 	"github.com/relock-go/relock/pubsub"
 )
 
-// lockKind says which Redisson layout a Lock uses; kinds[k] says how.
+// Kind names a kind of lock or synchronizer wherever relock reports one:
+// the hooks (Acquire, HoldEnd, Woken), Inspect's KeyInfo, and the relock
+// command. Its values are stable: metrics use them as attributes.
+type Kind string
+
+// The kinds a call takes or awaits, reported by the hooks. Inspect reports
+// them too, but for KindRead, KindWrite and KindSpin, which share another
+// kind's keys (KindReadWrite; KindLock).
+const (
+	KindLock            Kind = "lock"             // Client.Lock: Redisson's RLock
+	KindFenced          Kind = "fenced"           // Client.FencedLock: RFencedLock
+	KindFair            Kind = "fair"             // Client.FairLock: RFairLock
+	KindRead            Kind = "read"             // ReadWriteLock.ReadLock
+	KindWrite           Kind = "write"            // ReadWriteLock.WriteLock
+	KindSpin            Kind = "spin"             // Client.SpinLock: RSpinLock
+	KindSemaphore       Kind = "semaphore"        // Semaphore: RSemaphore
+	KindPermitSemaphore Kind = "permit-semaphore" // PermitExpirableSemaphore
+	KindLatch           Kind = "latch"            // CountDownLatch: RCountDownLatch
+	KindRate            Kind = "rate"             // RateLimiter: RRateLimiter
+)
+
+// The kinds only Inspect reports, for what a key alone cannot tell apart.
+const (
+	// KindReadWrite is a read-write lock's key, held by readers or a
+	// writer.
+	KindReadWrite Kind = "read-write"
+	// KindSemaphoreOrLatch is a count nobody waits on: Redisson stores a
+	// semaphore and a latch alike.
+	KindSemaphoreOrLatch Kind = "semaphore-or-latch"
+	// KindOther is a key of any other shape.
+	KindOther Kind = "other"
+)
+
+// noun names the kind in errors: "lock", "semaphore", "latch" or "rate
+// limiter".
+func (k Kind) noun() string {
+	switch k {
+	case KindSemaphore, KindPermitSemaphore:
+		return "semaphore"
+	case KindLatch:
+		return "latch"
+	case KindRate:
+		return "rate limiter"
+	}
+	return "lock"
+}
+
+// holds reports whether a call of the kind records a hold, which a
+// HoldEnded ends: a lock's acquisition, or a permit.
+func (k Kind) holds() bool {
+	switch k {
+	case KindSemaphore, KindLatch, KindRate:
+		return false
+	}
+	return true
+}
+
+// lockKind says which of Redisson's lock layouts a Lock uses, and how it
+// waits; kinds[k] says how.
 type lockKind uint8
 
 const (
@@ -18,13 +76,15 @@ const (
 	readLock                   // RReadWriteLock's read side
 	writeLock                  // RReadWriteLock's write side
 	fairLock                   // RFairLock: waiters queue in Redis, in order
+	spinLock                   // RSpinLock: RLock's layout, waiters back off
 )
 
 // kind is everything that differs between the kinds of lock; waiting,
 // holding, renewing and releasing with retries are shared.
 type kind struct {
-	// name is the kind's Acquire.Kind.
-	name string
+	kind Kind
+	// renewer is the script that renews the kind's holds.
+	renewer renewer
 	// field is the hash field that records owner's holds.
 	field func(owner string) string
 	// channel is the channel on which owner, waiting for lock name, hears
@@ -37,14 +97,14 @@ type kind struct {
 	// forceUnlock deletes the lock whoever holds it and wakes its waiters
 	// (directed: one relock client too, see scripts.Wake).
 	forceUnlock func(ctx context.Context, rdb scripts.Conn, name string, pub scripts.Publish, directed bool) (bool, error)
-	// renewedApart: holds are renewed by another script (read holds
-	// extend their timeout keys too), so they are batched apart.
-	renewedApart bool
 	// queued: waiters queue in Redis. One that gives up leaves the queue;
 	// one told "free, but not your turn" backs off instead of retrying.
 	queued bool
 	// directed: relock waiters may take directed wakes (scripts.Wake).
 	directed bool
+	// spins: waiters never subscribe but back off (the Lock's Backoff),
+	// and releases announce nothing.
+	spins bool
 }
 
 // acquireArgs are an acquire script's inputs. turn, join and pub matter to a
@@ -63,19 +123,16 @@ type acquireArgs struct {
 
 var kinds = [...]kind{
 	plainLock: {
-		name:    "lock",
-		field:   ownField,
-		channel: lockChannel,
-		acquire: func(ctx context.Context, rdb scripts.Conn, a acquireArgs) (r lockAttempt) {
-			r.acquired, r.pttl, r.holder, r.err = scripts.Acquire(ctx, rdb, a.name, a.owner, a.ttl, a.fresh, a.wake)
-			return r
-		},
+		kind:        KindLock,
+		field:       ownField,
+		channel:     lockChannel,
+		acquire:     plainAcquire,
 		release:     runRelease,
 		forceUnlock: forceUnlockOn(scripts.LockChannel, pubsub.WakeOne),
 		directed:    true,
 	},
 	fencedLock: {
-		name:    "fenced",
+		kind:    KindFenced,
 		field:   ownField,
 		channel: lockChannel,
 		acquire: func(ctx context.Context, rdb scripts.Conn, a acquireArgs) (r lockAttempt) {
@@ -87,16 +144,17 @@ var kinds = [...]kind{
 		directed:    true,
 	},
 	readLock: {
-		name:         "read",
-		field:        ownField,
-		channel:      rwChannel,
-		acquire:      acquireWith(scripts.ReadAcquire),
-		release:      scripts.ReadRelease,
-		forceUnlock:  forceUnlockOn(scripts.RWChannel, pubsub.WakeAll),
-		renewedApart: true,
+		kind:        KindRead,
+		field:       ownField,
+		channel:     rwChannel,
+		acquire:     acquireWith(scripts.ReadAcquire),
+		release:     scripts.ReadRelease,
+		forceUnlock: forceUnlockOn(scripts.RWChannel, pubsub.WakeAll),
+		// Read holds extend their timeout keys too.
+		renewer: renewRead,
 	},
 	writeLock: {
-		name:        "write",
+		kind:        KindWrite,
 		field:       scripts.WriteField,
 		channel:     rwChannel,
 		acquire:     acquireWith(scripts.WriteAcquire),
@@ -104,7 +162,7 @@ var kinds = [...]kind{
 		forceUnlock: forceUnlockOn(scripts.RWChannel, pubsub.WakeAll),
 	},
 	fairLock: {
-		name:    "fair",
+		kind:    KindFair,
 		field:   ownField,
 		channel: scripts.FairChannel,
 		acquire: func(ctx context.Context, rdb scripts.Conn, a acquireArgs) (r lockAttempt) {
@@ -119,12 +177,27 @@ var kinds = [...]kind{
 		},
 		queued: true,
 	},
+	spinLock: {
+		kind:        KindSpin,
+		field:       ownField,
+		channel:     lockChannel,
+		acquire:     plainAcquire,
+		release:     runRelease,
+		forceUnlock: forceUnlockOn(scripts.LockChannel, pubsub.WakeOne),
+		spins:       true,
+	},
 }
 
 func ownField(owner string) string      { return owner }
 func lockChannel(name, _ string) string { return scripts.LockChannel(name) }
 func rwChannel(name, _ string) string   { return scripts.RWChannel(name) }
 func (k lockKind) spec() *kind          { return &kinds[k] }
+
+// plainAcquire runs the RLock acquire script, which the spin lock shares.
+func plainAcquire(ctx context.Context, rdb scripts.Conn, a acquireArgs) (r lockAttempt) {
+	r.acquired, r.pttl, r.holder, r.err = scripts.Acquire(ctx, rdb, a.name, a.owner, a.ttl, a.fresh, a.wake)
+	return r
+}
 
 // runRelease runs the RLock release script, which the fenced lock shares.
 func runRelease(ctx context.Context, rdb scripts.Conn, r scripts.Release) (scripts.Released, error) {

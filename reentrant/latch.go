@@ -105,7 +105,7 @@ func (l *CountDownLatch) Await(ctx context.Context, opts ...LockOption) error {
 		return err
 	}
 	var w waiting
-	l.c.startWaiting(&w, ctx, "latch", l.name, cfg.wait, cfg.retries)
+	l.c.startWaiting(&w, ctx, KindLatch, l.name, cfg.wait, cfg.retries)
 	w.announcedOn(scripts.LatchChannel(l.name), latchWakes, "")
 	return w.end(w.run(&latchAwait{l: l, ctx: ctx, cfg: cfg}, readOnly, cfg))
 }

@@ -16,7 +16,7 @@ type Lock struct {
 	c    *Client
 	name string
 	kind lockKind
-	spin *Backoff // waiters back off instead of subscribing; releases announce nothing (SpinLock)
+	spin Backoff // a spin lock's waits (SpinLock)
 }
 
 // Name returns the lock's key ("" for a nil Lock).
@@ -88,12 +88,12 @@ func (l *Lock) TryLock(ctx context.Context, opts ...LockOption) (held context.Co
 // scripts.Wake): a plain or fenced lock, not a spin lock, on a client whose
 // scripts can count who hears a channel (see Client.New).
 func (l *Lock) directed() bool {
-	return l.c.directed && l.kind.spec().directed && l.spin == nil
+	return l.c.directed && l.kind.spec().directed
 }
 
 // publish is the command the lock's releases announce themselves with.
 func (l *Lock) publish() scripts.Publish {
-	if l.spin != nil {
+	if l.kind.spec().spins {
 		return scripts.PublishNone
 	}
 	return l.c.publish
@@ -134,11 +134,3 @@ func (c *Client) Lock(name string) *Lock {
 func (l *Lock) field(owner Owner) string { return l.kind.spec().field(owner.id) }
 
 func (l *Lock) channel(owner Owner) string { return l.kind.spec().channel(l.name, owner.id) }
-
-// kindName is the lock's Acquire.Kind.
-func (l *Lock) kindName() string {
-	if l.spin != nil {
-		return "spin"
-	}
-	return l.kind.spec().name
-}

@@ -34,7 +34,7 @@ func TestWokenWaiterGivesUpPassesOn(t *testing.T) {
 	// cancelled before its next attempt.
 	type cancelKey struct{}
 	gaveUp := make(chan struct{})
-	waiters.opts.Hooks.Woken = func(ctx context.Context, _, _ string) {
+	waiters.opts.Hooks.Woken = func(ctx context.Context, _ Kind, _ string) {
 		select {
 		case <-gaveUp:
 		default:

@@ -121,7 +121,7 @@ func (s *PermitExpirableSemaphore) acquire(ctx context.Context, cfg acquireConfi
 		return nil, cfg.err
 	}
 	var w waiting
-	s.c.startWaiting(&w, ctx, "permit", s.name, cfg.wait, cfg.retries)
+	s.c.startWaiting(&w, ctx, KindPermitSemaphore, s.name, cfg.wait, cfg.retries)
 	if cfg.retryDelay == 0 {
 		w.announcedOn(scripts.SemaphoreChannel(s.name), permitWakes, "")
 	}
@@ -228,7 +228,7 @@ func (s *PermitExpirableSemaphore) hold(ctx context.Context, id string, lease, t
 	if err != nil {
 		return nil, err
 	}
-	held, err := s.c.holds.keep(ctx, ctx, "permit", holdKey{s.name, id}, groupOf(s.name, permitGroup), lease, ttl, sent)
+	held, err := s.c.holds.keep(ctx, ctx, KindPermitSemaphore, holdKey{s.name, id}, renewGroupOf(s.name, renewPermit), lease, ttl, sent)
 	if err != nil {
 		return nil, err
 	}

@@ -123,7 +123,7 @@ func (r *RateLimiter) acquire(ctx context.Context, n int64, cfg acquireConfig) e
 		return err
 	}
 	var w waiting
-	r.c.startWaiting(&w, ctx, "rate", r.name, cfg.wait, cfg.retries)
+	r.c.startWaiting(&w, ctx, KindRate, r.name, cfg.wait, cfg.retries)
 	return w.end(w.run(&rateAcquire{r: r, ctx: ctx, n: n, cfg: cfg}, sendOnce, cfg))
 }
 

@@ -90,7 +90,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, cfg acquireConfig) err
 		return err
 	}
 	var w waiting
-	s.c.startWaiting(&w, ctx, "semaphore", s.name, cfg.wait, cfg.retries)
+	s.c.startWaiting(&w, ctx, KindSemaphore, s.name, cfg.wait, cfg.retries)
 	if cfg.retryDelay == 0 {
 		w.announcedOn(scripts.SemaphoreChannel(s.name), permitWakes, "")
 	}

@@ -21,7 +21,7 @@ import (
 // without.
 type waiting struct {
 	c       *Client
-	kind    string // Acquire.Kind: "lock", "fair", "semaphore", ...
+	kind    Kind
 	name    string
 	channel string       // where releases are announced
 	wakes   pubsub.Wakes // reads its messages; nil: nothing is announced
@@ -59,37 +59,15 @@ type waiting struct {
 }
 
 // startWaiting readies w for a call with ctx, taking a thing of the given
-// kind (an Acquire.Kind), that gives up after wait (< 0: never) or
+// kind, that gives up after wait (< 0: never) or
 // 1+retries attempts (retries < 0: no limit).
-func (c *Client) startWaiting(w *waiting, ctx context.Context, kind, name string, wait time.Duration, retries int) {
+func (c *Client) startWaiting(w *waiting, ctx context.Context, kind Kind, name string, wait time.Duration, retries int) {
 	*w = waiting{c: c, kind: kind, name: name, ctx: ctx, retries: retries, unavailable: 20 * time.Millisecond}
 	w.start = c.opts.Hooks.started(ctx, kind, name)
 	if wait >= 0 {
 		w.timer = time.NewTimer(wait)
 		w.giveUp = w.timer.C
 	}
-}
-
-// what names the kind of thing waited for in errors.
-func (w *waiting) what() string {
-	switch w.kind {
-	case "semaphore", "permit":
-		return "semaphore"
-	case "latch":
-		return "latch"
-	case "rate":
-		return "rate limiter"
-	}
-	return "lock"
-}
-
-// holds reports whether the kind records a hold that HoldEnded ends.
-func (w *waiting) holds() bool {
-	switch w.kind {
-	case "semaphore", "latch", "rate":
-		return false
-	}
-	return true
 }
 
 // announcedOn makes the wait listen for releases on channel, read by wakes;
@@ -264,7 +242,7 @@ func (w *waiting) end(err error) error {
 		}
 	}
 	if !w.start.IsZero() {
-		w.c.opts.Hooks.ended(w.ctx, w.kind, w.name, w.start, w.attempts, w.holds(), err)
+		w.c.opts.Hooks.ended(w.ctx, w.kind, w.name, w.start, w.attempts, w.kind.holds(), err)
 	}
 	return err
 }
@@ -275,13 +253,13 @@ func (w *waiting) end(err error) error {
 // found taken by someone else, Redis could not be asked.
 func (w *waiting) outageError(err error) error {
 	if errors.Is(err, ErrNotAcquired) {
-		return fmt.Errorf("relock: %s %q: no answer from Redis before the wait ran out: %w", w.what(), w.name, w.unreachable)
+		return fmt.Errorf("relock: %s %q: no answer from Redis before the wait ran out: %w", w.kind.noun(), w.name, w.unreachable)
 	}
 	return fmt.Errorf("%w (last attempt: %w)", err, w.unreachable) // err says "relock:"
 }
 
 func (w *waiting) notAcquired() error {
-	return fmt.Errorf("relock: %s %q: %w", w.what(), w.name, ErrNotAcquired)
+	return fmt.Errorf("relock: %s %q: %w", w.kind.noun(), w.name, ErrNotAcquired)
 }
 
 // sleep is Client.sleep within the wait's limits, woken by either

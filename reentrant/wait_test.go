@@ -341,7 +341,7 @@ func TestWokenAfterCancelSendsNothing(t *testing.T) {
 	type cancelKey struct{}
 	ended := make(chan reentrant.Acquire, 1)
 	c := e.client(t, reentrant.Options{RepollInterval: time.Minute, Hooks: reentrant.Hooks{
-		Woken:        func(ctx context.Context, _, _ string) { ctx.Value(cancelKey{}).(context.CancelFunc)() },
+		Woken:        func(ctx context.Context, _ reentrant.Kind, _ string) { ctx.Value(cancelKey{}).(context.CancelFunc)() },
 		AcquireEnded: func(_ context.Context, a reentrant.Acquire) { ended <- a },
 	}})
 	before := e.server.ScriptCalls()

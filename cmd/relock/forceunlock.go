@@ -30,16 +30,16 @@ func (e env) forceUnlock(args []string) int {
 	}
 	var mu *reentrant.Lock
 	switch info.Kind {
-	case "lock", "fenced":
+	case reentrant.KindLock, reentrant.KindFenced:
 		mu = locks.Lock(name)
-	case "fair":
+	case reentrant.KindFair:
 		mu = locks.FairLock(name)
-	case "read-write":
+	case reentrant.KindReadWrite:
 		mu = locks.ReadWriteLock(name).WriteLock()
 	case "":
 		return e.fail(exitNotFound, "%s is not held", name)
 	default:
-		return e.fail(exitNotFound, "%s is not a lock but %s (a Redis %s): left alone", name, withArticle(info.Kind), info.RedisType)
+		return e.fail(exitNotFound, "%s is not a lock but %s (a Redis %s): left alone", name, withArticle(string(info.Kind)), info.RedisType)
 	}
 	if !*yes && !e.confirm(report(info)) {
 		return e.fail(exitNotFound, "not confirmed; %s left alone", name)

@@ -38,7 +38,7 @@ type rate struct {
 }
 
 func report(k reentrant.KeyInfo) keyReport {
-	r := keyReport{Name: k.Name, Kind: k.Kind, RedisType: k.RedisType, TTLMillis: k.TTL.Milliseconds(), Mode: k.Mode, Token: k.Token}
+	r := keyReport{Name: k.Name, Kind: string(k.Kind), RedisType: k.RedisType, TTLMillis: k.TTL.Milliseconds(), Mode: k.Mode, Token: k.Token}
 	if k.TTL == reentrant.NoExpiry {
 		r.TTLMillis = -1
 	}
@@ -47,10 +47,10 @@ func report(k reentrant.KeyInfo) keyReport {
 	}
 	r.Holders, r.Queue = entries(k.Holders), entries(k.Queue)
 	switch k.Kind {
-	case "semaphore", "permit-semaphore", "latch", "semaphore-or-latch", "rate":
+	case reentrant.KindSemaphore, reentrant.KindPermitSemaphore, reentrant.KindLatch, reentrant.KindSemaphoreOrLatch, reentrant.KindRate:
 		r.Count = &k.Count
 	}
-	if k.Kind == "rate" {
+	if k.Kind == reentrant.KindRate {
 		r.Rate = &rate{Permits: k.Rate.Permits, IntervalMillis: k.Rate.Interval.Milliseconds(), PerClient: k.Rate.PerClient}
 	}
 	return r

@@ -58,7 +58,7 @@ func (t *tracer) hooks() reentrant.Hooks {
 			t.line(mono(), 0, "acquire-end %s attempts=%d held=%v err=%v", a.Kind, a.Attempts, a.Held, a.Err)
 		},
 		HoldEnded: func(_ context.Context, e reentrant.HoldEnd) { t.line(mono(), 0, "hold-end %+v", e) },
-		Woken:     func(_ context.Context, kind, _ string) { t.line(mono(), 0, "woken %s", kind) },
+		Woken:     func(_ context.Context, kind reentrant.Kind, _ string) { t.line(mono(), 0, "woken %s", kind) },
 		Renewed: func(r reentrant.Renewal) {
 			if r.Failed > 0 {
 				t.line(mono(), 0, "renewal failed=%d err=%v", r.Failed, r.Err)

@@ -312,22 +312,6 @@ func (t *holdTable) lose(match func(holdKey) bool, cause error) {
 	}
 }
 
-// renewer names a script that renews holds.
-type renewer uint8
-
-const (
-	renewLock   renewer = iota // renew.lua: the RLock layout's holds
-	renewRead                  // readrenew.lua: read holds, and their timeout keys
-	renewPermit                // permitrenew.lua: permits
-)
-
-// renewers are the renewal scripts, by renewer.
-var renewers = [...]func(context.Context, scripts.Conn, time.Duration, [][]scripts.Held) ([][]bool, []error){
-	renewLock:   scripts.Renew,
-	renewRead:   scripts.ReadRenew,
-	renewPermit: scripts.PermitRenew,
-}
-
 // renewGroup is a watchdog batch group: the holds that one renewal script
 // call renews share the script and the hash slot. Grouping by slot on
 // every client, not only on a cluster client, keeps relock working behind

@@ -228,3 +228,19 @@ type lockAttempt struct {
 	holder   string // a holder's field, told with directed wakes
 	err      error
 }
+
+// renewer names a script that renews holds.
+type renewer uint8
+
+const (
+	renewLock   renewer = iota // renew.lua: the RLock layout's holds
+	renewRead                  // readrenew.lua: read holds, and their timeout keys
+	renewPermit                // permitrenew.lua: permits
+)
+
+// renewers are the renewal scripts, by renewer.
+var renewers = [...]func(context.Context, scripts.Conn, time.Duration, [][]scripts.Held) ([][]bool, []error){
+	renewLock:   scripts.Renew,
+	renewRead:   scripts.ReadRenew,
+	renewPermit: scripts.PermitRenew,
+}

@@ -66,13 +66,13 @@ func (c *cycle) try(int) outcome {
 	c.ttl = c.l.c.holds.acquireTTL(c.key, c.cfg.lease)
 	c.sent = time.Now()
 	r := c.attempt(c.ttl)
-	if !r.acquired && r.err == nil {
-		c.heldBy(r.holder)
+	if !r.OK && r.err == nil {
+		c.heldBy(r.Holder)
 	}
-	c.token = r.token
+	c.token = r.Token
 	// An acquire rolled back for want of replica sync (r.err set) took
 	// nothing.
-	return outcome{err: r.err, taken: r.acquired && r.err == nil, bound: r.pttl, abandoned: c.abandoned}
+	return outcome{err: r.err, taken: r.OK && r.err == nil, bound: r.PTTL, abandoned: c.abandoned}
 }
 
 // keep records the hold the last attempt took (see holdTable.keep).
@@ -242,10 +242,10 @@ type lockTry struct {
 // rolled back (see unsynced).
 func (t lockTry) run(ctx context.Context) (r lockAttempt) {
 	l := t.l
-	a := acquireArgs{name: l.name, owner: t.owner.id, ttl: t.ttl, turn: l.fairTurn(t.cfg), join: t.cfg.wait != 0, fresh: t.private, pub: l.c.publish}
-	a.wake = t.wake
-	r = l.kind.spec().acquire(ctx, l.c.scriptConn(), a)
-	if r.acquired && r.err != nil {
+	a := scripts.Acquire{Key: l.name, Owner: t.owner.id, Lease: t.ttl, Fresh: t.private, Wake: t.wake,
+		Turn: l.fairTurn(t.cfg), Join: t.cfg.wait != 0, Publish: l.c.publish}
+	r.Acquired, r.err = l.kind.spec().acquire(ctx, l.c.scriptConn(), a)
+	if r.OK && r.err != nil {
 		r.err = l.unsynced(ctx, t.owner, t.ttl, r.err)
 	}
 	return r
@@ -267,8 +267,8 @@ func (t lockTry) undo(ctx context.Context, r lockAttempt) {
 // One try, detached from ctx; if it fails, the hold expires with its TTL.
 func (t lockTry) undoHold(ctx context.Context, r lockAttempt) {
 	l := t.l
-	lost := r.err != nil && !r.acquired && !scripts.IsReply(r.err) && !scripts.NotSent(r.err)
-	if !(r.acquired && r.err == nil) && !(lost && t.private) {
+	lost := r.err != nil && !r.OK && !scripts.IsReply(r.err) && !scripts.NotSent(r.err)
+	if !(r.OK && r.err == nil) && !(lost && t.private) {
 		return
 	}
 	ctx, cancel := cleanup(ctx)

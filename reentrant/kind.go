@@ -91,7 +91,7 @@ type kind struct {
 	// releases.
 	channel func(name, owner string) string
 	// acquire runs the acquire script once.
-	acquire func(ctx context.Context, rdb scripts.Conn, a acquireArgs) lockAttempt
+	acquire func(ctx context.Context, rdb scripts.Conn, a scripts.Acquire) (scripts.Acquired, error)
 	// release runs the release script once.
 	release func(ctx context.Context, rdb scripts.Conn, r scripts.Release) (scripts.Released, error)
 	// forceUnlock deletes the lock whoever holds it and wakes its waiters
@@ -107,38 +107,21 @@ type kind struct {
 	spins bool
 }
 
-// acquireArgs are an acquire script's inputs. turn, join and pub matter to a
-// fair lock only: the waiter's turn in the queue, whether it may join the
-// queue (a call that will not wait tries once and leaves no trace), and how
-// to tell a new head its turn has come; fresh (an owner made for this call,
-// which cannot hold the lock yet) and wake to the kinds with directed
-// wakes.
-type acquireArgs struct {
-	name, owner string
-	ttl, turn   time.Duration
-	join, fresh bool
-	pub         scripts.Publish
-	wake        scripts.Wake // no Client: none
-}
-
 var kinds = [...]kind{
 	plainLock: {
 		kind:        KindLock,
 		field:       ownField,
 		channel:     lockChannel,
-		acquire:     plainAcquire,
+		acquire:     scripts.LockAcquire,
 		release:     runRelease,
 		forceUnlock: forceUnlockOn(scripts.LockChannel, pubsub.WakeOne),
 		directed:    true,
 	},
 	fencedLock: {
-		kind:    KindFenced,
-		field:   ownField,
-		channel: lockChannel,
-		acquire: func(ctx context.Context, rdb scripts.Conn, a acquireArgs) (r lockAttempt) {
-			r.acquired, r.pttl, r.token, r.holder, r.err = scripts.FencedAcquire(ctx, rdb, a.name, a.owner, a.ttl, a.fresh, a.wake)
-			return r
-		},
+		kind:        KindFenced,
+		field:       ownField,
+		channel:     lockChannel,
+		acquire:     scripts.FencedAcquire,
 		release:     runRelease,
 		forceUnlock: forceUnlockOn(scripts.LockChannel, pubsub.WakeOne),
 		directed:    true,
@@ -147,7 +130,7 @@ var kinds = [...]kind{
 		kind:        KindRead,
 		field:       ownField,
 		channel:     rwChannel,
-		acquire:     acquireWith(scripts.ReadAcquire),
+		acquire:     scripts.ReadAcquire,
 		release:     scripts.ReadRelease,
 		forceUnlock: forceUnlockOn(scripts.RWChannel, pubsub.WakeAll),
 		// Read holds extend their timeout keys too.
@@ -157,7 +140,7 @@ var kinds = [...]kind{
 		kind:        KindWrite,
 		field:       scripts.WriteField,
 		channel:     rwChannel,
-		acquire:     acquireWith(scripts.WriteAcquire),
+		acquire:     scripts.WriteAcquire,
 		release:     scripts.WriteRelease,
 		forceUnlock: forceUnlockOn(scripts.RWChannel, pubsub.WakeAll),
 	},
@@ -165,10 +148,7 @@ var kinds = [...]kind{
 		kind:    KindFair,
 		field:   ownField,
 		channel: scripts.FairChannel,
-		acquire: func(ctx context.Context, rdb scripts.Conn, a acquireArgs) (r lockAttempt) {
-			r.acquired, r.pttl, r.err = scripts.FairAcquire(ctx, rdb, a.name, a.owner, a.ttl, a.turn, a.join, a.pub)
-			return r
-		},
+		acquire: scripts.FairAcquire,
 		release: scripts.FairRelease,
 		// Waiters listen on their own channels: the head of the queue is
 		// told.
@@ -181,7 +161,7 @@ var kinds = [...]kind{
 		kind:        KindSpin,
 		field:       ownField,
 		channel:     lockChannel,
-		acquire:     plainAcquire,
+		acquire:     scripts.LockAcquire,
 		release:     runRelease,
 		forceUnlock: forceUnlockOn(scripts.LockChannel, pubsub.WakeOne),
 		spins:       true,
@@ -193,24 +173,9 @@ func lockChannel(name, _ string) string { return scripts.LockChannel(name) }
 func rwChannel(name, _ string) string   { return scripts.RWChannel(name) }
 func (k lockKind) spec() *kind          { return &kinds[k] }
 
-// plainAcquire runs the RLock acquire script, which the spin lock shares.
-func plainAcquire(ctx context.Context, rdb scripts.Conn, a acquireArgs) (r lockAttempt) {
-	r.acquired, r.pttl, r.holder, r.err = scripts.Acquire(ctx, rdb, a.name, a.owner, a.ttl, a.fresh, a.wake)
-	return r
-}
-
 // runRelease runs the RLock release script, which the fenced lock shares.
 func runRelease(ctx context.Context, rdb scripts.Conn, r scripts.Release) (scripts.Released, error) {
 	return r.Run(ctx, rdb)
-}
-
-// acquireWith adapts an acquire script that draws no token, has no queue
-// and takes no directed wakes.
-func acquireWith(run func(ctx context.Context, rdb scripts.Conn, name, owner string, ttl time.Duration) (bool, time.Duration, error)) func(context.Context, scripts.Conn, acquireArgs) lockAttempt {
-	return func(ctx context.Context, rdb scripts.Conn, a acquireArgs) (r lockAttempt) {
-		r.acquired, r.pttl, r.err = run(ctx, rdb, a.name, a.owner, a.ttl)
-		return r
-	}
 }
 
 // forceUnlockOn deletes a lock and publishes message on its channel.
@@ -222,11 +187,8 @@ func forceUnlockOn(channel func(string) string, message string) func(context.Con
 
 // lockAttempt is what one run of a lock's acquire script did.
 type lockAttempt struct {
-	acquired bool
-	pttl     time.Duration
-	token    int64
-	holder   string // a holder's field, told with directed wakes
-	err      error
+	scripts.Acquired
+	err error
 }
 
 // renewer names a script that renews holds.

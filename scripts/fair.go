@@ -48,19 +48,16 @@ func fairKeys(name string) []string {
 	return []string{name, fairQueue(name), fairTimeouts(name), LockChannel(name)}
 }
 
-// FairAcquire runs fairacquire.lua. wait is the turn owner is given in the
-// queue (Redisson's threadWaitTime). With join, an owner that cannot take
-// the lock joins the queue (or stays in it) and ttl bounds the wait before
-// the next attempt: the lock's PTTL, or how long the turns ahead may last;
-// 0 means another waiter's turn. Without join it only tries once and
-// changes nothing when the lock is not free for it (but the expired heads
-// it drops, and the new head it then tells, with pub).
-func FairAcquire(ctx context.Context, c Conn, key, owner string, lease, wait time.Duration, join bool, pub Publish) (acquired bool, ttl time.Duration, err error) {
-	mode := "0"
-	if join {
-		mode = "1"
-	}
-	return acquireReply(fairAcquireScript.exec(ctx, c, fairKeys(key), []string{millis(lease), owner, millis(wait), mode, string(pub), pubsub.WakeOne}))
+// FairAcquire runs fairacquire.lua (RFairLock) for a. With a.Join, an
+// owner that cannot take the lock joins the queue (or stays in it) and
+// PTTL bounds the wait before the next attempt: the lock's PTTL, or how
+// long the turns ahead may last; 0 means another waiter's turn. Without it
+// the script only tries once and changes nothing when the lock is not free
+// for Owner (but the expired heads it drops, and the new head it then
+// tells, with a.Publish).
+func FairAcquire(ctx context.Context, c Conn, a Acquire) (Acquired, error) {
+	args := []string{millis(a.Lease), a.Owner, millis(a.Turn), flag(a.Join), string(a.Publish), pubsub.WakeOne}
+	return acquireReply(fairAcquireScript.exec(ctx, c, fairKeys(a.Key), args))
 }
 
 // FairRelease runs fairrelease.lua for r.

@@ -36,9 +36,10 @@ func TestFairMatchesRedisson(t *testing.T) {
 		relock := side{
 			name: "go",
 			acquire: func(tid int64, turn time.Duration, join bool) (bool, int64) {
-				ok, ttl, err := scripts.FairAcquire(ctx, rdb, "go", java.Owner(tid), 30*time.Second, turn, join, scripts.PublishClassic)
+				r, err := scripts.FairAcquire(ctx, rdb, scripts.Acquire{Key: "go", Owner: java.Owner(tid), Lease: 30 * time.Second,
+					Turn: turn, Join: join, Publish: scripts.PublishClassic})
 				require.NoError(t, err)
-				return ok, ttl.Milliseconds()
+				return r.OK, r.PTTL.Milliseconds()
 			},
 			leave: func(tid int64, turn time.Duration) {
 				require.NoError(t, scripts.FairLeave(ctx, rdb, "go", java.Owner(tid), turn, scripts.PublishClassic))

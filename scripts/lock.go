@@ -59,36 +59,64 @@ func millis(d time.Duration) string {
 	return strconv.FormatInt(d.Milliseconds(), 10)
 }
 
-// Acquire runs acquire.lua: owner takes lock key, or takes it once more,
-// with the given lease as the key's TTL. When the lock is held by someone
-// else it returns acquired false and the key's remaining TTL (-1ms when the
-// key has no expiry), and, with directed wakes (w not nil), a holder's
-// field. A fresh owner, made for this call, cannot hold the lock already,
-// and saves a check. On a synced [Conn], an acquire that replicas did not
-// confirm returns acquired true with [ErrNotSynced] or [ErrSyncRefused].
-func Acquire(ctx context.Context, c Conn, key, owner string, lease time.Duration, fresh bool, w Wake) (acquired bool, ttl time.Duration, holder string, err error) {
-	keys, args := w.with([]string{key, ""}, []string{millis(lease), owner, flag(fresh), "", "", ""}, key)
+// Acquire is one run of a lock's acquire script: Owner takes lock Key, or
+// takes it once more, with Lease as the key's TTL.
+type Acquire struct {
+	Key, Owner string
+	Lease      time.Duration
+	// Fresh: Owner was made for this call, so it cannot hold the lock
+	// already, which saves a check (plain and fenced locks).
+	Fresh bool
+	// Wake asks for directed wakes (plain and fenced locks; see Wake).
+	Wake Wake
+	// Turn is the turn Owner is given in a fair lock's queue (Redisson's
+	// threadWaitTime); with Join, an owner that cannot take the lock joins
+	// the queue (or stays in it); Publish tells a new head its turn has
+	// come (fair lock only).
+	Turn    time.Duration
+	Join    bool
+	Publish Publish
+}
+
+// Acquired is what an acquire script did.
+type Acquired struct {
+	// OK: the lock is Owner's now (one more hold).
+	OK bool
+	// PTTL, when the lock is held by someone else: the key's remaining TTL
+	// (-1ms when it has no expiry); for a fair lock, how long the turns
+	// ahead may last, and 0 when it is another waiter's turn.
+	PTTL time.Duration
+	// Token is the fencing token a fenced lock drew (from 1).
+	Token int64
+	// Holder is a holder's field, told with directed wakes.
+	Holder string
+}
+
+// LockAcquire runs acquire.lua (RLock) for a. On a synced [Conn], an
+// acquire that replicas did not confirm returns OK with [ErrNotSynced] or
+// [ErrSyncRefused].
+func LockAcquire(ctx context.Context, c Conn, a Acquire) (Acquired, error) {
+	keys, args := a.Wake.with([]string{a.Key, ""}, []string{millis(a.Lease), a.Owner, flag(a.Fresh), "", "", ""}, a.Key)
 	res, syncErr := acquireScript.exec(ctx, c, keys, args)
-	if w.Client == "" {
-		acquired, ttl, err = acquireReply(res, syncErr)
-		return acquired, ttl, "", err
+	if a.Wake.Client == "" {
+		return acquireReply(res, syncErr)
 	}
 	if rueidis.IsRedisNil(res.Error()) {
-		return true, 0, "", syncErr
+		return Acquired{OK: true}, syncErr
 	}
 	r, err := res.ToArray()
 	if err != nil {
-		return false, 0, "", err
+		return Acquired{}, err
 	}
 	if len(r) != 2 {
-		return false, 0, "", fmt.Errorf("acquire.lua: unexpected reply %v", r)
+		return Acquired{}, fmt.Errorf("acquire.lua: unexpected reply %v", r)
 	}
 	ms, err := r[0].AsInt64()
 	if err != nil {
-		return false, 0, "", err
+		return Acquired{}, err
 	}
-	holder, _ = r[1].ToString()
-	return false, time.Duration(ms) * time.Millisecond, holder, nil
+	holder, _ := r[1].ToString()
+	return Acquired{PTTL: time.Duration(ms) * time.Millisecond, Holder: holder}, nil
 }
 
 // tokenCounter returns the key of lock name's fencing-token counter:
@@ -97,33 +125,34 @@ func tokenCounter(name string) string {
 	return prefixed("redisson_lock_token", name)
 }
 
-// FencedAcquire runs fencedacquire.lua: Acquire, plus a fencing token drawn
-// from the lock's counter on every success.
-func FencedAcquire(ctx context.Context, c Conn, key, owner string, lease time.Duration, fresh bool, w Wake) (acquired bool, ttl time.Duration, token int64, holder string, err error) {
-	keys, args := w.with([]string{key, tokenCounter(key), ""}, []string{millis(lease), owner, flag(fresh), "", "", ""}, key)
+// FencedAcquire runs fencedacquire.lua (RFencedLock) for a: LockAcquire,
+// plus a fencing token drawn from the lock's counter on every success.
+func FencedAcquire(ctx context.Context, c Conn, a Acquire) (Acquired, error) {
+	keys, args := a.Wake.with([]string{a.Key, tokenCounter(a.Key), ""}, []string{millis(a.Lease), a.Owner, flag(a.Fresh), "", "", ""}, a.Key)
 	res, syncErr := fencedAcquireScript.exec(ctx, c, keys, args)
 	r, err := res.ToArray()
 	if err != nil {
-		return false, 0, 0, "", err
+		return Acquired{}, err
 	}
 	if len(r) < 2 {
-		return false, 0, 0, "", fmt.Errorf("fencedacquire.lua: unexpected reply %v", r)
+		return Acquired{}, fmt.Errorf("fencedacquire.lua: unexpected reply %v", r)
 	}
 	flag, err := r[0].AsInt64()
 	if err != nil {
-		return false, 0, 0, "", err
+		return Acquired{}, err
 	}
 	n, err := r[1].AsInt64()
 	if err != nil {
-		return false, 0, 0, "", err
+		return Acquired{}, err
 	}
 	if flag == 1 {
-		return true, 0, n, "", syncErr
+		return Acquired{OK: true, Token: n}, syncErr
 	}
+	var holder string
 	if len(r) > 2 {
 		holder, _ = r[2].ToString()
 	}
-	return false, time.Duration(n) * time.Millisecond, 0, holder, nil
+	return Acquired{PTTL: time.Duration(n) * time.Millisecond, Holder: holder}, nil
 }
 
 // Released is what a release did.

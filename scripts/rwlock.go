@@ -53,28 +53,30 @@ func keyPrefix(name string) string {
 	return strings.TrimSuffix(suffixed(name, ""), ":")
 }
 
-// ReadAcquire runs readacquire.lua, as Acquire does for a reentrant lock.
-func ReadAcquire(ctx context.Context, c Conn, key, owner string, lease time.Duration) (bool, time.Duration, error) {
-	return acquireReply(readAcquireScript.exec(ctx, c, []string{key, readTimeoutPrefix(key, owner)}, []string{millis(lease), owner, WriteField(owner)}))
+// ReadAcquire runs readacquire.lua for a (Key, Owner, Lease), as
+// LockAcquire does for a reentrant lock.
+func ReadAcquire(ctx context.Context, c Conn, a Acquire) (Acquired, error) {
+	return acquireReply(readAcquireScript.exec(ctx, c, []string{a.Key, readTimeoutPrefix(a.Key, a.Owner)}, []string{millis(a.Lease), a.Owner, WriteField(a.Owner)}))
 }
 
-// WriteAcquire runs writeacquire.lua, as Acquire does for a reentrant lock.
-func WriteAcquire(ctx context.Context, c Conn, key, owner string, lease time.Duration) (bool, time.Duration, error) {
-	return acquireReply(writeAcquireScript.exec(ctx, c, []string{key}, []string{millis(lease), WriteField(owner)}))
+// WriteAcquire runs writeacquire.lua for a (Key, Owner, Lease), as
+// LockAcquire does for a reentrant lock.
+func WriteAcquire(ctx context.Context, c Conn, a Acquire) (Acquired, error) {
+	return acquireReply(writeAcquireScript.exec(ctx, c, []string{a.Key}, []string{millis(a.Lease), WriteField(a.Owner)}))
 }
 
 // acquireReply reads an acquire script's reply. An acquire whose writes
-// replicas did not confirm reports acquired true and the sync error: the
-// caller decides whether to keep or roll back the hold.
-func acquireReply(r rueidis.RedisResult, syncErr error) (bool, time.Duration, error) {
+// replicas did not confirm reports OK and the sync error: the caller
+// decides whether to keep or roll back the hold.
+func acquireReply(r rueidis.RedisResult, syncErr error) (Acquired, error) {
 	ms, err := r.AsInt64()
 	if rueidis.IsRedisNil(err) {
-		return true, 0, syncErr
+		return Acquired{OK: true}, syncErr
 	}
 	if err != nil {
-		return false, 0, err
+		return Acquired{}, err
 	}
-	return false, time.Duration(ms) * time.Millisecond, nil
+	return Acquired{PTTL: time.Duration(ms) * time.Millisecond}, nil
 }
 
 // ReadRelease runs readrelease.lua for r.Owner's newest read hold.

@@ -69,36 +69,36 @@ func each(t *testing.T, f func(t *testing.T, rdb scripts.Conn, do func(...string
 // releases nothing more, for every kind of lock.
 func TestReleaseLatch(t *testing.T) {
 	ctx := context.Background()
+	take := scripts.Acquire{Key: "l", Owner: "o:1", Lease: time.Minute, Turn: time.Minute, Join: true, Publish: scripts.PublishClassic}
 	type kind struct {
 		name    string
 		field   string
-		acquire func(rdb scripts.Conn) (bool, time.Duration, error)
+		acquire func(rdb scripts.Conn) (scripts.Acquired, error)
 		release func(rdb scripts.Conn, r scripts.Release) (scripts.Released, error)
 	}
 	kinds := []kind{
 		{"lock", "o:1",
-			func(rdb scripts.Conn) (bool, time.Duration, error) {
-				ok, ttl, _, err := scripts.Acquire(ctx, rdb, "l", "o:1", time.Minute, false, scripts.Wake{})
-				return ok, ttl, err
+			func(rdb scripts.Conn) (scripts.Acquired, error) {
+				return scripts.LockAcquire(ctx, rdb, take)
 			},
 			func(rdb scripts.Conn, r scripts.Release) (scripts.Released, error) { return r.Run(ctx, rdb) }},
 		{"read", "o:1",
-			func(rdb scripts.Conn) (bool, time.Duration, error) {
-				return scripts.ReadAcquire(ctx, rdb, "l", "o:1", time.Minute)
+			func(rdb scripts.Conn) (scripts.Acquired, error) {
+				return scripts.ReadAcquire(ctx, rdb, take)
 			},
 			func(rdb scripts.Conn, r scripts.Release) (scripts.Released, error) {
 				return scripts.ReadRelease(ctx, rdb, r)
 			}},
 		{"write", "o:1:write",
-			func(rdb scripts.Conn) (bool, time.Duration, error) {
-				return scripts.WriteAcquire(ctx, rdb, "l", "o:1", time.Minute)
+			func(rdb scripts.Conn) (scripts.Acquired, error) {
+				return scripts.WriteAcquire(ctx, rdb, take)
 			},
 			func(rdb scripts.Conn, r scripts.Release) (scripts.Released, error) {
 				return scripts.WriteRelease(ctx, rdb, r)
 			}},
 		{"fair", "o:1",
-			func(rdb scripts.Conn) (bool, time.Duration, error) {
-				return scripts.FairAcquire(ctx, rdb, "l", "o:1", time.Minute, time.Minute, true, scripts.PublishClassic)
+			func(rdb scripts.Conn) (scripts.Acquired, error) {
+				return scripts.FairAcquire(ctx, rdb, take)
 			},
 			func(rdb scripts.Conn, r scripts.Release) (scripts.Released, error) {
 				return scripts.FairRelease(ctx, rdb, r)
@@ -108,9 +108,9 @@ func TestReleaseLatch(t *testing.T) {
 		t.Run(k.name, func(t *testing.T) {
 			each(t, func(t *testing.T, rdb scripts.Conn, do func(...string) rueidis.RedisResult) {
 				for i := 0; i < 2; i++ {
-					ok, _, err := k.acquire(rdb)
+					r, err := k.acquire(rdb)
 					require.NoError(t, err)
-					require.True(t, ok)
+					require.True(t, r.OK)
 				}
 				rel := scripts.Release{Key: "l", Owner: "o:1", RequestID: "r1", Lease: time.Minute, LatchTTL: time.Minute, Publish: scripts.PublishClassic}
 				for retry := 0; retry < 3; retry++ {
@@ -149,7 +149,7 @@ func TestRenewOnlyOwnHolds(t *testing.T) {
 		ctx := context.Background()
 		for _, k := range []string{"mine", "theirs"} {
 			owner := map[string]string{"mine": "o:1", "theirs": "o:2"}[k]
-			_, _, _, err := scripts.Acquire(ctx, rdb, k, owner, time.Second, false, scripts.Wake{})
+			_, err := scripts.LockAcquire(ctx, rdb, scripts.Acquire{Key: k, Owner: owner, Lease: time.Second})
 			require.NoError(t, err)
 		}
 		do("SET", "string", "v")
@@ -174,16 +174,16 @@ func TestRenewOnlyOwnHolds(t *testing.T) {
 func TestAcquireReturnsPTTL(t *testing.T) {
 	each(t, func(t *testing.T, rdb scripts.Conn, do func(...string) rueidis.RedisResult) {
 		ctx := context.Background()
-		_, _, _, err := scripts.Acquire(ctx, rdb, "l", "o:1", 5*time.Second, false, scripts.Wake{})
+		_, err := scripts.LockAcquire(ctx, rdb, scripts.Acquire{Key: "l", Owner: "o:1", Lease: 5 * time.Second})
 		require.NoError(t, err)
-		ok, ttl, _, err := scripts.Acquire(ctx, rdb, "l", "o:2", time.Minute, false, scripts.Wake{})
+		r, err := scripts.LockAcquire(ctx, rdb, scripts.Acquire{Key: "l", Owner: "o:2", Lease: time.Minute})
 		require.NoError(t, err)
-		assert.False(t, ok)
-		assert.InDelta(t, 5*time.Second, ttl, float64(time.Second))
+		assert.False(t, r.OK)
+		assert.InDelta(t, 5*time.Second, r.PTTL, float64(time.Second))
 		do("PERSIST", "l")
-		_, ttl, _, err = scripts.Acquire(ctx, rdb, "l", "o:2", time.Minute, false, scripts.Wake{})
+		r, err = scripts.LockAcquire(ctx, rdb, scripts.Acquire{Key: "l", Owner: "o:2", Lease: time.Minute})
 		require.NoError(t, err)
-		assert.Equal(t, -time.Millisecond, ttl)
+		assert.Equal(t, -time.Millisecond, r.PTTL)
 	})
 }
 

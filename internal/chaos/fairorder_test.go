@@ -315,8 +315,9 @@ func TestTurnRanOutIsSeen(t *testing.T) {
 		return sec*1_000_000 + usec
 	}
 	acquire := func(owner string) (bool, error) {
-		ok, _, err := scripts.FairAcquire(ctx, c, lockName, owner, time.Minute, fairTurn, true, scripts.PublishClassic)
-		return ok, err
+		r, err := scripts.FairAcquire(ctx, c, scripts.Acquire{Key: lockName, Owner: owner, Lease: time.Minute,
+			Turn: fairTurn, Join: true, Publish: scripts.PublishClassic})
+		return r.OK, err
 	}
 
 	// late's turn ran out; early, behind it, still has its own.

@@ -82,7 +82,7 @@ func TestWakeOrder(t *testing.T) {
 	}
 	// The server drops the channel before the client reads its
 	// confirmation: wait for both.
-	require.Eventually(t, func() bool { return m.PubSubNumSub("ch")["ch"] == 0 && s.Channels() == 0 }, 5*time.Second, time.Millisecond)
+	redistest.Eventually(t, 5*time.Second, "ch unsubscribed on the server and here", func() bool { return m.PubSubNumSub("ch")["ch"] == 0 && s.Channels() == 0 })
 }
 
 // A wake that its waiter leaves without using goes to the next waiter.
@@ -97,7 +97,7 @@ func TestUnusedWakePassesOn(t *testing.T) {
 	require.NoError(t, err)
 
 	m.Publish("ch", "0")
-	require.Eventually(t, func() bool { return len(a.C) == 1 }, 5*time.Second, time.Millisecond)
+	redistest.Eventually(t, 5*time.Second, "a woken", func() bool { return len(a.C) == 1 })
 	a.Leave() // the wake sits unread in a.C
 	assert.True(t, woken(b))
 	b.PassOn() // read, but not acted on
@@ -122,7 +122,7 @@ func TestSubscriptionLifecycle(t *testing.T) {
 	cancel()
 	_, err := s.Subscribe(cancelled, "other", pubsub.LockWakes, nil)
 	assert.ErrorIs(t, err, context.Canceled)
-	require.Eventually(t, func() bool { return s.Channels() == 0 }, 5*time.Second, time.Millisecond)
+	redistest.Eventually(t, 5*time.Second, "no channel left", func() bool { return s.Channels() == 0 })
 
 	s.Close()
 	_, err = s.Subscribe(ctx, "ch", pubsub.LockWakes, nil)
@@ -171,7 +171,7 @@ func TestReconnectWhileUnsubscribing(t *testing.T) {
 		w, err := s.Subscribe(ctx, "ch", pubsub.LockWakes, nil)
 		second <- result{w, err}
 	}()
-	require.Eventually(t, func() bool { return s.Waiting("ch") == 1 }, 10*time.Second, time.Millisecond)
+	redistest.Eventually(t, 10*time.Second, "one waiter on ch", func() bool { return s.Waiting("ch") == 1 })
 
 	mu.Lock()
 	for _, c := range conns {
@@ -199,7 +199,7 @@ func TestSubscribeUnconfirmed(t *testing.T) {
 	warm, err := s.Subscribe(context.Background(), "warm", pubsub.LockWakes, nil)
 	require.NoError(t, err) // the connection is up
 	warm.Leave()
-	require.Eventually(t, func() bool { return s.Channels() == 0 }, 10*time.Second, time.Millisecond)
+	redistest.Eventually(t, 10*time.Second, "no channel left", func() bool { return s.Channels() == 0 })
 
 	srv.Pause()
 	resumed := false
@@ -223,12 +223,12 @@ func TestSubscribeUnconfirmed(t *testing.T) {
 	resumed = true
 
 	require.True(t, woken(kept), "the confirmation wakes the waiter")
-	require.Eventually(t, func() bool { return s.Channels() == 1 }, 10*time.Second, time.Millisecond, "the channel left is dropped")
+	redistest.Eventually(t, 10*time.Second, "the channel left is dropped", func() bool { return s.Channels() == 1 })
 	srv.Do("PUBLISH", "ch", pubsub.WakeOne)
 	assert.True(t, woken(kept), "the waiter hears its channel")
 	assert.False(t, kept.Failed())
 	kept.Leave()
-	require.Eventually(t, func() bool { return s.Channels() == 0 }, 10*time.Second, time.Millisecond)
+	redistest.Eventually(t, 10*time.Second, "no channel left", func() bool { return s.Channels() == 0 })
 	n, err := srv.Do("PUBSUB", "NUMSUB", "ch", "gone").AsIntMap()
 	require.NoError(t, err)
 	assert.Equal(t, map[string]int64{"ch": 0, "gone": 0}, n, "the server dropped both")
@@ -275,7 +275,7 @@ func TestWakeForWokenWaitersStays(t *testing.T) {
 	defer probe.Leave()
 
 	m.Publish("ch", "0")
-	require.Eventually(t, func() bool { return len(a.C) == 1 }, 5*time.Second, time.Millisecond)
+	redistest.Eventually(t, 5*time.Second, "a woken", func() bool { return len(a.C) == 1 })
 	m.Publish("ch", "0") // a has not read the first
 	m.Publish("probe", "0")
 	require.True(t, woken(probe), "messages are handled in order: the second wake was too")

@@ -79,7 +79,7 @@ func TestAbandonedAttemptUndoneAfterItRuns(t *testing.T) {
 	}
 	gone := func(what string, count func() int64) {
 		t.Helper()
-		require.Eventually(t, func() bool { return count() == 0 }, 2*time.Second, 5*time.Millisecond, what)
+		redistest.Eventually(t, 2*time.Second, what, func() bool { return count() == 0 })
 	}
 	exists := func(key string) func() int64 {
 		return func() int64 { n, _ := s.Do("EXISTS", key).AsInt64(); return n }

@@ -133,15 +133,10 @@ func wakeChannel(c *reentrant.Client, name string) string {
 	return "relock_wake:{" + name + "}:" + c.ID()
 }
 
+// eventually waits up to 20s for cond (see redistest.Eventually).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	redistest.Eventually(t, 20*time.Second, what, cond)
 }
 
 var ownerField = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}:[0-9]+$`)

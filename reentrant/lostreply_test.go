@@ -401,10 +401,10 @@ func TestCancelledAttemptLeavesNoHold(t *testing.T) {
 		_, err = l.Lock(ctx)
 		require.ErrorIs(t, err, context.Canceled)
 		delay.Store(0)
-		assert.Eventually(t, func() bool {
+		redistest.Eventually(t, 2*time.Second, l.Name()+": the cut attempt's hold gone", func() bool {
 			n, err := s.Do("EXISTS", l.Name()).AsInt64()
 			return err == nil && n == 0
-		}, 2*time.Second, 5*time.Millisecond, "%s: the cut attempt's hold is still there", l.Name())
+		})
 	}
 }
 

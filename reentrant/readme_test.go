@@ -126,7 +126,7 @@ var fence = regexp.MustCompile("(?s)```go\n(.*?)```")
 // reentranttest.
 func TestDocSnippets(t *testing.T) {
 	sources := ""
-	for _, f := range []string{"readme_test.go", "example_synchronizers_test.go", "reentranttest/example_test.go", "reentranttest/synctest_test.go", "reentranttest/reentranttest.go"} {
+	for _, f := range []string{"readme_test.go", "example_synchronizers_test.go", "reentranttest/example_test.go", "reentranttest/synctest_test.go", "reentranttest/settings_test.go"} {
 		b, err := os.ReadFile(f)
 		require.NoError(t, err)
 		sources += string(b)

@@ -10,14 +10,12 @@
 package reentranttest
 
 import (
-	"context"
-	"crypto/tls"
-	"net"
 	"testing"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/rueidis"
 
+	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/reentrant"
 )
 
@@ -54,19 +52,5 @@ func New(t testing.TB, opts reentrant.Options) (*reentrant.Client, *miniredis.Mi
 // for a second Client on the same server, as another process would have.
 func Rueidis(t testing.TB, m *miniredis.Miniredis) rueidis.Client {
 	t.Helper()
-	rdb, err := rueidis.NewClient(rueidis.ClientOption{
-		InitAddress:       []string{"miniredis"}, // dialled in memory
-		DisableCache:      true,
-		AlwaysRESP2:       true,
-		ForceSingleClient: true,
-		AlwaysPipelining:  true,
-		DialCtxFn: func(context.Context, string, *net.Dialer, *tls.Config) (net.Conn, error) {
-			return m.Dial()
-		},
-	})
-	if err != nil {
-		t.Fatalf("reentranttest: rueidis client for miniredis: %v", err)
-	}
-	t.Cleanup(rdb.Close)
-	return rdb
+	return redistest.MiniredisClient(t, m, rueidis.ClientOption{InitAddress: []string{"miniredis"}}) // dialled in memory
 }

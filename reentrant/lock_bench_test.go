@@ -10,36 +10,21 @@ import (
 	"github.com/relock-go/relock/reentrant"
 )
 
-// BenchmarkLockUnlock: one uncontended acquire+release pair per op on a
-// real redis-server, with allocations.
+// BenchmarkLockUnlock: one goroutine takes and gives back one lock. With
+// a ctx that can end, as a request's can, each attempt runs on its own
+// goroutine, so that one cut short is heard out (see Lock).
 //
 //	go test -run '^$' -bench LockUnlock -benchmem ./reentrant
 func BenchmarkLockUnlock(b *testing.B) {
-	s := redistest.Start(b)
-	c, err := reentrant.New(s.Client(), reentrant.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	mu := c.Lock("bench")
-	ctx := bg()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		held, err := mu.Lock(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := mu.Unlock(held); err != nil {
-			b.Fatal(err)
-		}
-	}
+	b.Run("ctx=background", func(b *testing.B) { benchmarkLockUnlock(b, bg()) })
+	b.Run("ctx=cancellable", func(b *testing.B) {
+		ctx, cancel := context.WithCancel(bg())
+		defer cancel()
+		benchmarkLockUnlock(b, ctx)
+	})
 }
 
-// BenchmarkLockUnlockCancellable is BenchmarkLockUnlock with a ctx that can
-// end, as a request's can: each attempt then runs on its own goroutine, so
-// that one cut short is heard out (see Lock).
-func BenchmarkLockUnlockCancellable(b *testing.B) {
+func benchmarkLockUnlock(b *testing.B, ctx context.Context) {
 	s := redistest.Start(b)
 	c, err := reentrant.New(s.Client(), reentrant.Options{})
 	if err != nil {
@@ -47,8 +32,6 @@ func BenchmarkLockUnlockCancellable(b *testing.B) {
 	}
 	defer c.Close()
 	mu := c.Lock("bench")
-	ctx, cancel := context.WithCancel(bg())
-	defer cancel()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -14,12 +14,13 @@
 // What a message means is the channel's own: each subscription comes with
 // a [Wakes] that reads a payload and says how many of the channel's
 // waiters it wakes, the longest-waiting first among those not already
-// woken. On a lock's channel ([LockWakes]) "0" wakes one and "1" all;
-// semaphores, latches and directed wake channels have their own. After the
-// connection is lost, the Subscriber dials again, with backoff,
-// resubscribes every channel and wakes every waiter, since messages may
-// have been missed; the loss is one warning in the log and the return one
-// note.
+// woken. On a lock's channel ([LockWakes]) [WakeOne] wakes one waiter
+// (a release: each client listening wakes one) and [WakeAll] every one (a
+// writer left a read-write lock); semaphores, latches and directed wake
+// channels have their own. After the connection is lost, the Subscriber
+// dials again, with backoff, resubscribes every channel and wakes every
+// waiter, since messages may have been missed; the loss is one warning in
+// the log and the return one note.
 //
 // The package knows nothing of locks. Messages can be lost in transit, so a
 // waiter must never rely on one alone: bound every wait.

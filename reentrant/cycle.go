@@ -67,7 +67,7 @@ func (c *cycle) try(int) outcome {
 	c.sent = time.Now()
 	r := c.attempt(c.ttl)
 	if !r.OK && r.err == nil {
-		c.heldBy(r.Holder)
+		c.foundHolder(r.Holder)
 	}
 	c.token = r.Token
 	// An acquire rolled back for want of replica sync (r.err set) took
@@ -77,7 +77,7 @@ func (c *cycle) try(int) outcome {
 
 // keep records the hold the last attempt took (see holdTable.keep).
 func (c *cycle) keep(outcome) (err error) {
-	c.held, err = c.hold(c.ttl, c.sent, c.token)
+	c.held, err = c.record(c.ttl, c.sent, c.token)
 	switch {
 	case errors.Is(err, errHoldExpired):
 		// The hold ended with no release to wake anyone: the next attempt
@@ -141,21 +141,22 @@ func (l *Lock) startCycle(c *cycle, ctx context.Context, cfg acquireConfig) {
 	c.owner, c.private, c.key = owner, private, holdKey{l.name, l.field(owner)}
 }
 
-// hold records the lock just taken and returns its held context, which
+// record records the lock just taken and returns its held context, which
 // carries the token a fenced lock drew (tokens start at 1).
-func (c *cycle) hold(ttl time.Duration, sent time.Time, token int64) (context.Context, error) {
+func (c *cycle) record(ttl time.Duration, sent time.Time, token int64) (context.Context, error) {
 	ctx := c.ctx
 	if token > 0 {
 		ctx = context.WithValue(ctx, tokenKey{}, token)
 	}
-	return c.l.c.holds.keep(ctx, c.given, c.kind, c.key, renewGroupOf(c.l.name, c.l.kind.spec().renewer), c.cfg.lease, ttl, sent)
+	return c.l.c.holds.keep(taken{parent: ctx, given: c.given, kind: c.kind, key: c.key,
+		group: renewGroupOf(c.l.name, c.l.kind.spec().renewer), lease: c.cfg.lease, ttl: ttl, sent: sent})
 }
 
-// heldBy notes, for directed wakes, that an attempt found the lock held by
+// foundHolder notes, for directed wakes, that an attempt found the lock held by
 // the owner whose field is holder: the client is registered if the call
 // waits, and a holder whose release will not tell it directly (see
 // directedOwner) is heard on Redisson's channel too.
-func (c *cycle) heldBy(holder string) {
+func (c *cycle) foundHolder(holder string) {
 	if !c.directed {
 		return
 	}

@@ -165,30 +165,42 @@ func (t *holdTable) acquireTTL(key holdKey, lease time.Duration) time.Duration {
 	return lease
 }
 
-// add records an acquisition of a thing of the given kind, whose script
-// was sent at sent with TTL ttl, hands it to the watchdog, and returns its
-// held context: parent with a cancel that fires on release or loss. given
-// is the ctx Lock was given. A new hold whose deadline has passed already
-// is not recorded: add returns errLateReply (see keep).
-func (t *holdTable) add(parent, given context.Context, kind Kind, key holdKey, group renewGroup, lease, ttl time.Duration, sent time.Time) (context.Context, error) {
+// taken is an acquisition to record: a thing of the given kind at key,
+// renewed in group, whose acquire was sent at sent with TTL ttl and lease
+// lease (0: kept by the watchdog). Its held context derives from parent;
+// given is the ctx the acquire call was given.
+type taken struct {
+	parent, given context.Context
+	kind          Kind
+	key           holdKey
+	group         renewGroup
+	lease, ttl    time.Duration
+	sent          time.Time
+}
+
+// add records acquisition n, hands it to the watchdog, and returns its
+// held context: n.parent with a cancel that fires on release or loss. A
+// new hold whose deadline has passed already is not recorded: add returns
+// errLateReply (see keep).
+func (t *holdTable) add(n taken) (context.Context, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
-		return nil, fmt.Errorf("relock: lock %q: %w", key.name, ErrClosed)
+		return nil, fmt.Errorf("relock: lock %q: %w", n.key.name, ErrClosed)
 	}
-	deadline := watchdog.Deadline(sent, ttl)
-	h := t.holds[key]
+	deadline := watchdog.Deadline(n.sent, n.ttl)
+	h := t.holds[n.key]
 	if h == nil && !time.Now().Before(deadline) {
 		return nil, errLateReply
 	}
 	if h == nil {
-		h = &hold{key: key, t: t}
-		t.holds[key] = h
+		h = &hold{key: n.key, t: t}
+		t.holds[n.key] = h
 	}
-	ctx, cancel := context.WithCancelCause(&heldValues{Context: parent, h: h, given: given})
-	h.acqs = append(h.acqs, acquisition{lease: lease, cancel: cancel, parent: given, kind: kind, sent: sent})
+	ctx, cancel := context.WithCancelCause(&heldValues{Context: n.parent, h: h, given: n.given})
+	h.acqs = append(h.acqs, acquisition{lease: n.lease, cancel: cancel, parent: n.given, kind: n.kind, sent: n.sent})
 	if h.lease == nil {
-		h.lease = t.watchdog.Add(key.name, key.owner, group.id(), h.renewed(), deadline,
+		h.lease = t.watchdog.Add(n.key.name, n.key.owner, n.group.id(), h.renewed(), deadline,
 			func(reason error) { t.lost(h, reason) })
 	} else {
 		t.watchdog.Update(h.lease, h.renewed(), deadline)
@@ -203,28 +215,28 @@ func (t *holdTable) add(parent, given context.Context, kind Kind, key holdKey, g
 // would let the caller start work under a lock it may not hold. So one
 // renewal asks Redis. If the owner's hold is still there, it never lapsed
 // (only this owner's acquires write its field), and it is recorded with its
-// deadline counted from the renewal's sending. If it is gone, keepHold
+// deadline counted from the renewal's sending. If it is gone, keep
 // returns errHoldExpired; if the renewal fails, or comes late too, an error
 // that wraps errLateReply. (A hold that exists already is the watchdog's to
 // judge.)
-func (t *holdTable) keep(parent, given context.Context, kind Kind, key holdKey, group renewGroup, lease, ttl time.Duration, sent time.Time) (context.Context, error) {
-	held, err := t.add(parent, given, kind, key, group, lease, ttl, sent)
+func (t *holdTable) keep(n taken) (context.Context, error) {
+	held, err := t.add(n)
 	if !errors.Is(err, errLateReply) {
 		return held, err
 	}
-	late := time.Since(sent)
-	sent = time.Now()
-	renewed, errs := renewers[group.renewer](parent, t.conn(), ttl, [][]scripts.Held{{{Key: key.name, Owner: key.owner}}})
+	late := time.Since(n.sent)
+	n.sent = time.Now()
+	renewed, errs := renewers[n.group.renewer](n.parent, t.conn(), n.ttl, [][]scripts.Held{{{Key: n.key.name, Owner: n.key.owner}}})
 	switch {
 	case errs[0] != nil:
 		err = fmt.Errorf("%w; confirming the hold: %w", errLateReply, errs[0])
 	case !renewed[0][0]:
 		err = errHoldExpired
 	default:
-		held, err = t.add(parent, given, kind, key, group, lease, ttl, sent)
+		held, err = t.add(n)
 	}
-	t.opts.Logger.Warn("relock: an acquire's reply came after its hold's deadline", "lock", key.name, "owner", key.owner,
-		"reply after", late.Round(time.Millisecond), "ttl", ttl, "kept", err == nil, "error", err)
+	t.opts.Logger.Warn("relock: an acquire's reply came after its hold's deadline", "lock", n.key.name, "owner", n.key.owner,
+		"reply after", late.Round(time.Millisecond), "ttl", n.ttl, "kept", err == nil, "error", err)
 	return held, err
 }
 

@@ -228,7 +228,8 @@ func (s *PermitExpirableSemaphore) hold(ctx context.Context, id string, lease, t
 	if err != nil {
 		return nil, err
 	}
-	held, err := s.c.holds.keep(ctx, ctx, KindPermitSemaphore, holdKey{s.name, id}, renewGroupOf(s.name, renewPermit), lease, ttl, sent)
+	held, err := s.c.holds.keep(taken{parent: ctx, given: ctx, kind: KindPermitSemaphore, key: holdKey{s.name, id},
+		group: renewGroupOf(s.name, renewPermit), lease: lease, ttl: ttl, sent: sent})
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,12 @@ import (
 // only in its attempter and its retryPolicy. Redlock and MultiLock are
 // built on Lock calls and wait on their own terms (a quorum of masters; a
 // round over the locks in order), so they do not run it directly.
+//
+// Where the rest is: the wait between attempts (subscriptions, sleeps,
+// the wait limit) in wait.go; a lock's attempter in cycle.go, and what
+// differs between lock kinds in kind.go; the holds taken and their
+// renewal in holds.go; giving a hold back in release.go; an attempt the
+// caller's ctx cut short in attempt.go.
 
 // retryPolicy says what a failed attempt allows, by what the attempt does
 // and what its owner can undo.

@@ -32,6 +32,7 @@ type lib struct {
 
 var libs = []lib{
 	{"relock", "defaults (watchdog 30s, pub/sub wake-ups)", newRelock},
+	{"relock, AlwaysPipelining", "the same, on a rueidis client with AlwaysPipelining", newRelockPipelining},
 	{"rueidislock", "KeyMajority 1, NoLoopTracking", newRueidislock},
 	{"redsync", "default delays, unlimited tries", newRedsync},
 	{"bsm/redislock", "LinearBackoff(10ms), TTL 30s", newRedislock},
@@ -50,10 +51,25 @@ func newRelock(addr string) (locker, error) {
 	return relockLocker{rdb, c}, nil
 }
 
+// newRelockPipelining is relock on a rueidis client that always sends
+// through its pipelining goroutines, as every connection of a busy service
+// ends up doing.
+func newRelockPipelining(addr string) (locker, error) {
+	rdb, c, err := relockClientWith(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true, AlwaysPipelining: true})
+	if err != nil {
+		return nil, err
+	}
+	return relockLocker{rdb, c}, nil
+}
+
 // relockClient returns a relock Client with default options on its own
 // rueidis client.
 func relockClient(addr string) (rueidis.Client, *reentrant.Client, error) {
-	rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+	return relockClientWith(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+}
+
+func relockClientWith(opt rueidis.ClientOption) (rueidis.Client, *reentrant.Client, error) {
+	rdb, err := rueidis.NewClient(opt)
 	if err != nil {
 		return nil, nil, err
 	}

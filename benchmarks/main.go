@@ -7,6 +7,7 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"log"
@@ -69,14 +70,14 @@ func main() {
 	}
 
 	type scenario struct {
-		name string
-		run  func(lib) (result, error)
+		name, unit string
+		run        func(lib) (result, error)
 	}
 	scenarios := []scenario{
-		{"1. Uncontended: 1 goroutine, 1 key", func(l lib) (result, error) { return uncontended(l, s, *pairs) }},
-		{"2. Parallel: 64 goroutines, one client, own keys", func(l lib) (result, error) { return parallel(l, s, *par) }},
-		{"3. Forced handoff: 8 clients, one lock, 1 ms hold", func(l lib) (result, error) { return handoff(l, s, 8, *acqs, *limit) }},
-		{"4. Crowd: 1,000 waiters on one lock across 4 clients", func(l lib) (result, error) { return crowd(l, s, 1000, *limit) }},
+		{"1. Uncontended: 1 goroutine, 1 key", "pair", func(l lib) (result, error) { return uncontended(l, s, *pairs) }},
+		{"2. Parallel: 64 goroutines, one client, own keys", "pair", func(l lib) (result, error) { return parallel(l, s, *par) }},
+		{"3. Forced handoff: 8 clients, one lock, 1 ms hold", "acquisition", func(l lib) (result, error) { return handoff(l, s, 8, *acqs, *limit) }},
+		{"4. Crowd: 1,000 waiters on one lock across 4 clients", "acquisition", func(l lib) (result, error) { return crowd(l, s, 1000, *limit) }},
 	}
 	// results[scenario][lib][metric] = one value per round
 	results := make([]map[string]map[string][]float64, len(scenarios))
@@ -115,22 +116,60 @@ func main() {
 	}
 	defer fmt.Printf("\n### 6. Server ceiling\n\n`redis-benchmark -n 200000 -c 50 -r 1000000 EVAL <scripts/acquire.lua> 1 bench:ceiling:__rand_int__ ...`: %.0f lock scripts/s on this Redis.\n", ceil)
 	for i, sc := range scenarios {
-		var metrics []string
+		var metrics, perCommand []string
 		for k := range results[i][libs[0].name] {
+			if name, ok := strings.CutPrefix(k, "cmd:"); ok {
+				perCommand = append(perCommand, name)
+				continue
+			}
 			metrics = append(metrics, k)
 		}
 		slices.Sort(metrics)
-		fmt.Printf("\n### %s\n\n| library | %s |\n|---|%s\n", sc.name, strings.Join(metrics, " | "), strings.Repeat("---|", len(metrics)))
-		for _, l := range libs {
-			row := []string{l.name}
-			for _, m := range metrics {
-				row = append(row, fmt.Sprintf("%.1f", median(results[i][l.name][m])))
-			}
-			fmt.Printf("| %s |\n", strings.Join(row, " | "))
-		}
+		fmt.Printf("\n### %s\n\n", sc.name)
+		printTable(results[i], "", metrics)
+		fmt.Printf("\nRedis commands per %s by name (INFO commandstats; a script's own commands included):\n\n", sc.unit)
+		printTable(results[i], "cmd:", commandNames(results[i]))
 	}
 }
 
+// printTable prints one row per library: the medians of the metrics named
+// prefix+column.
+func printTable(results map[string]map[string][]float64, prefix string, columns []string) {
+	fmt.Printf("| library | %s |\n|---|%s\n", strings.Join(columns, " | "), strings.Repeat("---|", len(columns)))
+	for _, l := range libs {
+		row := []string{l.name}
+		for _, c := range columns {
+			row = append(row, fmt.Sprintf("%.2f", median(results[l.name][prefix+c])))
+		}
+		fmt.Printf("| %s |\n", strings.Join(row, " | "))
+	}
+}
+
+// commandNames returns the commands some library sent at least 0.01 times
+// per unit (median of its rounds), most sent first.
+func commandNames(results map[string]map[string][]float64) []string {
+	most := map[string]float64{}
+	for _, r := range results {
+		for k, v := range r {
+			if name, ok := strings.CutPrefix(k, "cmd:"); ok {
+				most[name] = max(most[name], median(v))
+			}
+		}
+	}
+	var names []string
+	for name, m := range most {
+		if m >= 0.01 {
+			names = append(names, name)
+		}
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if c := cmp.Compare(most[b], most[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	return names
+}
 func median(v []float64) float64 {
 	v = slices.Clone(v)
 	slices.Sort(v)

@@ -105,3 +105,60 @@ func (s *server) usedMemory() int64 {
 	}
 	return 0
 }
+
+// snapshot is what the server had done at one moment: calls by command
+// name (a script's own commands included, the harness's INFO, CONFIG,
+// FLUSHALL and DBSIZE left out), CPU seconds, and memory.
+type snapshot struct {
+	calls map[string]int64
+	cpu   float64 // used_cpu_user + used_cpu_sys
+	mem   int64   // used_memory
+}
+
+// harness are the commands this program sends itself.
+var harness = map[string]bool{"info": true, "config": true, "flushall": true, "dbsize": true}
+
+func (s *server) snapshot() snapshot {
+	info, _ := s.do("INFO", "commandstats").ToString()
+	cpu, _ := s.do("INFO", "cpu").ToString()
+	snap := snapshot{calls: map[string]int64{}, mem: s.usedMemory()}
+	sc := bufio.NewScanner(strings.NewReader(info + "\n" + cpu))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if name, rest, ok := strings.Cut(line, ":calls="); ok {
+			name = strings.TrimPrefix(name, "cmdstat_")
+			if !harness[name] {
+				snap.calls[name], _ = strconv.ParseInt(strings.SplitN(rest, ",", 2)[0], 10, 64)
+			}
+			continue
+		}
+		for _, f := range []string{"used_cpu_user:", "used_cpu_sys:"} {
+			if v, ok := strings.CutPrefix(line, f); ok {
+				sec, _ := strconv.ParseFloat(v, 64)
+				snap.cpu += sec
+			}
+		}
+	}
+	return snap
+}
+
+// cost returns what the server did from before to after, per unit (a pair
+// or an acquisition): its CPU time, its commands in all and by name (as
+// "cmd:<name>"), and the keys and memory left now beside before. Call it
+// after the clients closed, so that what they left is what stays.
+func (s *server) cost(before, after snapshot, units float64, unit string) result {
+	units = max(units, 1)
+	res := result{"redis cpu µs/" + unit: (after.cpu - before.cpu) * 1e6 / units}
+	var all int64
+	for name, n := range after.calls {
+		if d := n - before.calls[name]; d > 0 {
+			res["cmd:"+name] = float64(d) / units
+			all += d
+		}
+	}
+	res["cmds/"+unit] = float64(all) / units
+	keys, _ := s.do("DBSIZE").AsInt64()
+	res["keys left"] = float64(keys)
+	res["memory left KB"] = float64(after.mem-before.mem) / 1024
+	return res
+}

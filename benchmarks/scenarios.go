@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -25,39 +27,58 @@ func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
 
 // uncontended: one goroutine, one key, acquire+release pairs.
 func uncontended(l lib, s *server, pairs int) (result, error) {
+	before := s.snapshot()
 	lk, err := l.connect(s.addr)
 	if err != nil {
 		return nil, err
 	}
-	defer lk.close()
 	ctx := context.Background()
 	lat := make([]time.Duration, 0, pairs)
+	allocs := mallocs()
 	start := time.Now()
 	for i := 0; i < pairs; i++ {
 		t := time.Now()
 		unlock, err := lk.lock(ctx, "bench:uncontended")
 		if err != nil {
+			lk.close()
 			return nil, err
 		}
 		if err := unlock(); err != nil {
+			lk.close()
 			return nil, err
 		}
 		lat = append(lat, time.Since(t))
 	}
 	el := time.Since(start)
-	return result{"pairs/s": float64(pairs) / el.Seconds(), "p50 µs": us(percentile(lat, .5)), "p99 µs": us(percentile(lat, .99))}, nil
+	allocs = mallocs() - allocs
+	lk.close()
+	res := s.cost(before, s.snapshot(), float64(pairs), "pair")
+	res["pairs/s"] = float64(pairs) / el.Seconds()
+	res["p50 µs"] = us(percentile(lat, .5))
+	res["p99 µs"] = us(percentile(lat, .99))
+	res["allocs/pair"] = float64(allocs) / float64(pairs)
+	return res, nil
+}
+
+// mallocs returns how many heap objects this process has allocated.
+func mallocs() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.Mallocs
 }
 
 // parallel: 64 goroutines sharing one client, each with its own key.
 func parallel(l lib, s *server, d time.Duration) (result, error) {
+	before := s.snapshot()
 	lk, err := l.connect(s.addr)
 	if err != nil {
 		return nil, err
 	}
-	defer lk.close()
 	var pairs, errs atomic.Int64
 	var wg sync.WaitGroup
 	stop := time.Now().Add(d)
+	allocs := mallocs()
+	start := time.Now()
 	for g := 0; g < 64; g++ {
 		wg.Add(1)
 		go func() {
@@ -76,13 +97,16 @@ func parallel(l lib, s *server, d time.Duration) (result, error) {
 			}
 		}()
 	}
-	start := time.Now()
-	mem := s.usedMemory()
 	wg.Wait()
-	rate := float64(pairs.Load()) / time.Since(start).Seconds()
-	keys, _ := s.do("DBSIZE").AsInt64()
-	grown := float64(s.usedMemory()-mem) / (1 << 20)
-	return result{"pairs/s": rate, "errors": float64(errs.Load()), "keys left": float64(keys), "used_memory grown MB": grown}, nil
+	n := float64(pairs.Load())
+	rate := n / time.Since(start).Seconds()
+	allocs = mallocs() - allocs
+	lk.close()
+	res := s.cost(before, s.snapshot(), n, "pair")
+	res["pairs/s"] = rate
+	res["errors"] = float64(errs.Load())
+	res["allocs/pair"] = float64(allocs) / max(n, 1)
+	return res, nil
 }
 
 // handoff: clients (8 in the main table) on one lock, each holds it 1ms, and a releaser may not
@@ -97,8 +121,7 @@ func handoff(l lib, s *server, clients, acquisitions int, limit time.Duration) (
 	if err != nil {
 		return nil, err
 	}
-	defer closeAll()
-	s.do("CONFIG", "RESETSTAT")
+	before := s.snapshot()
 	var (
 		mu         sync.Mutex
 		cond       = sync.NewCond(&mu)
@@ -190,7 +213,7 @@ func handoff(l lib, s *server, clients, acquisitions int, limit time.Duration) (
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	scripts, all := s.commands()
+	closeAll()
 	var hand []time.Duration
 	for n := 1; n < count; n++ {
 		hand = append(hand, acquiredAt[n].Sub(releasedAt[n-1]))
@@ -200,19 +223,20 @@ func handoff(l lib, s *server, clients, acquisitions int, limit time.Duration) (
 	// divided among every acquisition made, the late ones included (with
 	// 256 clients, a quarter of a 1,000-acquisition run).
 	made := float64(count + late)
-	return result{
+	res := s.cost(before, s.snapshot(), made, "acq")
+	maps.Copy(res, result{
 		"acquisitions":    c,
 		"handoff p50 µs":  us(percentile(hand, .5)),
 		"handoff p99 µs":  us(percentile(hand, .99)),
 		"acq/s":           c / elapsed.Seconds(),
 		"fewest":          float64(slices.Min(perClient)),
 		"most":            float64(slices.Max(perClient)),
-		"scripts/acq":     float64(scripts) / made,
-		"cmds/acq":        float64(all) / made,
+		"scripts/acq":     res["cmd:evalsha"] + res["cmd:eval"] + res["cmd:evalsha_ro"] + res["cmd:eval_ro"],
 		"longest wait ms": float64(longest.Microseconds()) / 1000,
 		"overlaps":        float64(overlaps.Load()),
 		"errors":          float64(errs.Load()),
-	}, nil
+	})
+	return res, nil
 }
 
 // crowd: 1,000 waiters on one lock across 4 clients, each takes it once and
@@ -225,13 +249,13 @@ func crowd(l lib, s *server, waiters int, limit time.Duration) (result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer closeAll()
 	// Hold the lock while the crowd gathers, so every waiter really waits.
 	gate, err := lks[0].lock(context.Background(), "bench:crowd")
 	if err != nil {
+		closeAll()
 		return nil, err
 	}
-	s.do("CONFIG", "RESETSTAT")
+	before := s.snapshot()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	var passed, overlaps, errs atomic.Int64
@@ -260,21 +284,21 @@ func crowd(l lib, s *server, waiters int, limit time.Duration) (result, error) {
 	}
 	time.Sleep(500 * time.Millisecond) // let the waiters line up
 	start := time.Now()
-	if err := gate(); err != nil {
-		return nil, err
-	}
+	gateErr := gate()
 	wg.Wait()
 	elapsed := time.Since(start)
-	_, all := s.commands()
+	closeAll()
+	if gateErr != nil {
+		return nil, gateErr
+	}
 	n := float64(passed.Load())
-	return result{
-		"passed":   n,
-		"drain s":  elapsed.Seconds(),
-		"acq/s":    n / elapsed.Seconds(),
-		"cmds/acq": float64(all) / max(n, 1),
-		"overlaps": float64(overlaps.Load()),
-		"errors":   float64(errs.Load()),
-	}, nil
+	res := s.cost(before, s.snapshot(), n, "acq")
+	res["passed"] = n
+	res["drain s"] = elapsed.Seconds()
+	res["acq/s"] = n / elapsed.Seconds()
+	res["overlaps"] = float64(overlaps.Load())
+	res["errors"] = float64(errs.Load())
+	return res, nil
 }
 
 // connectN makes n clients ("processes") of l.

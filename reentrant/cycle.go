@@ -105,7 +105,7 @@ func (c *cycle) undo(ctx context.Context, try int) error {
 	if try == 0 {
 		c.requestID = c.l.c.newRequestID()
 	}
-	_, err := c.l.release(ctx, c.owner, c.ttl, c.requestID, try > 0)
+	_, err := c.l.release(ctx, c.owner, c.ttl, c.requestID, try > 0, false)
 	return err
 }
 
@@ -274,7 +274,7 @@ func (t lockTry) undoHold(ctx context.Context, r lockAttempt) {
 	}
 	ctx, cancel := cleanup(ctx)
 	defer cancel()
-	if _, err := l.release(ctx, t.owner, t.ttl, l.c.newRequestID(), false); err != nil {
+	if _, err := l.release(ctx, t.owner, t.ttl, l.c.newRequestID(), false, false); err != nil {
 		l.c.opts.Logger.Debug("relock: undoing an attempt cut short", "lock", l.name, "error", err)
 	}
 }
@@ -291,7 +291,7 @@ func (l *Lock) unsynced(ctx context.Context, owner Owner, ttl time.Duration, syn
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWindow)
 	defer cancel()
-	if _, err := l.release(ctx, owner, ttl, l.c.newRequestID(), false); err != nil {
+	if _, err := l.release(ctx, owner, ttl, l.c.newRequestID(), false, false); err != nil {
 		l.c.opts.Logger.Warn("relock: rolling back an acquire replicas did not confirm; the hold expires with its TTL", "lock", l.name, "error", err)
 	}
 	if errors.Is(syncErr, scripts.ErrSyncRefused) {

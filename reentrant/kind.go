@@ -92,8 +92,10 @@ type kind struct {
 	channel func(name, owner string) string
 	// acquire runs the acquire script once.
 	acquire func(ctx context.Context, rdb scripts.Conn, a scripts.Acquire) (scripts.Acquired, error)
-	// release runs the release script once.
-	release func(ctx context.Context, rdb scripts.Conn, r scripts.Release) (scripts.Released, error)
+	// release runs the release script once; believes: it reads
+	// scripts.Release.Believed.
+	release  func(ctx context.Context, rdb scripts.Conn, r scripts.Release) (scripts.Released, error)
+	believes bool
 	// forceUnlock deletes the lock whoever holds it and wakes its waiters
 	// (directed: one relock client too, see scripts.Wake).
 	forceUnlock func(ctx context.Context, rdb scripts.Conn, name string, pub scripts.Publish, directed bool) (bool, error)
@@ -114,6 +116,7 @@ var kinds = [...]kind{
 		channel:     lockChannel,
 		acquire:     scripts.LockAcquire,
 		release:     runRelease,
+		believes:    true,
 		forceUnlock: forceUnlockOn(scripts.LockChannel, pubsub.WakeOne),
 		directed:    true,
 	},
@@ -123,6 +126,7 @@ var kinds = [...]kind{
 		channel:     lockChannel,
 		acquire:     scripts.FencedAcquire,
 		release:     runRelease,
+		believes:    true,
 		forceUnlock: forceUnlockOn(scripts.LockChannel, pubsub.WakeOne),
 		directed:    true,
 	},
@@ -163,6 +167,7 @@ var kinds = [...]kind{
 		channel:     lockChannel,
 		acquire:     scripts.LockAcquire,
 		release:     runRelease,
+		believes:    true,
 		forceUnlock: forceUnlockOn(scripts.LockChannel, pubsub.WakeOne),
 		spins:       true,
 	},

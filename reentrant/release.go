@@ -69,7 +69,7 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) (err error) {
 			a.cancel(context.Canceled)
 		}()
 	}
-	res, err := l.releaseRetried(context.WithoutCancel(ctx), owner, restore, lease, window)
+	res, err := l.releaseRetried(context.WithoutCancel(ctx), owner, restore, lease, window, l.believed(found, lease))
 	if err != nil {
 		return err
 	}
@@ -102,11 +102,11 @@ func (l *Lock) unlockOwner(ctx context.Context) (Owner, error) {
 // hold the lock, so there is nothing left to give back. The first attempt
 // needs no timer of its own: rueidis fails it when the connection stalls
 // (ConnWriteTimeout, 10s by default).
-func (l *Lock) releaseRetried(ctx context.Context, owner Owner, restore time.Duration, lease *watchdog.Lease, window time.Duration) (scripts.Released, error) {
+func (l *Lock) releaseRetried(ctx context.Context, owner Owner, restore time.Duration, lease *watchdog.Lease, window time.Duration, believed bool) (scripts.Released, error) {
 	requestID := l.c.newRequestID()
 	var deadline time.Time // the hold's, read once a retry needs it
 	for try, backoff := 0, time.Duration(0); ; try++ {
-		res, err := l.release(ctx, owner, restore, requestID, try > 0)
+		res, err := l.release(ctx, owner, restore, requestID, try > 0, believed)
 		switch {
 		case err == nil:
 			return res, nil
@@ -130,6 +130,14 @@ func (l *Lock) releaseRetried(ctx context.Context, owner Owner, restore time.Dur
 			return res, redisError("unlock", l.name, err)
 		}
 	}
+}
+
+// believed reports whether a release may count on having the hold it
+// gives back (see scripts.Release.Believed): this client has it (found)
+// and its local deadline has not passed, and the kind's release script
+// reads the flag.
+func (l *Lock) believed(found bool, lease *watchdog.Lease) bool {
+	return found && lease != nil && l.kind.spec().believes && time.Now().Before(l.c.holds.watchdog.Deadline(lease))
 }
 
 // minTime returns the earlier of a and b.
@@ -166,8 +174,9 @@ func (l *Lock) retryRelease(err error) bool {
 // release runs the lock's release script once for owner's newest hold;
 // restore is the TTL left to the holds that remain. requestID names the
 // release for the unlock latch: the same id across retries of one release.
-// again says whether that request may have been sent before.
-func (l *Lock) release(ctx context.Context, owner Owner, restore time.Duration, requestID string, again bool) (scripts.Released, error) {
+// again says whether that request may have been sent before; believed,
+// whether the caller counts on having the hold (see believed).
+func (l *Lock) release(ctx context.Context, owner Owner, restore time.Duration, requestID string, again, believed bool) (scripts.Released, error) {
 	rdb := l.c.scriptConn()
 	rel := scripts.Release{
 		Key:       l.name,
@@ -178,9 +187,10 @@ func (l *Lock) release(ctx context.Context, owner Owner, restore time.Duration, 
 		LatchTTL:  releaseWindow,
 		Publish:   l.publish(),
 		Directed:  l.directed(),
+		Believed:  believed,
 	}
 	res, err := l.kind.spec().release(ctx, rdb, rel)
-	if err == nil {
+	if err == nil && rel.Latched(res) {
 		l.c.latches.drop(rel.Latch()) // answered: it will not be sent again
 	}
 	return res, err

@@ -187,7 +187,19 @@ type Release struct {
 	// Directed: a freed lock also tells one registered relock client (see
 	// Wake).
 	Directed bool
+	// Believed: the caller has the hold it gives back and believes it (it
+	// was not found lost, and its local deadline has not passed), so no
+	// release but this request can take it away. Then a release that frees
+	// the lock writes no latch (the commonest release costs two commands
+	// fewer), and a retry (Again) that finds no hold answers Freed: its
+	// first send freed the lock. Only Run (release.lua) reads it; the
+	// read-write and fair lock releases always write their latch.
+	Believed bool
 }
+
+// Latched reports whether the request's latch may exist once it answered
+// res: not after a believed release freed the lock.
+func (r Release) Latched(res Released) bool { return !(r.Believed && res == Freed) }
 
 // Latch returns the name of the request's unlock latch,
 // redisson_unlock_latch:{Key}:RequestID.
@@ -196,11 +208,17 @@ func (r Release) Latch() string { return unlockLatch(r.Key, r.RequestID) }
 // Run runs release.lua.
 func (r Release) Run(ctx context.Context, c Conn) (Released, error) {
 	keys := []string{r.Key, LockChannel(r.Key), unlockLatch(r.Key, r.RequestID)}
-	args := []string{pubsub.WakeOne, millis(r.Lease), r.Owner, string(r.Publish), millis(r.LatchTTL), flag(r.Again)}
+	args := []string{pubsub.WakeOne, millis(r.Lease), r.Owner, string(r.Publish), millis(r.LatchTTL), flag(r.Again), flag(r.Believed)}
 	if r.Directed {
 		keys = append(keys, waiters(r.Key))
 	}
-	return releaseReply(releaseScript.exec(ctx, c, keys, args))
+	res, err := releaseReply(releaseScript.exec(ctx, c, keys, args))
+	if err == nil && res == NotHeld && r.Again && r.Believed {
+		// Nothing but this request could have taken the hold away, and
+		// its first send, which freed the lock, left no latch.
+		return Freed, nil
+	}
+	return res, err
 }
 
 // Held names one owner's hold on one lock, for renewal.

@@ -11,6 +11,8 @@
 -- ARGV[5]  latch TTL in milliseconds
 -- ARGV[6]  "1" when this request may have been sent before, so that its
 --          latch may hold its reply; "0" for a first send, which skips it
+-- ARGV[7]  "1" when the caller believes it has the hold (see
+--          Release.Believed): a release that frees the lock writes no latch
 -- KEYS[4]  with directed wakes (see wakelib.lua), the waiters' set: a
 --          freed lock then also tells the longest-registered relock client
 --
@@ -18,7 +20,9 @@
 -- published, unless ARGV[4] is empty); 0 when holds remain (the TTL is reset to the lease); nil when
 -- the owner holds nothing, and then nothing is changed.
 -- The latch remembers the reply of this request id, so a retried release
--- returns its first reply instead of releasing a second time.
+-- returns its first reply instead of releasing a second time. With ARGV[7]
+-- a release that frees the lock writes none: a retry then finds no hold,
+-- which the caller reads as freed.
 if ARGV[6] == '1' then
 	local earlier = redis.call('get', KEYS[3])
 	if earlier then
@@ -40,6 +44,9 @@ else -- the last hold: the key goes, so its count needs no update
 		if KEYS[4] then
 			wakeNext(KEYS[4], ARGV[4])
 		end
+	end
+	if ARGV[7] == '1' then
+		return 1
 	end
 	reply = 1
 end

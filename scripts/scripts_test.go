@@ -142,6 +142,45 @@ func TestReleaseLatch(t *testing.T) {
 	}
 }
 
+// A believed release that frees the lock writes no latch, and its retry,
+// finding no hold, answers Freed; one that gives back an inner hold still
+// writes its latch, which answers its retry.
+func TestBelievedRelease(t *testing.T) {
+	ctx := context.Background()
+	each(t, func(t *testing.T, rdb scripts.Conn, do func(...string) rueidis.RedisResult) {
+		take := scripts.Acquire{Key: "l", Owner: "o:1", Lease: time.Minute}
+		for i := 0; i < 2; i++ {
+			r, err := scripts.LockAcquire(ctx, rdb, take)
+			require.NoError(t, err)
+			require.True(t, r.OK)
+		}
+		rel := scripts.Release{Key: "l", Owner: "o:1", RequestID: "inner", Lease: time.Minute, LatchTTL: time.Minute, Publish: scripts.PublishClassic, Believed: true}
+		for retry := 0; retry < 2; retry++ {
+			rel.Again = retry > 0
+			got, err := rel.Run(ctx, rdb)
+			require.NoError(t, err)
+			assert.Equal(t, scripts.StillHeld, got)
+			assert.True(t, rel.Latched(got))
+		}
+		rel.RequestID, rel.Again = "last", false
+		got, err := rel.Run(ctx, rdb)
+		require.NoError(t, err)
+		assert.Equal(t, scripts.Freed, got)
+		assert.False(t, rel.Latched(got))
+		n, err := do("EXISTS", scripts.UnlockLatch("l", "last")).AsInt64()
+		require.NoError(t, err)
+		assert.Zero(t, n, "no latch for a believed release that freed the lock")
+		rel.Again = true
+		got, err = rel.Run(ctx, rdb)
+		require.NoError(t, err)
+		assert.Equal(t, scripts.Freed, got, "the retry finds no hold: its first send freed it")
+		rel.RequestID, rel.Again = "first", false
+		got, err = rel.Run(ctx, rdb)
+		require.NoError(t, err)
+		assert.Equal(t, scripts.NotHeld, got, "a first send that finds no hold says so")
+	})
+}
+
 // Renewal extends only the named owner's existing hold, and reports the
 // rest, without touching them.
 func TestRenewOnlyOwnHolds(t *testing.T) {

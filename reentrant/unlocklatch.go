@@ -21,8 +21,8 @@ import (
 // and one goroutine sends what is queued within a millisecond, many names
 // per DEL, all in one pipeline. One DEL never names two hash slots, on any
 // client: a cluster proxy that looks like a single node refuses that with
-// CROSSSLOT. A name the queue has no room for, or whose DEL fails, expires
-// with its TTL, as it did before; a failed DEL is logged.
+// CROSSSLOT. Close sends what is still queued. A name the queue has no room
+// for, or whose DEL fails, expires with its TTL; a failed DEL is logged.
 type latchSweeper struct {
 	rdb   rueidis.Client
 	log   *slog.Logger
@@ -32,10 +32,13 @@ type latchSweeper struct {
 // sweepBatch is the most names one DEL round deletes; sweepLinger is how
 // long the sweeper waits for more names after the first, so that a steady
 // stream of unlocks costs one DEL per batch rather than one per unlock. It
-// bounds how long an answered latch outlives its reply.
+// bounds how long an answered latch outlives its reply. sweepWait bounds
+// how long one round waits for Redis, and so how long Close waits for the
+// round in flight and for each round of what is still queued.
 const (
 	sweepBatch  = 512
 	sweepLinger = time.Millisecond
+	sweepWait   = time.Second
 )
 
 func newLatchSweeper(rdb rueidis.Client, log *slog.Logger) *latchSweeper {
@@ -50,18 +53,41 @@ func (s *latchSweeper) drop(latch string) {
 	}
 }
 
-// run deletes queued latches until ctx ends.
-func (s *latchSweeper) run(ctx context.Context) {
+// run deletes queued latches until closing ends, and then those still
+// queued.
+func (s *latchSweeper) run(closing context.Context) {
 	linger := time.NewTimer(sweepLinger)
 	linger.Stop()
 	names := make([]string, 0, sweepBatch)
 	for {
 		select {
-		case <-ctx.Done():
+		case <-closing.Done():
+			s.flush(names)
 			return
 		case name := <-s.queue:
 			names = s.gather(append(names[:0], name), linger)
-			s.sweep(ctx, names)
+			s.sweep(names, closing)
+		}
+	}
+}
+
+// flush deletes what is still queued, a batch at a time, until the queue
+// is empty or Redis does not answer: Close sends the deletes rather than
+// leave each latch to its TTL.
+func (s *latchSweeper) flush(names []string) {
+	for {
+		names = names[:0]
+	gather:
+		for len(names) < sweepBatch {
+			select {
+			case n := <-s.queue:
+				names = append(names, n)
+			default:
+				break gather
+			}
+		}
+		if len(names) == 0 || !s.sweep(names, nil) {
+			return
 		}
 	}
 }
@@ -82,10 +108,11 @@ func (s *latchSweeper) gather(names []string, linger *time.Timer) []string {
 	return names
 }
 
-// sweep deletes names, one DEL per slot, in one pipeline. A latch not
-// deleted expires with its TTL; the first error is logged, unless the
-// client is closing.
-func (s *latchSweeper) sweep(ctx context.Context, names []string) {
+// sweep deletes names, one DEL per slot, in one pipeline, waiting for
+// Redis at most sweepWait, and reports whether every DEL was answered. A
+// latch not deleted expires with its TTL; the first error is logged,
+// unless closing has ended (the flush at Close passes nil: it logs).
+func (s *latchSweeper) sweep(names []string, closing context.Context) bool {
 	bySlot := map[uint16][]string{}
 	for _, n := range names {
 		slot := scripts.Slot(n)
@@ -95,12 +122,17 @@ func (s *latchSweeper) sweep(ctx context.Context, names []string) {
 	for _, keys := range bySlot {
 		cmds = append(cmds, s.rdb.B().Del().Key(keys...).Build())
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), sweepWait)
+	defer cancel()
 	for _, r := range s.rdb.DoMulti(ctx, cmds...) {
-		if err := r.Error(); err != nil && ctx.Err() == nil {
-			s.log.Warn("relock: deleting answered unlock latches failed; they expire with their TTL", "latches", len(names), "error", err)
-			return
+		if err := r.Error(); err != nil {
+			if closing == nil || closing.Err() == nil {
+				s.log.Warn("relock: deleting answered unlock latches failed; they expire with their TTL", "latches", len(names), "error", err)
+			}
+			return false
 		}
 	}
+	return true
 }
 
 // releaseWindow bounds how long Unlock keeps trying to release when the

@@ -55,8 +55,24 @@ func flag(b bool) string {
 	return "0"
 }
 
+// millis formats d in whole milliseconds. The values every lock pair sends
+// by default, the watchdog's 30s lease and the unlock latch's 10s TTL, are
+// constants: no allocation.
 func millis(d time.Duration) string {
+	switch d {
+	case 30 * time.Second:
+		return "30000"
+	case 10 * time.Second:
+		return "10000"
+	}
 	return strconv.FormatInt(d.Milliseconds(), 10)
+}
+
+// keysArgs returns room for a script's keys (room for maxKeys of them,
+// nKeys set) and nArgs args, in one allocation.
+func keysArgs(nKeys, maxKeys, nArgs int) (keys, args []string) {
+	all := make([]string, maxKeys+nArgs)
+	return all[:nKeys:maxKeys], all[maxKeys:]
 }
 
 // Acquire is one run of a lock's acquire script: Owner takes lock Key, or
@@ -96,7 +112,10 @@ type Acquired struct {
 // acquire that replicas did not confirm returns OK with [ErrNotSynced] or
 // [ErrSyncRefused].
 func LockAcquire(ctx context.Context, c Conn, a Acquire) (Acquired, error) {
-	keys, args := a.Wake.with([]string{a.Key, ""}, []string{millis(a.Lease), a.Owner, flag(a.Fresh), "", "", ""}, a.Key)
+	keys, args := keysArgs(2, 2, 6)
+	keys[0] = a.Key
+	args[0], args[1], args[2] = millis(a.Lease), a.Owner, flag(a.Fresh)
+	keys, args = a.Wake.with(keys, args, a.Key)
 	res, syncErr := acquireScript.exec(ctx, c, keys, args)
 	if a.Wake.Client == "" {
 		return acquireReply(res, syncErr)
@@ -128,7 +147,10 @@ func tokenCounter(name string) string {
 // FencedAcquire runs fencedacquire.lua (RFencedLock) for a: LockAcquire,
 // plus a fencing token drawn from the lock's counter on every success.
 func FencedAcquire(ctx context.Context, c Conn, a Acquire) (Acquired, error) {
-	keys, args := a.Wake.with([]string{a.Key, tokenCounter(a.Key), ""}, []string{millis(a.Lease), a.Owner, flag(a.Fresh), "", "", ""}, a.Key)
+	keys, args := keysArgs(3, 3, 6)
+	keys[0], keys[1] = a.Key, tokenCounter(a.Key)
+	args[0], args[1], args[2] = millis(a.Lease), a.Owner, flag(a.Fresh)
+	keys, args = a.Wake.with(keys, args, a.Key)
 	res, syncErr := fencedAcquireScript.exec(ctx, c, keys, args)
 	r, err := res.ToArray()
 	if err != nil {
@@ -207,8 +229,10 @@ func (r Release) Latch() string { return unlockLatch(r.Key, r.RequestID) }
 
 // Run runs release.lua.
 func (r Release) Run(ctx context.Context, c Conn) (Released, error) {
-	keys := []string{r.Key, LockChannel(r.Key), unlockLatch(r.Key, r.RequestID)}
-	args := []string{pubsub.WakeOne, millis(r.Lease), r.Owner, string(r.Publish), millis(r.LatchTTL), flag(r.Again), flag(r.Believed)}
+	keys, args := keysArgs(3, 4, 7)
+	keys[0], keys[1], keys[2] = r.Key, LockChannel(r.Key), unlockLatch(r.Key, r.RequestID)
+	args[0], args[1], args[2], args[3] = pubsub.WakeOne, millis(r.Lease), r.Owner, string(r.Publish)
+	args[4], args[5], args[6] = millis(r.LatchTTL), flag(r.Again), flag(r.Believed)
 	if r.Directed {
 		keys = append(keys, waiters(r.Key))
 	}

@@ -3,6 +3,7 @@ package scripts
 import (
 	"context"
 	_ "embed"
+	"strings"
 	"time"
 )
 
@@ -63,7 +64,12 @@ func waiters(name string) string { return prefixed("relock_waiters", name) }
 // WakeChannel returns the channel on which client hears the directed wakes
 // of lock name: relock_wake:{name}:<client> (wakelib.lua builds it from the
 // waiters' set's name).
-func WakeChannel(name, client string) string { return prefixed("relock_wake", name) + ":" + client }
+func WakeChannel(name, client string) string {
+	if strings.Contains(name, "{") { // prefixed, in one allocation
+		return "relock_wake:" + name + ":" + client
+	}
+	return "relock_wake:{" + name + "}:" + client
+}
 
 // PassOn runs passon.lua: client, told of a free lock name with no waiter
 // left to take it, leaves the waiters' set, and the next client is told.

@@ -64,6 +64,11 @@ type hold struct {
 	t     *holdTable
 	acqs  []acquisition
 	lease *watchdog.Lease
+	// The first acquisition's room, so that it allocates nothing of its
+	// own: most holds never have another. firstValues serves one held
+	// context only, since a released one may still be read.
+	firstAcq    [1]acquisition
+	firstValues heldValues
 }
 
 type holdCtxKey struct{}
@@ -193,11 +198,16 @@ func (t *holdTable) add(n taken) (context.Context, error) {
 	if h == nil && !time.Now().Before(deadline) {
 		return nil, errLateReply
 	}
+	var values *heldValues
 	if h == nil {
 		h = &hold{key: n.key, t: t}
+		h.acqs, values = h.firstAcq[:0], &h.firstValues
 		t.holds[n.key] = h
+	} else {
+		values = new(heldValues)
 	}
-	ctx, cancel := context.WithCancelCause(&heldValues{Context: n.parent, h: h, given: n.given})
+	*values = heldValues{Context: n.parent, h: h, given: n.given}
+	ctx, cancel := context.WithCancelCause(values)
 	h.acqs = append(h.acqs, acquisition{lease: n.lease, cancel: cancel, parent: n.given, kind: n.kind, sent: n.sent})
 	if h.lease == nil {
 		h.lease = t.watchdog.Add(n.key.name, n.key.owner, n.group.id(), h.renewed(), deadline,

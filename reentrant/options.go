@@ -183,12 +183,18 @@ type acquireConfig struct {
 
 func newAcquireConfig(wait time.Duration, opts []LockOption) acquireConfig {
 	cfg := acquireConfig{wait: wait, retries: -1}
-	for _, o := range opts {
-		if o.apply == nil {
-			cfg.invalid("zero LockOption")
-			continue
+	if len(opts) > 0 {
+		// Only here does the config go to the heap (an option is a func
+		// given its address): a call without options allocates nothing.
+		with := cfg
+		for _, o := range opts {
+			if o.apply == nil {
+				with.invalid("zero LockOption")
+				continue
+			}
+			o.apply(&with)
 		}
-		o.apply(&cfg)
+		cfg = with
 	}
 	return cfg
 }

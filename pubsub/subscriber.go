@@ -210,13 +210,17 @@ func (s *Subscriber) Subscribe(ctx context.Context, name string, wakes Wakes, un
 	return w, nil
 }
 
+// Idle reports whether no channel is subscribed or being subscribed: Join
+// would return nil for any name. It takes no lock.
+func (s *Subscriber) Idle() bool { return s.channels.Load() == 0 }
+
 // Join joins the queue of channel name if the channel is live: subscribed,
 // confirmed, and not being unsubscribed. Then a message published from now
 // on reaches the waiter's queue, and Join returns the waiter, which must
 // Leave; otherwise it returns nil, and Subscribe is the way in. It never
 // waits for the server.
 func (s *Subscriber) Join(name string) *Waiter {
-	if s.channels.Load() == 0 { // the uncontended path: no lock taken
+	if s.Idle() { // the uncontended path: no lock taken
 		return nil
 	}
 	s.mu.Lock()

@@ -229,7 +229,8 @@ func (c *Client) PubSubMode() PubSubMode { return c.opts.PubSub }
 // newRequestID names one release request for Redisson's unlock latch:
 // unique per request, the client's id and a counter.
 func (c *Client) newRequestID() string {
-	return c.id + ":" + strconv.FormatUint(c.nextRequest.Add(1), 36)
+	var n [16]byte // formatted here, so that the id is one allocation
+	return c.id + ":" + string(strconv.AppendUint(n[:0], c.nextRequest.Add(1), 36))
 }
 
 // ID returns the client's id, the UUID that prefixes its owners ("" for a
@@ -356,7 +357,8 @@ func (c *Client) NewOwner() Owner {
 	if !c.usable() {
 		return Owner{}
 	}
-	return Owner{id: c.id + ":" + strconv.FormatInt(c.nextOwner.Add(1), 10)}
+	var n [20]byte // formatted here, so that the id is one allocation
+	return Owner{id: c.id + ":" + string(strconv.AppendInt(n[:0], c.nextOwner.Add(1), 10))}
 }
 
 // newClientID returns a new client id: a random UUID marked as relock's with

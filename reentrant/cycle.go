@@ -66,6 +66,9 @@ func (c *cycle) try(int) outcome {
 	c.ttl = c.l.c.holds.acquireTTL(c.key, c.cfg.lease)
 	c.sent = time.Now()
 	r := c.attempt(c.ttl)
+	if !r.OK && c.directed {
+		c.wakeChannel() // a pause after it may subscribe
+	}
 	if !r.OK && r.err == nil {
 		c.foundHolder(r.Holder)
 	}
@@ -119,26 +122,34 @@ func (l *Lock) startCycle(c *cycle, ctx context.Context, cfg acquireConfig) {
 		ctx = WithOwner(ctx, owner)
 	}
 	l.c.startWaiting(&c.waiting, ctx, l.kind.spec().kind, l.name, cfg.wait, cfg.retries)
+	c.l, c.given, c.cfg = l, given, cfg
 	switch {
 	case cfg.retryDelay != 0 || l.kind.spec().spins: // polls
 	case l.directed():
 		c.directed = true
-		channel := scripts.WakeChannel(l.name, l.c.id)
-		c.announcedOn(channel, pubsub.LockWakes, l.name)
+		c.announcedOn("", pubsub.LockWakes, l.name) // named when needed: wakeChannel
 		// A channel still live (another waiter's, or lingering after one)
 		// is joined before the first attempt: a release after that
 		// attempt registered the client is heard, so a failed attempt
 		// needs no second one after subscribing.
-		if cfg.wait != 0 {
-			if w := l.c.sub.Join(channel); w != nil {
+		if cfg.wait != 0 && !l.c.sub.Idle() {
+			if w := l.c.sub.Join(c.wakeChannel()); w != nil {
 				c.sub, c.subscribe = w, false
 			}
 		}
 	default:
 		c.announcedOn(l.channel(owner), pubsub.LockWakes, "")
 	}
-	c.l, c.given, c.cfg = l, given, cfg
 	c.owner, c.private, c.key = owner, private, holdKey{l.name, l.field(owner)}
+}
+
+// wakeChannel names the channel of the cycle's directed wakes, once: only
+// a cycle that may wait on it pays for the name (see try).
+func (c *cycle) wakeChannel() string {
+	if c.channel == "" {
+		c.channel = scripts.WakeChannel(c.l.name, c.l.c.id)
+	}
+	return c.channel
 }
 
 // record records the lock just taken and returns its held context, which

@@ -131,6 +131,9 @@ type channel struct {
 	// idle, while the channel lingers with no waiter, unsubscribes it.
 	idle    *time.Timer
 	waiters list.List // of *Waiter, in arrival order
+	// gap: the subscription was confirmed, and no waiter has yet been
+	// told to look again for what was published before (see Recheck).
+	gap bool
 }
 
 // Waiter is one goroutine's place in a channel's queue.
@@ -148,6 +151,8 @@ type Waiter struct {
 	// failed: the subscription failed after the waiter joined (see
 	// Failed).
 	failed atomic.Bool
+	// recheck: see Recheck.
+	recheck bool
 }
 
 // Subscribe joins the queue of channel name, subscribing it if this is its
@@ -180,7 +185,7 @@ func (s *Subscriber) Subscribe(ctx context.Context, name string, wakes Wakes, un
 	}
 	ch := cn.channels[name]
 	if ch == nil {
-		ch = &channel{name: name, state: subscribing, ready: make(chan struct{}), wakes: wakes, unclaimed: unclaimed}
+		ch = &channel{name: name, state: subscribing, ready: make(chan struct{}), wakes: wakes, unclaimed: unclaimed, gap: true}
 		cn.channels[name] = ch
 		s.channels.Add(1)
 		cn.queue(op{subscribe: true, name: name})
@@ -202,6 +207,9 @@ func (s *Subscriber) Subscribe(ctx context.Context, name string, wakes Wakes, un
 		return w, fmt.Errorf("%w: %w", ErrUnconfirmed, ctx.Err())
 	}
 	err := ch.err
+	if err == nil && ch.gap {
+		ch.gap, w.recheck = false, true
+	}
 	s.mu.Unlock()
 	if err != nil {
 		w.Leave()
@@ -209,6 +217,15 @@ func (s *Subscriber) Subscribe(ctx context.Context, name string, wakes Wakes, un
 	}
 	return w, nil
 }
+
+// Recheck reports whether Subscribe picked this waiter to look again at
+// once at what it waits for: the first to return once the subscription it
+// made or found pending was confirmed. A message published before then
+// reached none of the channel's waiters. Where one look serves them all
+// (a lock's wake told to the client, not to one waiter), only this waiter
+// need take it; a waiter that found the channel live was not behind that
+// gap.
+func (w *Waiter) Recheck() bool { return w.recheck }
 
 // Idle reports whether no channel is subscribed or being subscribed: Join
 // would return nil for any name. It takes no lock.

@@ -287,3 +287,43 @@ func TestWakeForWokenWaitersStays(t *testing.T) {
 	}
 	assert.Empty(t, unclaimed, "the wakes that found a woken were not passed on")
 }
+
+// Of the waiters that subscribe a channel together, before it is
+// confirmed, exactly one is told to look again at once (Recheck); a waiter
+// that finds the channel live is not, nor one that joins it.
+func TestRecheckOnePerSubscription(t *testing.T) {
+	_, s := newSubscriber(t)
+	ctx := context.Background()
+	const n = 16
+	rechecks := make(chan bool, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w, err := s.Subscribe(ctx, "ch", pubsub.LockWakes, nil)
+			if !assert.NoError(t, err) {
+				return
+			}
+			rechecks <- w.Recheck()
+			t.Cleanup(w.Leave)
+		}()
+	}
+	wg.Wait()
+	close(rechecks)
+	told := 0
+	for r := range rechecks {
+		if r {
+			told++
+		}
+	}
+	assert.Equal(t, 1, told, "one of the waiters that subscribed together")
+	late, err := s.Subscribe(ctx, "ch", pubsub.LockWakes, nil)
+	require.NoError(t, err)
+	defer late.Leave()
+	assert.False(t, late.Recheck(), "the channel was live")
+	joined := s.Join("ch")
+	require.NotNil(t, joined)
+	defer joined.Leave()
+	assert.False(t, joined.Recheck())
+}

@@ -133,3 +133,47 @@ func (s signal) Handle(_ context.Context, r slog.Record) error {
 }
 func (s signal) WithAttrs([]slog.Attr) slog.Handler { return s }
 func (s signal) WithGroup(string) slog.Handler      { return s }
+
+// Several waiters of one client fail, and the lock is released before
+// their shared subscription is made: the release's wake reaches nobody, and
+// the client leaves the waiters' set. Only one of them looks again once
+// subscribed (see waiting.recheck); it wins, and its win puts the client
+// back in the set, so every other one is woken in turn by the release
+// before it, not by the re-poll (a minute here).
+func TestReleaseInTheGapManyWaiters(t *testing.T) {
+	s := redistest.Start(t)
+	holder, err := New(s.Client(), Options{})
+	require.NoError(t, err)
+	defer holder.Close()
+	waiter, err := New(s.Client(), Options{RepollInterval: time.Minute})
+	require.NoError(t, err)
+	defer waiter.Close()
+
+	held, err := holder.Lock("gap").Lock(context.Background(), LeaseFor(time.Minute))
+	require.NoError(t, err)
+	const n = 3
+	var arrived sync.WaitGroup
+	arrived.Add(n)
+	var once sync.Once
+	waiter.hookBeforeSubscribe = func() {
+		// Every waiter has failed, registered and is about to subscribe:
+		// the release now reaches none of them.
+		arrived.Done()
+		arrived.Wait()
+		once.Do(func() { require.NoError(t, holder.Lock("gap").Unlock(held)) })
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := waiter.Lock("gap").Lock(ctx)
+			if assert.NoError(t, err, "a waiter was left waiting") {
+				assert.NoError(t, waiter.Lock("gap").Unlock(got))
+			}
+		}()
+	}
+	wg.Wait()
+}

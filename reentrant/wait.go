@@ -147,8 +147,8 @@ func (w *waiting) pause(attempt int, next func() time.Duration) error {
 		return w.notAcquired()
 	default:
 	}
-	if subscribed, err := w.subscribeNext(); subscribed || err != nil {
-		return err // subscribed: again at once
+	if subscribed, err := w.subscribeNext(); err != nil || subscribed && w.recheck() {
+		return err // subscribed: again at once, as a release may have gone unheard
 	}
 	var err error
 	if w.woken, err = w.sleep(next()); err != nil {
@@ -165,6 +165,17 @@ func (w *waiting) pause(attempt int, next func() time.Duration) error {
 		hook(w.ctx, w.kind, w.name)
 	}
 	return nil
+}
+
+// recheck reports whether the wait, just subscribed, looks again at once:
+// a release before the subscription was confirmed went unheard. With
+// directed wakes (passOn set) the release told the client, not a waiter,
+// and one look serves all the client's waiters on that channel: one that
+// wins moves the client to the end of the waiters' set, one that loses
+// registers it again. So only the waiter the subscriber picked looks (see
+// pubsub.Waiter.Recheck); the others wait for a wake.
+func (w *waiting) recheck() bool {
+	return w.passOn == "" || w.sub == nil || w.also != nil || w.sub.Recheck()
 }
 
 // subscribeNext makes the subscription the wait is due to make, if any:

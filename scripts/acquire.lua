@@ -10,7 +10,8 @@
 -- ARGV[4]  the client's id when it takes directed wakes, else absent
 -- ARGV[5]  on success, what becomes of its registration (see settle)
 -- ARGV[6]  on failure, register for this many milliseconds ("0": do not,
---          the caller will not wait)
+--          the caller will not wait); on success, how long a client that
+--          settle puts back keeps the set alive
 --
 -- Reply: nil when the owner now holds the lock (its count went up by one and
 -- the hash's TTL is the lease); otherwise the hash's PTTL in milliseconds
@@ -25,7 +26,7 @@ if pttl == -2 or (ARGV[3] ~= '1' and redis.call('hexists', KEYS[1], ARGV[2]) == 
 	redis.call('hincrby', KEYS[1], ARGV[2], 1)
 	redis.call('pexpire', KEYS[1], ARGV[1])
 	if ARGV[4] then
-		settle(KEYS[2], ARGV[4], ARGV[5])
+		settle(KEYS[2], ARGV[4], ARGV[5], ARGV[6])
 	end
 	return nil
 end

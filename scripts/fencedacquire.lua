@@ -33,7 +33,7 @@ if pttl == -2 or (ARGV[3] ~= '1' and redis.call('hexists', KEYS[1], ARGV[2]) == 
 		token = tonumber(floor)
 	end
 	if ARGV[4] then
-		settle(KEYS[3], ARGV[4], ARGV[5])
+		settle(KEYS[3], ARGV[4], ARGV[5], ARGV[6])
 	end
 	return {1, token}
 end

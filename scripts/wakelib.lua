@@ -35,12 +35,16 @@ local function register(waiters, client, ttl)
 end
 
 -- settle updates client's registration after it took the lock: "1" drops
--- it, "2" moves it to the end (it has other waiters), "0" leaves it.
-local function settle(waiters, client, how)
+-- it, "2" puts it at the end (it has other waiters), "0" leaves it. A
+-- client put back after it was dropped (by a wake it could not hear yet:
+-- see pubsub.Waiter.Recheck) keeps the set alive for ttl ms, as register.
+local function settle(waiters, client, how, ttl)
 	if how == '1' then
 		redis.call('zrem', waiters, client)
 	elseif how == '2' then
 		local t = redis.call('time')
-		redis.call('zadd', waiters, 'XX', t[1] * 1000 + math.floor(t[2] / 1000), client)
+		if redis.call('zadd', waiters, t[1] * 1000 + math.floor(t[2] / 1000), client) == 1 and ttl ~= '0' then
+			redis.call('pexpire', waiters, ttl)
+		end
 	end
 end

@@ -86,7 +86,11 @@ func main() {
 	}
 	for r := 1; r <= *rounds; r++ {
 		for i, sc := range scenarios {
-			for _, l := range libs {
+			// Each round starts with the next library, so that none always
+			// runs first (on a fresh connection pool, after the previous
+			// scenario's cleanup).
+			for j := range libs {
+				l := libs[(j+r-1)%len(libs)]
 				s.do("FLUSHALL")
 				res, err := sc.run(l)
 				if err != nil {

@@ -219,6 +219,12 @@ func handoff(l lib, s *server, clients, acquisitions int, limit time.Duration) (
 		hand = append(hand, acquiredAt[n].Sub(releasedAt[n-1]))
 	}
 	c := float64(count)
+	// The rate runs to the last counted acquisition; "all done s" is when
+	// every client had stopped, and shows a waiter still stuck after it.
+	lastAt := start
+	if count > 0 {
+		lastAt = acquiredAt[count-1]
+	}
 	// Commands are counted until every client has stopped, so they are
 	// divided among every acquisition made, the late ones included (with
 	// 256 clients, a quarter of a 1,000-acquisition run).
@@ -228,7 +234,8 @@ func handoff(l lib, s *server, clients, acquisitions int, limit time.Duration) (
 		"acquisitions":    c,
 		"handoff p50 µs":  us(percentile(hand, .5)),
 		"handoff p99 µs":  us(percentile(hand, .99)),
-		"acq/s":           c / elapsed.Seconds(),
+		"acq/s":           c / max(lastAt.Sub(start), time.Nanosecond).Seconds(),
+		"all done s":      elapsed.Seconds(),
 		"fewest":          float64(slices.Min(perClient)),
 		"most":            float64(slices.Max(perClient)),
 		"scripts/acq":     res["cmd:evalsha"] + res["cmd:eval"] + res["cmd:evalsha_ro"] + res["cmd:eval_ro"],

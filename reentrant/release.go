@@ -105,8 +105,10 @@ func (l *Lock) unlockOwner(ctx context.Context) (Owner, error) {
 func (l *Lock) releaseRetried(ctx context.Context, owner Owner, restore time.Duration, lease *watchdog.Lease, window time.Duration, believed bool) (scripts.Released, error) {
 	requestID := l.c.newRequestID()
 	var deadline time.Time // the hold's, read once a retry needs it
+	ran := false           // a send so far may have run (its reply lost)
 	for try, backoff := 0, time.Duration(0); ; try++ {
-		res, err := l.release(ctx, owner, restore, requestID, try > 0, believed)
+		res, err := l.release(ctx, owner, restore, requestID, ran, believed)
+		ran = ran || err != nil && !notRun(err)
 		switch {
 		case err == nil:
 			return res, nil

@@ -198,9 +198,9 @@ type Release struct {
 	// RequestID names this request. A retry with the same RequestID within
 	// LatchTTL returns the first reply instead of releasing again.
 	RequestID string
-	// Again says the request may have been sent before (a retry): only
-	// then can its latch hold a reply, and only then is it read. (The
-	// read-write lock's scripts always read it.)
+	// Again says an earlier send of the request may have run (its reply
+	// was lost): only then can its latch hold a reply, and only then is it
+	// read. (The read-write lock's scripts always read it.)
 	Again bool
 	// Lease is the TTL restored on the key while holds remain.
 	Lease    time.Duration
@@ -213,8 +213,10 @@ type Release struct {
 	// was not found lost, and its local deadline has not passed), so no
 	// release but this request can take it away. Then a release that frees
 	// the lock writes no latch (the commonest release costs two commands
-	// fewer), and a retry (Again) that finds no hold answers Freed: its
-	// first send freed the lock. Only Run (release.lua) reads it; the
+	// fewer), and a retry (Again: an earlier send may have run) that finds
+	// no hold answers Freed: that send freed the lock. (Only a ForceUnlock,
+	// or data lost in a failover, in the moment its reply was lost would
+	// make that answer wrong.) Only Run (release.lua) reads it; the
 	// read-write and fair lock releases always write their latch.
 	Believed bool
 }

@@ -245,8 +245,10 @@ func (c *Client) ID() string {
 
 // Close stops the client and waits for its goroutines to end. Locks it
 // still holds are no longer renewed and expire after their TTL; their held
-// contexts are cancelled with cause ErrClosed. Every later call returns
-// ErrClosed. Close is idempotent.
+// contexts are cancelled with cause ErrClosed. The unlock latches of
+// answered releases still queued for deletion are deleted, waiting for
+// Redis at most a second a round; if it does not answer, they expire with
+// their 10s TTL. Every later call returns ErrClosed. Close is idempotent.
 func (c *Client) Close() error {
 	if !c.usable() {
 		return fmt.Errorf("relock: %w: Close of a nil Client or one not made by New", ErrInvalidArgument)

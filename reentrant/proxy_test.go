@@ -90,15 +90,19 @@ func TestBehindClusterProxy(t *testing.T) {
 		require.NoError(t, m.Unlock(held))
 	})
 
-	// Each release queues its unlock latch for deletion, and the sweeper
-	// deletes many at once: here latches of 100 slots, deleted long before
-	// their 10 s TTL would have removed them.
+	// A release that writes an unlock latch (here an inner release of a
+	// reentrant hold; one that frees the lock writes none) queues it for
+	// deletion, and the sweeper deletes many at once: here latches of 100
+	// slots, deleted long before their 10 s TTL would have removed them.
 	t.Run("unlock latches deleted", func(t *testing.T) {
 		for i := 0; i < 100; i++ {
 			l := c.Lock(fmt.Sprintf("swept-%d", i))
-			held, err := l.Lock(bg())
+			outer, err := l.Lock(bg())
 			require.NoError(t, err)
-			require.NoError(t, l.Unlock(held))
+			inner, err := l.Lock(outer)
+			require.NoError(t, err)
+			require.NoError(t, l.Unlock(inner))
+			require.NoError(t, l.Unlock(outer))
 		}
 		redistest.Eventually(t, 5*time.Second, "no unlock latch left", func() bool {
 			keys, err := s.Do("KEYS", "redisson_unlock_latch:*").AsStrSlice()

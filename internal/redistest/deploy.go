@@ -155,7 +155,7 @@ sentinel parallel-syncs %s 2
 	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
 	deadline := time.Now().Add(10 * time.Second)
-	for ping(addr, nil) != nil {
+	for ping(addr, nil, cmd.Process.Pid) != nil {
 		select {
 		case <-exited:
 			return fmt.Errorf("sentinel on port %d exited at start", p)

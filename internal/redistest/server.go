@@ -1,17 +1,19 @@
 package redistest
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -153,7 +155,7 @@ func (s *Server) start() error {
 
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		if err := ping(s.Addr, s.tls); err == nil {
+		if err := ping(s.Addr, s.tls, cmd.Process.Pid); err == nil {
 			return nil
 		}
 		select {
@@ -169,9 +171,11 @@ func (s *Server) start() error {
 	}
 }
 
-// ping sends an inline PING and reads the reply, with no client library,
-// over TLS when cfg is set.
-func ping(addr string, cfg *tls.Config) error {
+// ping asks the server at addr, over TLS when cfg is set and with no
+// client library, for its process id, and fails unless it is pid: another
+// test process may have started its own server on the port this one
+// probed free, and that one must not be taken for ours.
+func ping(addr string, cfg *tls.Config, pid int) error {
 	var conn net.Conn
 	var err error
 	if cfg != nil {
@@ -184,16 +188,28 @@ func ping(addr string, cfg *tls.Config) error {
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(time.Second))
-	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+	if _, err := conn.Write([]byte("INFO server\r\n")); err != nil {
 		return err
 	}
-	buf := make([]byte, 64)
-	n, err := conn.Read(buf)
+	r := bufio.NewReader(conn)
+	head, err := r.ReadString('\n')
 	if err != nil {
 		return err
 	}
-	if !bytes.HasPrefix(buf[:n], []byte("+PONG")) {
-		return fmt.Errorf("PING answered %q", buf[:n])
+	if !strings.HasPrefix(head, "$") {
+		return fmt.Errorf("INFO answered %q", head)
+	}
+	size, err := strconv.Atoi(strings.TrimSpace(head[1:]))
+	if err != nil {
+		return fmt.Errorf("INFO answered %q", head)
+	}
+	body := make([]byte, size)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return err
+	}
+	want := fmt.Sprintf("process_id:%d\r\n", pid)
+	if !strings.Contains(string(body), want) {
+		return fmt.Errorf("the server on %s is not ours (pid %d)", addr, pid)
 	}
 	return nil
 }

@@ -86,7 +86,7 @@ func (s *latchSweeper) flush(names []string) {
 				break gather
 			}
 		}
-		if len(names) == 0 || !s.sweep(names, nil) {
+		if len(names) == 0 || !s.sweep(names, context.Background()) {
 			return
 		}
 	}
@@ -111,7 +111,8 @@ func (s *latchSweeper) gather(names []string, linger *time.Timer) []string {
 // sweep deletes names, one DEL per slot, in one pipeline, waiting for
 // Redis at most sweepWait, and reports whether every DEL was answered. A
 // latch not deleted expires with its TTL; the first error is logged,
-// unless closing has ended (the flush at Close passes nil: it logs).
+// unless closing has ended (the flush at Close passes a context that never
+// does: its errors are logged).
 func (s *latchSweeper) sweep(names []string, closing context.Context) bool {
 	bySlot := map[uint16][]string{}
 	for _, n := range names {
@@ -126,7 +127,7 @@ func (s *latchSweeper) sweep(names []string, closing context.Context) bool {
 	defer cancel()
 	for _, r := range s.rdb.DoMulti(ctx, cmds...) {
 		if err := r.Error(); err != nil {
-			if closing == nil || closing.Err() == nil {
+			if closing.Err() == nil {
 				s.log.Warn("relock: deleting answered unlock latches failed; they expire with their TTL", "latches", len(names), "error", err)
 			}
 			return false

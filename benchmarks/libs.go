@@ -33,14 +33,16 @@ type lib struct {
 var libs = []lib{
 	{"relock", "defaults (watchdog 30s, pub/sub wake-ups)", newRelock},
 	{"relock, AlwaysPipelining", "the same, on a rueidis client with AlwaysPipelining", newRelockPipelining},
+	{"relock, FairLock", "FairLock, defaults: waiters served in arrival order", newRelockFair},
 	{"rueidislock", "KeyMajority 1, NoLoopTracking", newRueidislock},
 	{"redsync", "default delays, unlimited tries", newRedsync},
 	{"bsm/redislock", "LinearBackoff(10ms), TTL 30s", newRedislock},
 }
 
 type relockLocker struct {
-	rdb rueidis.Client
-	c   *reentrant.Client
+	rdb  rueidis.Client
+	c    *reentrant.Client
+	fair bool // FairLock instead of Lock
 }
 
 func newRelock(addr string) (locker, error) {
@@ -48,7 +50,16 @@ func newRelock(addr string) (locker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return relockLocker{rdb, c}, nil
+	return relockLocker{rdb: rdb, c: c}, nil
+}
+
+// newRelockFair is relock's FairLock with default options.
+func newRelockFair(addr string) (locker, error) {
+	rdb, c, err := relockClient(addr)
+	if err != nil {
+		return nil, err
+	}
+	return relockLocker{rdb: rdb, c: c, fair: true}, nil
 }
 
 // newRelockPipelining is relock on a rueidis client that always sends
@@ -59,7 +70,7 @@ func newRelockPipelining(addr string) (locker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return relockLocker{rdb, c}, nil
+	return relockLocker{rdb: rdb, c: c}, nil
 }
 
 // relockClient returns a relock Client with default options on its own
@@ -83,6 +94,9 @@ func relockClientWith(opt rueidis.ClientOption) (rueidis.Client, *reentrant.Clie
 
 func (r relockLocker) lock(ctx context.Context, name string) (func() error, error) {
 	mu := r.c.Lock(name)
+	if r.fair {
+		mu = r.c.FairLock(name)
+	}
 	held, err := mu.Lock(ctx)
 	if err != nil {
 		return nil, err

@@ -250,6 +250,8 @@ func (cn *conn) onMessage(m rueidis.PubSubMessage) {
 		switch n := ch.wakes(m.Message); {
 		case n == All:
 			ch.wakeAll()
+		case n == Grant:
+			ch.grant()
 		case n > 0:
 			unclaimed = ch.wake(n)
 		}

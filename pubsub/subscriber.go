@@ -54,6 +54,11 @@ const (
 	WakeOne = "0"
 	// WakeAll: a writer left a read-write lock; every waiter tries.
 	WakeAll = "1"
+	// Granted: relock's own, on a fair lock waiter's channel, which only
+	// that waiter hears: the release gave it the lock (see
+	// [Waiter.TakeGrant]). Redisson never publishes it, and its waiters
+	// would ignore it.
+	Granted = "2"
 )
 
 // Wakes reads a message on a channel and says how many of the channel's
@@ -62,17 +67,25 @@ const (
 // different things on a lock's channel, a semaphore's and a latch's.
 type Wakes func(message string) int
 
-// All is the Wakes result that wakes every waiter.
-const All = -1
+// The Wakes results that are not counts.
+const (
+	// All wakes every waiter.
+	All = -1
+	// Grant wakes the longest-waiting waiter with a grant (see
+	// [Waiter.TakeGrant]).
+	Grant = -2
+)
 
 // LockWakes reads a lock's channel: [WakeOne] wakes one waiter, [WakeAll]
-// all; anything else, none.
+// all, [Granted] the first with a grant; anything else, none.
 func LockWakes(message string) int {
 	switch message {
 	case WakeOne:
 		return 1
 	case WakeAll:
 		return All
+	case Granted:
+		return Grant
 	}
 	return 0
 }
@@ -153,6 +166,8 @@ type Waiter struct {
 	failed atomic.Bool
 	// recheck: see Recheck.
 	recheck bool
+	// granted: see TakeGrant.
+	granted atomic.Bool
 }
 
 // Subscribe joins the queue of channel name, subscribing it if this is its
@@ -226,6 +241,10 @@ func (s *Subscriber) Subscribe(ctx context.Context, name string, wakes Wakes, un
 // need take it; a waiter that found the channel live was not behind that
 // gap.
 func (w *Waiter) Recheck() bool { return w.recheck }
+
+// TakeGrant reports whether a [Granted] message came for the waiter since
+// the last call, and forgets it.
+func (w *Waiter) TakeGrant() bool { return w.granted.Swap(false) }
 
 // Idle reports whether no channel is subscribed or being subscribed: Join
 // would return nil for any name. It takes no lock.
@@ -427,6 +446,16 @@ func (ch *channel) wakeConfirmed() {
 		}
 	}
 	ch.rewake = false
+}
+
+// grant gives a grant to the longest-waiting waiter, and wakes it if it
+// is not awake already. Called with s.mu held.
+func (ch *channel) grant() {
+	if e := ch.waiters.Front(); e != nil {
+		w := e.Value.(*Waiter)
+		w.granted.Store(true)
+		w.poke()
+	}
 }
 
 // wakeAll wakes every waiter. Called with s.mu held.

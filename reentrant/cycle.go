@@ -33,6 +33,10 @@ type cycle struct {
 	// attempt of this cycle put the client in the waiters' set; dropping:
 	// the last attempt takes the client out of it if it wins.
 	directed, registered, dropping bool
+	// grants: the cycle takes a fair lock straight from a release (see
+	// Lock.takesGrants); queued: the last attempt was answered that the
+	// cycle waits in the queue, so a grant since came after it.
+	grants, queued bool
 	// The last attempt: its TTL, when it was sent, the fenced token it
 	// drew; held is the held context of the hold it took.
 	ttl   time.Duration
@@ -61,11 +65,20 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (context.Context,
 	return c.held, nil
 }
 
-// try runs attempt n, with the TTL the hold would have.
+// try runs attempt n, with the TTL the hold would have; or, when a release
+// gave a fair lock to this waiter since the last attempt, takes it with
+// none.
 func (c *cycle) try(int) outcome {
+	if c.sub != nil && c.sub.TakeGrant() && c.queued {
+		// The grant ran after the last attempt did, which was sent at
+		// c.sent: the lease it leaves, the one that attempt asked for
+		// counted from its run, ends after c.sent + c.ttl.
+		return outcome{taken: true}
+	}
 	c.ttl = c.l.c.holds.acquireTTL(c.key, c.cfg.lease)
 	c.sent = time.Now()
 	r := c.attempt(c.ttl)
+	c.queued = r.err == nil && !r.OK
 	if !r.OK && c.directed {
 		c.wakeChannel() // a pause after it may subscribe
 	}
@@ -141,6 +154,18 @@ func (l *Lock) startCycle(c *cycle, ctx context.Context, cfg acquireConfig) {
 		c.announcedOn(l.channel(owner), pubsub.LockWakes, "")
 	}
 	c.owner, c.private, c.key = owner, private, holdKey{l.name, l.field(owner)}
+	c.grants = private && l.takesGrants(cfg)
+}
+
+// takesGrants reports whether a call with cfg, for an owner made for it,
+// takes a fair lock straight from a release (see handOff in
+// scripts/fairlib.lua): it waits, the watchdog keeps what it takes (the
+// grant's lease is counted from the waiter's last attempt, which a fixed
+// lease would lose), and the client's scripts can count who hears a
+// channel (see Client.New), since a grant goes only to a waiter heard
+// listening.
+func (l *Lock) takesGrants(cfg acquireConfig) bool {
+	return l.kind.spec().queued && l.c.directed && cfg.wait != 0 && cfg.lease == 0 && cfg.retryDelay == 0
 }
 
 // wakeChannel names the channel of the cycle's directed wakes, once: only
@@ -220,7 +245,7 @@ func (c *cycle) attempt(ttl time.Duration) lockAttempt {
 		ctx, cancel = context.WithTimeout(ctx, c.cfg.timeout)
 		defer cancel()
 	}
-	t := lockTry{l: c.l, owner: c.owner, private: c.private, ttl: ttl, cfg: c.cfg}
+	t := lockTry{l: c.l, owner: c.owner, private: c.private, ttl: ttl, cfg: c.cfg, grants: c.grants}
 	if c.directed {
 		t.wake = c.wakeArgs()
 		c.dropping = t.wake.Settle == scripts.SettleDrop
@@ -248,6 +273,7 @@ type lockTry struct {
 	ttl     time.Duration
 	cfg     acquireConfig
 	wake    scripts.Wake // with directed wakes (Client set)
+	grants  bool         // see cycle
 }
 
 // run runs the acquire script; an acquire that replicas did not confirm is
@@ -255,7 +281,7 @@ type lockTry struct {
 func (t lockTry) run(ctx context.Context) (r lockAttempt) {
 	l := t.l
 	a := scripts.Acquire{Key: l.name, Owner: t.owner.id, Lease: t.ttl, Fresh: t.private, Wake: t.wake,
-		Turn: l.fairTurn(t.cfg), Join: t.cfg.wait != 0, Publish: l.c.publish}
+		Turn: l.fairTurn(t.cfg), Join: t.cfg.wait != 0, Publish: l.c.publish, Grant: t.grants}
 	r.Acquired, r.err = l.kind.spec().acquire(ctx, l.c.scriptConn(), a)
 	if r.OK && r.err != nil {
 		r.err = l.unsynced(ctx, t.owner, t.ttl, r.err)

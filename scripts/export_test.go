@@ -7,3 +7,6 @@ var (
 	FairQueue    = fairQueue
 	FairTimeouts = fairTimeouts
 )
+
+// FairGrants is the key of a fair lock's grants.
+var FairGrants = fairGrants

@@ -40,12 +40,16 @@ func fairQueue(name string) string { return prefixed("redisson_lock_queue", name
 // redisson_lock_timeout:{name}.
 func fairTimeouts(name string) string { return prefixed("redisson_lock_timeout", name) }
 
+// fairGrants returns the key of lock name's grants, relock's own:
+// relock_grants:{name} (see handOff in fairlib.lua).
+func fairGrants(name string) string { return prefixed("relock_grants", name) }
+
 // FairChannel returns the channel on which owner, waiting for fair lock
 // name, is told it is its turn: redisson_lock__channel:{name}:owner.
 func FairChannel(name, owner string) string { return LockChannel(name) + ":" + owner }
 
 func fairKeys(name string) []string {
-	return []string{name, fairQueue(name), fairTimeouts(name), LockChannel(name)}
+	return []string{name, fairQueue(name), fairTimeouts(name), LockChannel(name), fairGrants(name)}
 }
 
 // FairAcquire runs fairacquire.lua (RFairLock) for a. With a.Join, an
@@ -54,9 +58,13 @@ func fairKeys(name string) []string {
 // long the turns ahead may last; 0 means another waiter's turn. Without it
 // the script only tries once and changes nothing when the lock is not free
 // for Owner (but the expired heads it drops, and the new head it then
-// tells, with a.Publish).
+// tells, with a.Publish). With a.Grant, Owner takes the lock from a
+// release while it waits: the release publishes [pubsub.Granted] on its
+// channel, and the lock is Owner's, with the lease its last attempt asked
+// for counted from that attempt; an attempt after a grant whose message
+// was missed takes the grant.
 func FairAcquire(ctx context.Context, c Conn, a Acquire) (Acquired, error) {
-	args := []string{millis(a.Lease), a.Owner, millis(a.Turn), flag(a.Join), string(a.Publish), pubsub.WakeOne}
+	args := []string{millis(a.Lease), a.Owner, millis(a.Turn), flag(a.Join), string(a.Publish), pubsub.WakeOne, flag(a.Grant)}
 	return acquireReply(fairAcquireScript.exec(ctx, c, fairKeys(a.Key), args))
 }
 
@@ -68,7 +76,7 @@ func FairRelease(ctx context.Context, c Conn, r Release) (Released, error) {
 }
 
 // FairLeave runs fairleave.lua: owner, which joined key's queue with turn
-// wait, stops waiting.
+// wait, stops waiting, and gives back a grant it did not take.
 func FairLeave(ctx context.Context, c Conn, key, owner string, wait time.Duration, pub Publish) error {
 	r, _ := fairLeaveScript.exec(ctx, c, fairKeys(key), []string{pubsub.WakeOne, owner, string(pub), millis(wait)})
 	return r.Error()

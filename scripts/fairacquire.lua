@@ -13,9 +13,14 @@
 --          once and leave no trace (Redisson's tryLock())
 -- ARGV[5]  publish command: "publish", "spublish", or "" to announce nothing
 -- ARGV[6]  the message that tells a waiter its turn has come ("0")
+-- ARGV[7]  "1" when the owner takes grants (relock's own, see handOff in
+--          fairlib.lua): it claims one it was given, and is recorded as
+--          taking them while it waits. Only a waiter whose owner was made
+--          for this one call may: it cannot hold the lock already, so a
+--          grant is the only way its field can be in the hash.
 --
 -- One step more than Redisson: when the lock is free but the turn is
--- another waiter's, that waiter is told ("0" on its channel). A release
+-- another waiter's, that waiter is told (see handOff). A release
 -- tells it; but when the lock became free with no release (its key
 -- deleted or expired) or the head before it was dropped as expired,
 -- nothing else would, and it may be backing off. A Java waiter takes it as
@@ -25,7 +30,8 @@
 -- with nobody queued, the lock's PTTL plus wait from now. A waiter already
 -- queued keeps its deadline; every grant takes wait off every deadline.
 --
--- Reply: nil when granted (count up, TTL = lease). Otherwise, as Redisson:
+-- Reply: nil when granted (count up, TTL = lease), or when a grant a
+-- release made to this owner is taken (count 1, TTL = lease). Otherwise, as Redisson:
 -- try once: 1. Joining: how long until the turn ahead of this one ends (the
 -- last waiter's deadline, or the lock's PTTL; may be negative). Already
 -- queued: the lock's PTTL, or 0 when it is free, which means another
@@ -34,13 +40,17 @@
 local t = now()
 local wait = tonumber(ARGV[3])
 dropExpired(t)
+local grants = ARGV[7] == '1'
+if grants and claim(ARGV[2], ARGV[1]) then
+	return nil
+end
 local free = redis.call('exists', KEYS[1]) == 0
 if free and (redis.call('exists', KEYS[2]) == 0 or redis.call('lindex', KEYS[2], 0) == ARGV[2]) then
 	grant(ARGV[2], ARGV[1], wait)
 	return nil
 end
 if free then
-	wakeHead(ARGV[5], ARGV[6])
+	handOff(ARGV[5], ARGV[6])
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
 	redis.call('hincrby', KEYS[1], ARGV[2], 1)
@@ -51,6 +61,9 @@ if ARGV[4] ~= '1' then
 	return 1
 end
 if redis.call('zscore', KEYS[3], ARGV[2]) ~= false then
+	if grants then
+		takesGrants(ARGV[2], tonumber(ARGV[1]), wait, t)
+	end
 	return math.max(0, redis.call('pttl', KEYS[1]))
 end
 local last = redis.call('lindex', KEYS[2], -1)
@@ -63,5 +76,8 @@ else
 end
 if redis.call('zadd', KEYS[3], ttl + wait + t, ARGV[2]) == 1 then
 	redis.call('rpush', KEYS[2], ARGV[2])
+end
+if grants then
+	takesGrants(ARGV[2], tonumber(ARGV[1]), wait, t)
 end
 return ttl

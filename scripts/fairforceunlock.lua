@@ -1,13 +1,13 @@
--- fairforceunlock.lua: release a fair lock whoever holds it, and tell the
--- head of the queue, as Redisson 4.7's RedissonFairLock.forceUnlockAsync
--- does. Needs fairlib.lua.
+-- fairforceunlock.lua: release a fair lock whoever holds it, and hand it
+-- on to the head of the queue (see handOff in fairlib.lua), as Redisson
+-- 4.7's RedissonFairLock.forceUnlockAsync tells the head. Needs
+-- fairlib.lua.
 --
--- KEYS[1..4]  as in fairlib.lua
+-- KEYS[1..5]  as in fairlib.lua
 -- ARGV[1]  the message published ("0")
 -- ARGV[2]  publish command: "publish", "spublish", or "" to announce nothing
 --
--- Reply: 1 when a lock was deleted (and the head waiter told), 0 when there
--- was none. A key of another type is not a lock: it fails with WRONGTYPE
+-- Reply: 1 when a lock was deleted (and handed on), 0 when there was none. A key of another type is not a lock: it fails with WRONGTYPE
 -- before anything changes.
 local kind = redis.call('type', KEYS[1])['ok']
 if kind ~= 'none' and kind ~= 'hash' then
@@ -15,7 +15,7 @@ if kind ~= 'none' and kind ~= 'hash' then
 end
 dropExpired(now())
 if redis.call('del', KEYS[1]) == 1 then
-	wakeHead(ARGV[2], ARGV[1])
+	handOff(ARGV[2], ARGV[1])
 	return 1
 end
 return 0

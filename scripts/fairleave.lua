@@ -4,7 +4,7 @@
 -- chain is gone), then it leaves the queue and the deadline set. Needs
 -- fairlib.lua.
 --
--- KEYS[1..4]  as in fairlib.lua
+-- KEYS[1..5]  as in fairlib.lua
 -- ARGV[1]  the message published ("0")
 -- ARGV[2]  owner field
 -- ARGV[3]  publish command: "publish", "spublish", or "" to announce nothing
@@ -14,7 +14,21 @@
 -- is free, the new head is told, so that it is not left waiting for a turn
 -- nobody will announce. A Java waiter treats it as any wake-up: it tries
 -- again, as its own loop would have.
--- Reply: 1 when the owner was queued, 0 when it was not.
+-- A waiter that was granted the lock (see handOff) and gives up before it
+-- took the grant gives it back: one hold less, and the lock handed on when
+-- that was the last.
+-- Reply: 1 when the owner was queued or granted, 0 when it was neither.
+if redis.call('hget', KEYS[5], ARGV[2]) == '0' then
+	redis.call('hdel', KEYS[5], ARGV[2])
+	if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+		if redis.call('hincrby', KEYS[1], ARGV[2], -1) <= 0 then
+			redis.call('del', KEYS[1])
+			handOff(ARGV[3], ARGV[1])
+		end
+		return 1
+	end
+end
+redis.call('hdel', KEYS[5], ARGV[2])
 local queue = redis.call('lrange', KEYS[2], 0, -1)
 local i = 1
 while i <= #queue and queue[i] ~= ARGV[2] do
@@ -29,6 +43,6 @@ if i > #queue then
 	return 0
 end
 if i == 1 and redis.call('exists', KEYS[1]) == 0 then
-	wakeHead(ARGV[3], ARGV[1])
+	handOff(ARGV[3], ARGV[1])
 end
 return 1

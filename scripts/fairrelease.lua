@@ -1,30 +1,31 @@
--- fairrelease.lua: give back one hold of a fair lock; the last one wakes
--- the head of the queue only, on its own channel. It makes the same
--- changes as Redisson 4.7's RedissonFairLock.unlockInnerAsync. Needs
--- fairlib.lua.
+-- fairrelease.lua: give back one hold of a fair lock; the last one hands
+-- the lock on to the head of the queue only, on its own channel (see
+-- handOff in fairlib.lua). It makes the same changes as Redisson 4.7's
+-- RedissonFairLock.unlockInnerAsync, and one more: a relock head may be
+-- given the lock here.
 --
--- KEYS[1..4]  as in fairlib.lua
--- KEYS[5]  the unlock latch, redisson_unlock_latch:{N}:<request-id>
+-- KEYS[1..5]  as in fairlib.lua
+-- KEYS[6]  the unlock latch, redisson_unlock_latch:{N}:<request-id>
 -- ARGV[1]  the message published ("0")
 -- ARGV[2]  lease in milliseconds, restored while holds remain
 -- ARGV[3]  owner field
 -- ARGV[4]  publish command: "publish", "spublish", or "" to announce nothing
 -- ARGV[5]  latch TTL in milliseconds
 --
--- Reply: 1 when that was the last hold (the hash is deleted and the head
--- waiter, after expired ones are dropped, is told); 0 when holds remain;
+-- Reply: 1 when that was the last hold (the hash is deleted, or given to
+-- the head waiter, after expired ones are dropped); 0 when holds remain;
 -- nil when the owner held nothing, and nothing changes. A lock already gone
 -- (it expired) still tells the head, as Redisson does, so that it need not
 -- wait out its timer; Redisson then replies 1, relock nil (not held).
 -- The latch remembers the reply of this request id, so a retried release
 -- returns its first reply instead of releasing a second time.
-local earlier = redis.call('get', KEYS[5])
+local earlier = redis.call('get', KEYS[6])
 if earlier then
 	return tonumber(earlier)
 end
 dropExpired(now())
 if redis.call('exists', KEYS[1]) == 0 then
-	wakeHead(ARGV[4], ARGV[1])
+	handOff(ARGV[4], ARGV[1])
 	return nil
 end
 if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
@@ -35,8 +36,9 @@ if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
 	redis.call('pexpire', KEYS[1], ARGV[2])
 else
 	redis.call('del', KEYS[1])
-	wakeHead(ARGV[4], ARGV[1])
+	redis.call('hdel', KEYS[5], ARGV[3]) -- a grant the owner never claimed
+	handOff(ARGV[4], ARGV[1])
 	reply = 1
 end
-redis.call('set', KEYS[5], reply, 'px', ARGV[5])
+redis.call('set', KEYS[6], reply, 'px', ARGV[5])
 return reply

@@ -92,6 +92,9 @@ type Acquire struct {
 	Turn    time.Duration
 	Join    bool
 	Publish Publish
+	// Grant: Owner, made for this call, takes the fair lock straight from
+	// a release while it waits (see FairAcquire).
+	Grant bool
 }
 
 // Acquired is what an acquire script did.

@@ -1,0 +1,71 @@
+package reentrant_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/reentrant"
+)
+
+// A fair lock's release hands the lock to the waiter at the head of the
+// queue: the waiter's Lock returns with no attempt of its own, one script
+// (the release) after the holder let go, and the waiter holds it as any
+// Lock would, the watchdog's lease included. A waiter with a fixed lease
+// takes no grant: its wait ends with an attempt, as before.
+func TestFairReleaseGrantsHead(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		opts    []reentrant.LockOption
+		scripts int64 // run from the release to the waiter's return
+	}{
+		{"watchdog", nil, 1},
+		{"fixed lease", []reentrant.LockOption{reentrant.LeaseFor(30 * time.Second)}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := onRedis(t)
+			holder, waiter := e.client(t), e.client(t)
+			// Redis learns the scripts first, so that each runs as one
+			// call from here on.
+			held, err := holder.FairLock("fair").Lock(bg())
+			require.NoError(t, err)
+			require.NoError(t, holder.FairLock("fair").Unlock(held))
+			require.NoError(t, e.do(t, "CONFIG", "RESETSTAT").Error())
+			held, err = holder.FairLock("fair").Lock(bg())
+			require.NoError(t, err)
+
+			type result struct {
+				ctx context.Context
+				err error
+			}
+			got := make(chan result, 1)
+			go func() {
+				ctx, err := waiter.FairLock("fair").Lock(bg(), tc.opts...)
+				got <- result{ctx, err}
+			}()
+			// Queued and listening: its channel has a subscriber, and it
+			// made its second attempt, the one after subscribing (three
+			// scripts with the holder's).
+			eventually(t, "the waiter listens", func() bool {
+				chans, err := e.do(t, "PUBSUB", "CHANNELS", "redisson_lock__channel:{fair}:*").AsStrSlice()
+				return err == nil && len(chans) == 1 && e.server.ScriptCalls() == 3
+			})
+			before := e.server.ScriptCalls()
+			require.NoError(t, holder.FairLock("fair").Unlock(held))
+			r := <-got
+			require.NoError(t, r.err)
+			assert.Equal(t, tc.scripts, e.server.ScriptCalls()-before, "scripts from the release to the waiter's return")
+
+			info, err := waiter.Inspect(bg(), "fair")
+			require.NoError(t, err)
+			assert.Len(t, info.Holders, 1)
+			assert.EqualValues(t, 0, e.int(t, "LLEN", fairQueue), "the waiter left the queue")
+			assert.Greater(t, e.int(t, "PTTL", "fair"), int64(0))
+			require.NoError(t, waiter.FairLock("fair").Unlock(r.ctx))
+			assert.EqualValues(t, 0, e.int(t, "EXISTS", "fair", "relock_grants:{fair}"), "nothing is left behind")
+		})
+	}
+}

@@ -37,6 +37,7 @@ type Client struct {
 	holds       *holdTable // the holds it has, and their watchdog
 	sub         *pubsub.Subscriber
 	latches     *latchSweeper
+	queued      queuedLocks // fair locks whose last wait here queued
 	degraded    atomic.Bool // waiting by polling: subscribing failed
 	// conn runs the lock scripts: rdb, with the replica sync in use (off
 	// once the server refused WAIT).

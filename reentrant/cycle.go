@@ -35,8 +35,9 @@ type cycle struct {
 	directed, registered, dropping bool
 	// grants: the cycle takes a fair lock straight from a release (see
 	// Lock.takesGrants); queued: the last attempt was answered that the
-	// cycle waits in the queue, so a grant since came after it.
-	grants, queued bool
+	// cycle waits in the queue, so a grant since came after it; waited:
+	// an attempt was.
+	grants, queued, waited bool
 	// The last attempt: its TTL, when it was sent, the fenced token it
 	// drew; held is the held context of the hold it took.
 	ttl   time.Duration
@@ -59,10 +60,30 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (context.Context,
 	if c.private {
 		policy = undoable
 	}
-	if err := c.end(c.run(&c, policy, cfg)); err != nil {
+	if c.grants && l.c.queued.likely(l.name) {
+		c.subscribeFirst()
+	}
+	err := c.end(c.run(&c, policy, cfg))
+	if c.grants {
+		l.c.queued.waited(l.name, c.waited)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return c.held, nil
+}
+
+// subscribeFirst subscribes the channel of a wait that takes grants before
+// its first attempt. A release that grants the lock after that attempt
+// then finds the waiter listening, so the attempt that otherwise follows
+// the subscription at once (see waiting.pause) is not needed: the wait
+// takes two scripts, its attempt and the release that hands it the lock.
+// A subscription that fails is made again after the first attempt, as
+// usual; one not yet confirmed wakes the wait when it is.
+func (c *cycle) subscribeFirst() {
+	if _, err := c.subscribeNext(); err == nil && c.sub == nil {
+		c.subscribe = true
+	}
 }
 
 // try runs attempt n, with the TTL the hold would have; or, when a release
@@ -79,6 +100,7 @@ func (c *cycle) try(int) outcome {
 	c.sent = time.Now()
 	r := c.attempt(c.ttl)
 	c.queued = r.err == nil && !r.OK
+	c.waited = c.waited || c.queued
 	if !r.OK && c.directed {
 		c.wakeChannel() // a pause after it may subscribe
 	}

@@ -69,3 +69,43 @@ func TestFairReleaseGrantsHead(t *testing.T) {
 		})
 	}
 }
+
+// A client whose last wait on a fair lock queued subscribes before the
+// first attempt of its next wait on it: a grant after that attempt is
+// heard, so the wait takes two scripts, its attempt and the release that
+// hands it the lock, where the first wait took three (a second attempt
+// once subscribed). A wait that finds the lock free makes it forget.
+func TestFairContendedWaitSubscribesFirst(t *testing.T) {
+	e := onRedis(t)
+	holder, waiter := e.client(t), e.client(t)
+	lock := func(c *reentrant.Client) context.Context {
+		ctx, err := c.FairLock("fair").Lock(bg())
+		require.NoError(t, err)
+		return ctx
+	}
+	unlock := func(c *reentrant.Client, ctx context.Context) {
+		require.NoError(t, c.FairLock("fair").Unlock(ctx))
+	}
+	unlock(waiter, lock(waiter)) // Redis learns the scripts
+	for i, want := range []int64{3, 2, 2} {
+		held := lock(holder)
+		require.NoError(t, e.do(t, "CONFIG", "RESETSTAT").Error())
+		got := make(chan context.Context, 1)
+		go func() { got <- lock(waiter) }()
+		eventually(t, "the waiter queues and listens", func() bool {
+			chans, err := e.do(t, "PUBSUB", "CHANNELS", "redisson_lock__channel:{fair}:*").AsStrSlice()
+			return err == nil && len(chans) == 1 && e.server.ScriptCalls() == want-1
+		})
+		unlock(holder, held)
+		unlock(waiter, <-got)
+		assert.Equal(t, want+1, e.server.ScriptCalls(), "wait %d: scripts from its start to its return, and its release", i)
+	}
+	unlock(waiter, lock(waiter)) // free: the next wait subscribes after its attempt again
+	held := lock(holder)
+	require.NoError(t, e.do(t, "CONFIG", "RESETSTAT").Error())
+	got := make(chan context.Context, 1)
+	go func() { got <- lock(waiter) }()
+	eventually(t, "the waiter attempts again once subscribed", func() bool { return e.server.ScriptCalls() == 2 })
+	unlock(holder, held)
+	unlock(waiter, <-got)
+}

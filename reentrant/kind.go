@@ -149,11 +149,12 @@ var kinds = [...]kind{
 		forceUnlock: forceUnlockOn(scripts.RWChannel, pubsub.WakeAll),
 	},
 	fairLock: {
-		kind:    KindFair,
-		field:   ownField,
-		channel: scripts.FairChannel,
-		acquire: scripts.FairAcquire,
-		release: scripts.FairRelease,
+		kind:     KindFair,
+		field:    ownField,
+		channel:  scripts.FairChannel,
+		acquire:  scripts.FairAcquire,
+		release:  scripts.FairRelease,
+		believes: true,
 		// Waiters listen on their own channels: the head of the queue is
 		// told.
 		forceUnlock: func(ctx context.Context, rdb scripts.Conn, name string, pub scripts.Publish, _ bool) (bool, error) {

@@ -559,31 +559,32 @@ func TestLatePermitIsNotTakenOver(t *testing.T) {
 // run. When its retry runs and the hold is gone (here that other script
 // deleted it), Unlock says the lock was lost: only a send whose reply was
 // lost lets a retry that finds no hold count as the release (see
-// scripts.Release.Believed).
+// scripts.Release.Believed). So for a plain lock and a fair lock.
 func TestUnlockAfterRefusedSendReportsLoss(t *testing.T) {
 	s := redistest.Start(t)
 	require.NoError(t, s.Do("CONFIG", "SET", "busy-reply-threshold", "10").Error())
 	c, err := reentrant.New(s.Client(), reentrant.Options{})
 	require.NoError(t, err)
 	defer c.Close()
-	l := c.Lock("busy")
-	held, err := l.Lock(bg())
-	require.NoError(t, err)
+	for _, l := range []*reentrant.Lock{c.Lock("busy"), c.FairLock("busy-fair")} {
+		held, err := l.Lock(bg())
+		require.NoError(t, err)
 
-	busy := make(chan error, 1)
-	other := s.Client()
-	go func() {
-		// Deletes the hold, then keeps the server busy for 300ms.
-		busy <- other.Do(bg(), other.B().Eval().Script(`redis.call('del', KEYS[1])
+		busy := make(chan error, 1)
+		other := s.Client()
+		go func() {
+			// Deletes the hold, then keeps the server busy for 300ms.
+			busy <- other.Do(bg(), other.B().Eval().Script(`redis.call('del', KEYS[1])
 local t = redis.call('time')
 local stop = t[1] * 1000000 + t[2] + 300000
 repeat t = redis.call('time') until t[1] * 1000000 + t[2] >= stop
-return 1`).Numkeys(1).Key("busy").Build()).Error()
-	}()
-	redistest.Eventually(t, 10*time.Second, "the server busy", func() bool {
-		err := s.Do("EXISTS", "other").Error()
-		return err != nil && strings.HasPrefix(err.Error(), "BUSY")
-	})
-	assert.ErrorIs(t, l.Unlock(held), reentrant.ErrLockLost)
-	require.NoError(t, <-busy)
+return 1`).Numkeys(1).Key(l.Name()).Build()).Error()
+		}()
+		redistest.Eventually(t, 10*time.Second, "the server busy", func() bool {
+			err := s.Do("EXISTS", "other").Error()
+			return err != nil && strings.HasPrefix(err.Error(), "BUSY")
+		})
+		assert.ErrorIs(t, l.Unlock(held), reentrant.ErrLockLost, l.Name())
+		require.NoError(t, <-busy)
+	}
 }

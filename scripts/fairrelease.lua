@@ -11,6 +11,10 @@
 -- ARGV[3]  owner field
 -- ARGV[4]  publish command: "publish", "spublish", or "" to announce nothing
 -- ARGV[5]  latch TTL in milliseconds
+-- ARGV[6]  "1" when this request may have been sent before, so that its
+--          latch may hold its reply; "0" for a first send, which skips it
+-- ARGV[7]  "1" when the caller believes it has the hold (see
+--          Release.Believed): a release that frees the lock writes no latch
 --
 -- Reply: 1 when that was the last hold (the hash is deleted, or given to
 -- the head waiter, after expired ones are dropped); 0 when holds remain;
@@ -18,10 +22,14 @@
 -- (it expired) still tells the head, as Redisson does, so that it need not
 -- wait out its timer; Redisson then replies 1, relock nil (not held).
 -- The latch remembers the reply of this request id, so a retried release
--- returns its first reply instead of releasing a second time.
-local earlier = redis.call('get', KEYS[6])
-if earlier then
-	return tonumber(earlier)
+-- returns its first reply instead of releasing a second time. With ARGV[7]
+-- a release that frees the lock writes none: a retry then finds no hold,
+-- which the caller reads as freed.
+if ARGV[6] == '1' then
+	local earlier = redis.call('get', KEYS[6])
+	if earlier then
+		return tonumber(earlier)
+	end
 end
 dropExpired(now())
 if redis.call('exists', KEYS[1]) == 0 then
@@ -38,6 +46,9 @@ else
 	redis.call('del', KEYS[1])
 	redis.call('hdel', KEYS[5], ARGV[3]) -- a grant the owner never claimed
 	handOff(ARGV[4], ARGV[1])
+	if ARGV[7] == '1' then
+		return 1
+	end
 	reply = 1
 end
 redis.call('set', KEYS[6], reply, 'px', ARGV[5])

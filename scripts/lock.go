@@ -219,8 +219,8 @@ type Release struct {
 	// fewer), and a retry (Again: an earlier send may have run) that finds
 	// no hold answers Freed: that send freed the lock. (Only a ForceUnlock,
 	// or data lost in a failover, in the moment its reply was lost would
-	// make that answer wrong.) Only Run (release.lua) reads it; the
-	// read-write and fair lock releases always write their latch.
+	// make that answer wrong.) Run (release.lua) and FairRelease read it;
+	// the read-write lock's releases always write their latch.
 	Believed bool
 }
 
@@ -241,10 +241,14 @@ func (r Release) Run(ctx context.Context, c Conn) (Released, error) {
 	if r.Directed {
 		keys = append(keys, waiters(r.Key))
 	}
-	res, err := releaseReply(releaseScript.exec(ctx, c, keys, args))
+	return r.answered(releaseReply(releaseScript.exec(ctx, c, keys, args)))
+}
+
+// answered reads a believed release's reply: a retry that finds no hold
+// freed the lock with an earlier send, since nothing but this request
+// could have taken the hold away, and that send left no latch.
+func (r Release) answered(res Released, err error) (Released, error) {
 	if err == nil && res == NotHeld && r.Again && r.Believed {
-		// Nothing but this request could have taken the hold away, and
-		// its first send, which freed the lock, left no latch.
 		return Freed, nil
 	}
 	return res, err

@@ -144,26 +144,43 @@ func TestReleaseLatch(t *testing.T) {
 
 // A believed release that frees the lock writes no latch, and its retry,
 // finding no hold, answers Freed; one that gives back an inner hold still
-// writes its latch, which answers its retry.
+// writes its latch, which answers its retry. So for the plain lock and the
+// fair lock.
 func TestBelievedRelease(t *testing.T) {
 	ctx := context.Background()
+	for _, k := range []struct {
+		name    string
+		acquire func(context.Context, scripts.Conn, scripts.Acquire) (scripts.Acquired, error)
+		release func(context.Context, scripts.Conn, scripts.Release) (scripts.Released, error)
+	}{
+		{"plain", scripts.LockAcquire, func(ctx context.Context, c scripts.Conn, r scripts.Release) (scripts.Released, error) {
+			return r.Run(ctx, c)
+		}},
+		{"fair", scripts.FairAcquire, scripts.FairRelease},
+	} {
+		t.Run(k.name, func(t *testing.T) { believedRelease(t, ctx, k.acquire, k.release) })
+	}
+}
+
+func believedRelease(t *testing.T, ctx context.Context, acquire func(context.Context, scripts.Conn, scripts.Acquire) (scripts.Acquired, error),
+	release func(context.Context, scripts.Conn, scripts.Release) (scripts.Released, error)) {
 	each(t, func(t *testing.T, rdb scripts.Conn, do func(...string) rueidis.RedisResult) {
 		take := scripts.Acquire{Key: "l", Owner: "o:1", Lease: time.Minute}
 		for i := 0; i < 2; i++ {
-			r, err := scripts.LockAcquire(ctx, rdb, take)
+			r, err := acquire(ctx, rdb, take)
 			require.NoError(t, err)
 			require.True(t, r.OK)
 		}
 		rel := scripts.Release{Key: "l", Owner: "o:1", RequestID: "inner", Lease: time.Minute, LatchTTL: time.Minute, Publish: scripts.PublishClassic, Believed: true}
 		for retry := 0; retry < 2; retry++ {
 			rel.Again = retry > 0
-			got, err := rel.Run(ctx, rdb)
+			got, err := release(ctx, rdb, rel)
 			require.NoError(t, err)
 			assert.Equal(t, scripts.StillHeld, got)
 			assert.True(t, rel.Latched(got))
 		}
 		rel.RequestID, rel.Again = "last", false
-		got, err := rel.Run(ctx, rdb)
+		got, err := release(ctx, rdb, rel)
 		require.NoError(t, err)
 		assert.Equal(t, scripts.Freed, got)
 		assert.False(t, rel.Latched(got))
@@ -171,11 +188,11 @@ func TestBelievedRelease(t *testing.T) {
 		require.NoError(t, err)
 		assert.Zero(t, n, "no latch for a believed release that freed the lock")
 		rel.Again = true
-		got, err = rel.Run(ctx, rdb)
+		got, err = release(ctx, rdb, rel)
 		require.NoError(t, err)
 		assert.Equal(t, scripts.Freed, got, "the retry finds no hold: its first send freed it")
 		rel.RequestID, rel.Again = "first", false
-		got, err = rel.Run(ctx, rdb)
+		got, err = release(ctx, rdb, rel)
 		require.NoError(t, err)
 		assert.Equal(t, scripts.NotHeld, got, "a first send that finds no hold says so")
 	})

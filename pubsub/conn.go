@@ -251,7 +251,7 @@ func (cn *conn) onMessage(m rueidis.PubSubMessage) {
 		case n == All:
 			ch.wakeAll()
 		case n == Grant:
-			ch.grant()
+			ch.grant(m.Message)
 		case n > 0:
 			unclaimed = ch.wake(n)
 		}

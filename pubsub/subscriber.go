@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,9 +57,9 @@ const (
 	// WakeAll: a writer left a read-write lock; every waiter tries.
 	WakeAll = "1"
 	// Granted: relock's own, on a fair lock waiter's channel, which only
-	// that waiter hears: the release gave it the lock (see
-	// [Waiter.TakeGrant]). Redisson never publishes it, and its waiters
-	// would ignore it.
+	// that waiter hears: Granted + ":" + n says a release gave it the lock
+	// in answer to its attempt number n (see [Waiter.TakeGrant]).
+	// Redisson never publishes it, and its waiters would ignore it.
 	Granted = "2"
 )
 
@@ -77,17 +79,30 @@ const (
 )
 
 // LockWakes reads a lock's channel: [WakeOne] wakes one waiter, [WakeAll]
-// all, [Granted] the first with a grant; anything else, none.
+// all, a [Granted] message the first with a grant; anything else, none.
 func LockWakes(message string) int {
-	switch message {
-	case WakeOne:
+	switch {
+	case message == WakeOne:
 		return 1
-	case WakeAll:
+	case message == WakeAll:
 		return All
-	case Granted:
+	case grantTry(message) > 0:
 		return Grant
 	}
 	return 0
+}
+
+// grantTry returns the attempt number a [Granted] message names, or 0.
+func grantTry(message string) int64 {
+	n, ok := strings.CutPrefix(message, Granted+":")
+	if !ok {
+		return 0
+	}
+	try, err := strconv.ParseInt(n, 10, 64)
+	if err != nil || try < 0 {
+		return 0
+	}
+	return try
 }
 
 // Subscriber shares subscriptions among local waiters. Its methods are safe
@@ -167,7 +182,7 @@ type Waiter struct {
 	// recheck: see Recheck.
 	recheck bool
 	// granted: see TakeGrant.
-	granted atomic.Bool
+	granted atomic.Int64
 }
 
 // Subscribe joins the queue of channel name, subscribing it if this is its
@@ -242,9 +257,10 @@ func (s *Subscriber) Subscribe(ctx context.Context, name string, wakes Wakes, un
 // gap.
 func (w *Waiter) Recheck() bool { return w.recheck }
 
-// TakeGrant reports whether a [Granted] message came for the waiter since
-// the last call, and forgets it.
-func (w *Waiter) TakeGrant() bool { return w.granted.Swap(false) }
+// TakeGrant returns the attempt number named by the last [Granted]
+// message that came for the waiter since the last call, or 0, and
+// forgets it.
+func (w *Waiter) TakeGrant() int64 { return w.granted.Swap(0) }
 
 // Idle reports whether no channel is subscribed or being subscribed: Join
 // would return nil for any name. It takes no lock.
@@ -448,12 +464,12 @@ func (ch *channel) wakeConfirmed() {
 	ch.rewake = false
 }
 
-// grant gives a grant to the longest-waiting waiter, and wakes it if it
-// is not awake already. Called with s.mu held.
-func (ch *channel) grant() {
+// grant gives the grant a [Granted] message tells to the longest-waiting
+// waiter, and wakes it if it is not awake already. Called with s.mu held.
+func (ch *channel) grant(message string) {
 	if e := ch.waiters.Front(); e != nil {
 		w := e.Value.(*Waiter)
-		w.granted.Store(true)
+		w.granted.Store(grantTry(message))
 		w.poke()
 	}
 }

@@ -327,3 +327,29 @@ func TestRecheckOnePerSubscription(t *testing.T) {
 	defer joined.Leave()
 	assert.False(t, joined.Recheck())
 }
+
+// A grant ("2:<n>") wakes the longest-waiting waiter and gives it the
+// attempt number n, which TakeGrant returns once; a malformed one wakes
+// nobody.
+func TestGrant(t *testing.T) {
+	m, s := newSubscriber(t)
+	ctx := context.Background()
+	a, err := s.Subscribe(ctx, "ch", pubsub.LockWakes, nil)
+	require.NoError(t, err)
+	defer a.Leave()
+	b, err := s.Subscribe(ctx, "ch", pubsub.LockWakes, nil)
+	require.NoError(t, err)
+	defer b.Leave()
+
+	for _, bad := range []string{"2", "2:", "2:x", "2:-1", "3:1"} {
+		m.Publish("ch", bad)
+		assert.True(t, notWoken(a), bad)
+	}
+	assert.Zero(t, a.TakeGrant())
+	m.Publish("ch", pubsub.Granted+":7")
+	assert.True(t, woken(a))
+	assert.True(t, notWoken(b))
+	assert.EqualValues(t, 7, a.TakeGrant())
+	assert.Zero(t, a.TakeGrant(), "once")
+	assert.Zero(t, b.TakeGrant())
+}

@@ -41,6 +41,13 @@ const (
 	// lost reply may have taken is given back (attempter.undo), and once
 	// Redis has answered that, the call goes on.
 	undoable
+	// claims: as undoable, but while the call waits, its next attempt
+	// takes what a lost one took, instead of giving it back: a fair lock's
+	// waiter that takes grants (see cycle.grants). A release may have
+	// given it the lock after its lost attempt ran; given back, the lock
+	// would go to the next waiter, and this one would queue again at the
+	// end.
+	claims
 )
 
 // An attempter is one blocking call's side of the acquire loop.
@@ -143,12 +150,13 @@ func (w *waiting) late(a attempter, policy retryPolicy, cfg acquireConfig, n int
 //   - The reply was lost (the connection broke, or came too late to keep
 //     the hold), for an undoable attempt: what it may have taken is given
 //     back (undoLost), and the call goes on, or returns the error when it
-//     would not wait; for a read, the call backs off and goes on.
+//     would not wait; for a read, or a claiming attempt whose call waits,
+//     the call backs off and goes on.
 //   - Anything else (WRONGTYPE, a bad ACL, a closed client, a lost reply of
 //     a change sent once) is returned.
 func (w *waiting) failed(a attempter, policy retryPolicy, cfg acquireConfig, n int, o outcome, err error) error {
 	if w.ctx.Err() != nil {
-		if policy == undoable && !o.abandoned && w.lost(err) {
+		if policy >= undoable && !o.abandoned && w.lost(err) {
 			// Once, at once: if it fails, the TTL ends the hold.
 			ctx, cancel := cleanup(w.ctx)
 			_ = a.undo(ctx, 0)
@@ -161,11 +169,11 @@ func (w *waiting) failed(a attempter, policy retryPolicy, cfg acquireConfig, n i
 	case waits && notRun(err):
 		return w.backOff()
 	case !w.lost(err): // a change sent once ends here too
-	case policy == readOnly && waits:
+	case (policy == readOnly || policy == claims) && waits:
 		return w.backOff()
 	case policy == undoable && waits:
 		return w.undoLost(a, true)
-	case policy == undoable:
+	case policy >= undoable:
 		_ = w.undoLost(a, false) // the call ends with err all the same
 	}
 	return redisError(w.kind.noun(), w.name, err)

@@ -34,10 +34,11 @@ type cycle struct {
 	// the last attempt takes the client out of it if it wins.
 	directed, registered, dropping bool
 	// grants: the cycle takes a fair lock straight from a release (see
-	// Lock.takesGrants); queued: the last attempt was answered that the
-	// cycle waits in the queue, so a grant since came after it; waited:
-	// an attempt was.
+	// Lock.takesGrants); tries numbers the attempts sent; queued: the last
+	// one was answered that the cycle waits in the queue, so a grant that
+	// names it came after it ran; waited: an attempt was.
 	grants, queued, waited bool
+	tries                  int
 	// The last attempt: its TTL, when it was sent, the fenced token it
 	// drew; held is the held context of the hold it took.
 	ttl   time.Duration
@@ -57,7 +58,10 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (context.Context,
 	var c cycle
 	l.startCycle(&c, ctx, cfg)
 	policy := sendOnce
-	if c.private {
+	switch {
+	case c.grants:
+		policy = claims
+	case c.private:
 		policy = undoable
 	}
 	if c.grants && l.c.queued.likely(l.name) {
@@ -90,14 +94,16 @@ func (c *cycle) subscribeFirst() {
 // gave a fair lock to this waiter since the last attempt, takes it with
 // none.
 func (c *cycle) try(int) outcome {
-	if c.sub != nil && c.sub.TakeGrant() && c.queued {
-		// The grant ran after the last attempt did, which was sent at
-		// c.sent: the lease it leaves, the one that attempt asked for
-		// counted from its run, ends after c.sent + c.ttl.
+	if c.sub != nil && c.sub.TakeGrant() == int64(c.tries) && c.queued {
+		// The grant answers the last attempt, and ran after it did,
+		// which was sent at c.sent: the lease it leaves, the one that
+		// attempt asked for counted from its run, ends after c.sent +
+		// c.ttl. A grant that names an earlier attempt is stale.
 		return outcome{taken: true}
 	}
 	c.ttl = c.l.c.holds.acquireTTL(c.key, c.cfg.lease)
 	c.sent = time.Now()
+	c.tries++
 	r := c.attempt(c.ttl)
 	c.queued = r.err == nil && !r.OK
 	c.waited = c.waited || c.queued
@@ -181,13 +187,11 @@ func (l *Lock) startCycle(c *cycle, ctx context.Context, cfg acquireConfig) {
 
 // takesGrants reports whether a call with cfg, for an owner made for it,
 // takes a fair lock straight from a release (see handOff in
-// scripts/fairlib.lua): it waits, the watchdog keeps what it takes (the
+// scripts/fairlib.lua): it waits, and the watchdog keeps what it takes (the
 // grant's lease is counted from the waiter's last attempt, which a fixed
-// lease would lose), and the client's scripts can count who hears a
-// channel (see Client.New), since a grant goes only to a waiter heard
-// listening.
+// lease would lose).
 func (l *Lock) takesGrants(cfg acquireConfig) bool {
-	return l.kind.spec().queued && l.c.directed && cfg.wait != 0 && cfg.lease == 0 && cfg.retryDelay == 0
+	return l.kind.spec().queued && cfg.wait != 0 && cfg.lease == 0 && cfg.retryDelay == 0
 }
 
 // wakeChannel names the channel of the cycle's directed wakes, once: only
@@ -267,7 +271,10 @@ func (c *cycle) attempt(ttl time.Duration) lockAttempt {
 		ctx, cancel = context.WithTimeout(ctx, c.cfg.timeout)
 		defer cancel()
 	}
-	t := lockTry{l: c.l, owner: c.owner, private: c.private, ttl: ttl, cfg: c.cfg, grants: c.grants}
+	t := lockTry{l: c.l, owner: c.owner, private: c.private, ttl: ttl, cfg: c.cfg}
+	if c.grants {
+		t.grantTry = c.tries
+	}
 	if c.directed {
 		t.wake = c.wakeArgs()
 		c.dropping = t.wake.Settle == scripts.SettleDrop
@@ -289,13 +296,13 @@ func (c *cycle) attempt(ttl time.Duration) lockAttempt {
 // lockTry is one attempt of a cycle: what running it and undoing it need, by
 // value, so that an undo in the background holds nothing of the cycle.
 type lockTry struct {
-	l       *Lock
-	owner   Owner
-	private bool // see cycle
-	ttl     time.Duration
-	cfg     acquireConfig
-	wake    scripts.Wake // with directed wakes (Client set)
-	grants  bool         // see cycle
+	l        *Lock
+	owner    Owner
+	private  bool // see cycle
+	ttl      time.Duration
+	cfg      acquireConfig
+	wake     scripts.Wake // with directed wakes (Client set)
+	grantTry int          // see cycle.tries; 0 without grants
 }
 
 // run runs the acquire script; an acquire that replicas did not confirm is
@@ -303,7 +310,7 @@ type lockTry struct {
 func (t lockTry) run(ctx context.Context) (r lockAttempt) {
 	l := t.l
 	a := scripts.Acquire{Key: l.name, Owner: t.owner.id, Lease: t.ttl, Fresh: t.private, Wake: t.wake,
-		Turn: l.fairTurn(t.cfg), Join: t.cfg.wait != 0, Publish: l.c.publish, Grant: t.grants}
+		Turn: l.fairTurn(t.cfg), Join: t.cfg.wait != 0, Publish: l.c.publish, GrantTry: t.grantTry}
 	r.Acquired, r.err = l.kind.spec().acquire(ctx, l.c.scriptConn(), a)
 	if r.OK && r.err != nil {
 		r.err = l.unsynced(ctx, t.owner, t.ttl, r.err)

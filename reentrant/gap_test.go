@@ -43,6 +43,40 @@ func TestReleaseInTheGap(t *testing.T) {
 	require.NoError(t, waiter.Lock("gap").Unlock(got))
 }
 
+// A fair lock released between its waiter's attempt and its subscription
+// is handed to the waiter all the same (the release's message reaches
+// nobody): the waiter's attempt after subscribing takes the grant, at once,
+// not after the holder's TTL or the re-poll interval (a minute here).
+func TestFairGrantInTheGap(t *testing.T) {
+	s := redistest.Start(t)
+	holder, err := New(s.Client(), Options{})
+	require.NoError(t, err)
+	defer holder.Close()
+	waiter, err := New(s.Client(), Options{RepollInterval: time.Minute})
+	require.NoError(t, err)
+	defer waiter.Close()
+
+	held, err := holder.FairLock("gap").Lock(context.Background(), LeaseFor(time.Minute))
+	require.NoError(t, err)
+	waiter.hookBeforeSubscribe = func() {
+		require.NoError(t, holder.FairLock("gap").Unlock(held))
+		fields, err := s.Do("HKEYS", "gap").AsStrSlice()
+		require.NoError(t, err)
+		assert.Len(t, fields, 1, "the release gave the lock to the waiter")
+		grant, err := s.Do("HGET", "relock_grants:{gap}", fields[0]).ToString()
+		require.NoError(t, err)
+		assert.Equal(t, "0", grant, "the grant is not taken yet")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	got, err := waiter.FairLock("gap").Lock(ctx)
+	require.NoError(t, err, "the waiter was left waiting")
+	n, err := s.Do("HLEN", "relock_grants:{gap}").AsInt64()
+	require.NoError(t, err)
+	assert.Zero(t, n, "the grant is taken")
+	require.NoError(t, waiter.FairLock("gap").Unlock(got))
+}
+
 // A waiter whose subscription the server has not confirmed within the
 // re-poll interval (its link dark, here the server paused) polls, but
 // keeps the subscription: the confirmation wakes it for an attempt at once,

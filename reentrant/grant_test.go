@@ -2,6 +2,8 @@ package reentrant_test
 
 import (
 	"context"
+	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -108,4 +110,48 @@ func TestFairContendedWaitSubscribesFirst(t *testing.T) {
 	eventually(t, "the waiter attempts again once subscribed", func() bool { return e.server.ScriptCalls() == 2 })
 	unlock(holder, held)
 	unlock(waiter, <-got)
+}
+
+// A fair waiter keeps the lock a release handed it after its attempt's
+// reply was lost: its next attempt takes the grant. Giving back what the
+// lost attempt might have taken, as other waits do, would hand the lock to
+// the waiter behind it and send this one to the end of the queue.
+func TestFairLostAttemptKeepsGrant(t *testing.T) {
+	e := onRedis(t)
+	holder, behind := e.client(t), e.client(t)
+	held, err := holder.FairLock("fair").Lock(bg())
+	require.NoError(t, err)
+
+	var armed atomic.Int32
+	behindGot := make(chan context.Context, 1)
+	lost := func() { // the waiter's attempt ran and queued it
+		go func() {
+			ctx, err := behind.FairLock("fair").Lock(bg())
+			assert.NoError(t, err)
+			behindGot <- ctx
+		}()
+		eventually(t, "the second waiter queues", func() bool { return e.int(t, "LLEN", fairQueue) == 2 })
+		assert.NoError(t, holder.FairLock("fair").Unlock(held)) // grants the lock to the first
+	}
+	waiter := wrappedClient(t, e.server, reentrant.Options{}, func(c net.Conn) net.Conn {
+		return &loseReplies{Conn: c, armed: &armed, lost: lost}
+	})
+	armed.Store(1)
+	ctx, cancel := context.WithTimeout(bg(), 20*time.Second)
+	defer cancel()
+	got, err := waiter.FairLock("fair").Lock(ctx)
+	select {
+	case ctx := <-behindGot:
+		require.NoError(t, behind.FairLock("fair").Unlock(ctx))
+		t.Fatal("the lock went to the waiter behind")
+	default:
+	}
+	require.NoError(t, err)
+	assert.Zero(t, armed.Load(), "a reply was lost")
+	n, err := waiter.FairLock("fair").HoldCount(got)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "one hold")
+	assert.EqualValues(t, 1, e.int(t, "LLEN", fairQueue), "the waiter behind is still queued")
+	require.NoError(t, waiter.FairLock("fair").Unlock(got))
+	require.NoError(t, behind.FairLock("fair").Unlock(<-behindGot))
 }

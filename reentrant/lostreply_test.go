@@ -31,6 +31,7 @@ type loseReplies struct {
 	net.Conn
 	armed   *atomic.Int32 // replies still to lose
 	pending atomic.Bool   // a script was written and its reply is due
+	lost    func()        // if set, called once a reply is lost
 }
 
 func (c *loseReplies) Write(b []byte) (int, error) {
@@ -44,6 +45,9 @@ func (c *loseReplies) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	if n > 0 && !bytes.HasPrefix(b[:n], []byte("-NOSCRIPT")) && c.pending.CompareAndSwap(true, false) && takeOne(c.armed) {
 		c.Conn.Close()
+		if c.lost != nil {
+			c.lost()
+		}
 		return 0, io.ErrUnexpectedEOF
 	}
 	return n, err

@@ -3,6 +3,7 @@ package scripts
 import (
 	"context"
 	_ "embed"
+	"strconv"
 	"time"
 
 	"github.com/relock-go/relock/pubsub"
@@ -58,13 +59,13 @@ func fairKeys(name string) []string {
 // long the turns ahead may last; 0 means another waiter's turn. Without it
 // the script only tries once and changes nothing when the lock is not free
 // for Owner (but the expired heads it drops, and the new head it then
-// tells, with a.Publish). With a.Grant, Owner takes the lock from a
-// release while it waits: the release publishes [pubsub.Granted] on its
-// channel, and the lock is Owner's, with the lease its last attempt asked
-// for counted from that attempt; an attempt after a grant whose message
-// was missed takes the grant.
+// tells, with a.Publish). With a.GrantTry, Owner takes the lock from a
+// release while it waits: the lock is Owner's, with the lease its last
+// attempt asked for counted from that attempt, and the release publishes
+// a [pubsub.Granted] message naming that attempt on Owner's channel; an
+// attempt after a grant whose message was missed takes the grant.
 func FairAcquire(ctx context.Context, c Conn, a Acquire) (Acquired, error) {
-	args := []string{millis(a.Lease), a.Owner, millis(a.Turn), flag(a.Join), string(a.Publish), pubsub.WakeOne, flag(a.Grant)}
+	args := []string{millis(a.Lease), a.Owner, millis(a.Turn), flag(a.Join), string(a.Publish), pubsub.WakeOne, strconv.Itoa(a.GrantTry)}
 	return acquireReply(fairAcquireScript.exec(ctx, c, fairKeys(a.Key), args))
 }
 

@@ -13,11 +13,12 @@
 --          once and leave no trace (Redisson's tryLock())
 -- ARGV[5]  publish command: "publish", "spublish", or "" to announce nothing
 -- ARGV[6]  the message that tells a waiter its turn has come ("0")
--- ARGV[7]  "1" when the owner takes grants (relock's own, see handOff in
---          fairlib.lua): it claims one it was given, and is recorded as
---          taking them while it waits. Only a waiter whose owner was made
---          for this one call may: it cannot hold the lock already, so a
---          grant is the only way its field can be in the hash.
+-- ARGV[7]  "0", or, when the owner takes grants (relock's own, see handOff
+--          in fairlib.lua), this attempt's number within its call (from 1):
+--          it takes a hold it finds (see claim in fairlib.lua), and is
+--          recorded as taking grants while it waits. Only a waiter whose
+--          owner was made for this one call may: any hold of that owner is
+--          this call's.
 --
 -- One step more than Redisson: when the lock is free but the turn is
 -- another waiter's, that waiter is told (see handOff). A release
@@ -30,8 +31,8 @@
 -- with nobody queued, the lock's PTTL plus wait from now. A waiter already
 -- queued keeps its deadline; every grant takes wait off every deadline.
 --
--- Reply: nil when granted (count up, TTL = lease), or when a grant a
--- release made to this owner is taken (count 1, TTL = lease). Otherwise, as Redisson:
+-- Reply: nil when granted (count up, TTL = lease), or when an owner that
+-- takes grants finds its hold (count 1, TTL = lease). Otherwise, as Redisson:
 -- try once: 1. Joining: how long until the turn ahead of this one ends (the
 -- last waiter's deadline, or the lock's PTTL; may be negative). Already
 -- queued: the lock's PTTL, or 0 when it is free, which means another
@@ -40,7 +41,7 @@
 local t = now()
 local wait = tonumber(ARGV[3])
 dropExpired(t)
-local grants = ARGV[7] == '1'
+local grants = ARGV[7] ~= '0'
 if grants and claim(ARGV[2], ARGV[1]) then
 	return nil
 end
@@ -62,7 +63,7 @@ if ARGV[4] ~= '1' then
 end
 if redis.call('zscore', KEYS[3], ARGV[2]) ~= false then
 	if grants then
-		takesGrants(ARGV[2], tonumber(ARGV[1]), wait, t)
+		takesGrants(ARGV[2], tonumber(ARGV[1]), wait, ARGV[7], t)
 	end
 	return math.max(0, redis.call('pttl', KEYS[1]))
 end
@@ -78,6 +79,6 @@ if redis.call('zadd', KEYS[3], ttl + wait + t, ARGV[2]) == 1 then
 	redis.call('rpush', KEYS[2], ARGV[2])
 end
 if grants then
-	takesGrants(ARGV[2], tonumber(ARGV[1]), wait, t)
+	takesGrants(ARGV[2], tonumber(ARGV[1]), wait, ARGV[7], t)
 end
 return ttl

@@ -18,17 +18,17 @@
 -- took the grant gives it back: one hold less, and the lock handed on when
 -- that was the last.
 -- Reply: 1 when the owner was queued or granted, 0 when it was neither.
-if redis.call('hget', KEYS[5], ARGV[2]) == '0' then
+local mark = redis.call('hget', KEYS[5], ARGV[2])
+if mark then
 	redis.call('hdel', KEYS[5], ARGV[2])
-	if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-		if redis.call('hincrby', KEYS[1], ARGV[2], -1) <= 0 then
-			redis.call('del', KEYS[1])
-			handOff(ARGV[3], ARGV[1])
-		end
-		return 1
-	end
 end
-redis.call('hdel', KEYS[5], ARGV[2])
+if mark == '0' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+	if redis.call('hincrby', KEYS[1], ARGV[2], -1) <= 0 then
+		redis.call('del', KEYS[1])
+		handOff(ARGV[3], ARGV[1])
+	end
+	return 1
+end
 local queue = redis.call('lrange', KEYS[2], 0, -1)
 local i = 1
 while i <= #queue and queue[i] ~= ARGV[2] do

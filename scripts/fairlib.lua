@@ -10,9 +10,11 @@
 --          on KEYS[4]:<owner>
 -- KEYS[5]  relock's grants, HASH relock_grants:{N} (relock's own; Redisson
 --          neither reads nor writes it): a relock waiter that takes the
---          lock straight from a release (see handOff) -> "<by>:<turn>", the
---          time (ms) its grant must end by and its turn; "0" once granted,
---          until it claims the grant with an attempt or gives it back.
+--          lock straight from a release (see handOff) ->
+--          "<by>:<lease>:<turn>:<try>": the time (ms) the lease its last
+--          attempt asked for ends, that lease, its turn, and the number of
+--          that attempt; "0" once granted, until its release, an attempt
+--          that takes the grant, or its giving up.
 
 -- now returns Redis's clock in milliseconds. Redisson passes its JVM's
 -- clock instead; see docs/migrating-from-redisson.md for what that asks of
@@ -65,26 +67,33 @@ local function keepGrants(ttl)
 	end
 end
 
--- takesGrants records that owner, queued now, takes a grant (see handOff)
--- by the time t + ttl ms: the lease its attempt at t asked for runs out
--- then. The waiter's own clock counts that lease from before its attempt
--- was sent, so no grant outlives the hold the waiter believes it has.
-local function takesGrants(owner, ttl, turn, t)
-	redis.call('hset', KEYS[5], owner, (t + ttl) .. ':' .. turn)
+-- takesGrants records that owner, queued now by its attempt number try at
+-- t with lease ttl ms, takes a grant (see handOff).
+local function takesGrants(owner, ttl, turn, try, t)
+	redis.call('hset', KEYS[5], owner, (t + ttl) .. ':' .. ttl .. ':' .. turn .. ':' .. try)
 	keepGrants(ttl)
 end
 
 -- handOff hands the free lock on to the head of the queue, if any. A head
--- that takes grants (see takesGrants), whose grant would not end at once,
--- and that hears "2" on its channel, is given the lock in this script:
--- it leaves the queue as if it had taken the lock itself, with the lease
--- left of its last attempt's, and its grant is marked "0"; its wait ends on
--- the message, with no attempt. A head that takes no grants (a Java
--- waiter, or one that keeps an owner of the caller's) is told "0" instead,
--- and tries, as Redisson's waiters do. Nobody hearing "2" means the head
--- is not listening yet (its attempt that subscribes comes next) or is
--- gone: the lock stays free for its attempt, and its turn for its
--- deadline.
+-- that takes grants (see takesGrants), and whose last attempt was made
+-- within its lease (it is most likely alive), is given the lock in this
+-- script: it leaves the queue as if it had taken the lock itself, its
+-- grant is marked "0", and it is told "2:<try>" on its channel, naming the
+-- attempt the grant answers: its wait ends on the message, with no
+-- attempt. The lock's TTL is the later of the head's full lease from now
+-- and the end of its turn. Its own clock counts the lease from before its
+-- attempt was sent, so it never believes in more than Redis keeps (when
+-- that has run out, the watchdog confirms the hold before the wait ends);
+-- and a head that does not take the lock keeps it until its turn is over,
+-- as it would have kept its turn.
+--
+-- The message goes out only with a grant, so a waiter can trust it
+-- whoever counts the subscribers. A head that does not hear it (it
+-- subscribes after its attempt, or its message was lost) takes the grant
+-- with its next attempt. A head that takes no grants (a Java waiter, one
+-- that keeps an owner of the caller's or a fixed lease), or whose last
+-- attempt is older than its lease, is told message ("0"), and tries, as
+-- Redisson's waiters do.
 local function handOff(publish, message)
 	if publish == '' then
 		return
@@ -94,29 +103,40 @@ local function handOff(publish, message)
 		return
 	end
 	local channel = KEYS[4] .. ':' .. head
-	local by, turn = string.match(redis.call('hget', KEYS[5], head) or '', '^(%d+):(%d+)$')
-	local lease = by and tonumber(by) - now()
-	if not lease or lease <= 0 then
+	local by, ttl, turn, try = string.match(redis.call('hget', KEYS[5], head) or '', '^(%d+):(%d+):(%d+):(%d+)$')
+	local t = now()
+	if not by or tonumber(by) <= t then
 		redis.call(publish, channel, message)
-	elseif redis.call(publish, channel, '2') > 0 then
-		grant(head, lease, tonumber(turn))
-		redis.call('hset', KEYS[5], head, '0')
-		keepGrants(lease)
+		return
 	end
+	local lease = math.max(tonumber(ttl), tonumber(redis.call('zscore', KEYS[3], head) or 0) - t)
+	redis.call(publish, channel, '2:' .. try)
+	grant(head, lease, tonumber(turn))
+	redis.call('hset', KEYS[5], head, '0')
+	keepGrants(lease)
 end
 
--- claim ends the wait of owner, which takes grants, if a release granted
--- it the lock while it was not listening or its message was lost: the
--- grant is its hold, now with a lease of lease ms. It reports whether
--- there was one. A grant whose lease ran out is forgotten.
+-- claim ends the wait of owner, which takes grants, if it holds the lock
+-- already: a release granted it the lock while it was not listening or
+-- its message was lost, or an attempt of its own whose reply was lost took
+-- it (the owner is made for one call, so no other hold of it can be here).
+-- That hold is the call's one hold, now with a lease of lease ms. It
+-- reports whether there was one. A grant that ran out before it was taken
+-- (its holder's turn was over) or whose lock was deleted is forgotten, and
+-- the waiter queues again at the end, as one whose turn ran out while it
+-- was at the head (the commands HEXISTS N owner then HDEL of the grant say
+-- so).
 local function claim(owner, lease)
-	if redis.call('hget', KEYS[5], owner) ~= '0' then
-		return false
-	end
-	redis.call('hdel', KEYS[5], owner)
+	local granted = redis.call('hget', KEYS[5], owner) == '0'
 	if redis.call('hexists', KEYS[1], owner) == 0 then
+		if granted then
+			redis.call('hdel', KEYS[5], owner)
+		end
 		return false
 	end
 	redis.call('pexpire', KEYS[1], lease)
+	if granted then
+		redis.call('hdel', KEYS[5], owner)
+	end
 	return true
 end

@@ -32,6 +32,9 @@ if ARGV[6] == '1' then
 	end
 end
 dropExpired(now())
+-- The mark of a grant the owner took (see handOff) has served: the owner
+-- is giving back a hold it has, or that it lost.
+redis.call('hdel', KEYS[5], ARGV[3])
 if redis.call('exists', KEYS[1]) == 0 then
 	handOff(ARGV[4], ARGV[1])
 	return nil
@@ -44,7 +47,6 @@ if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
 	redis.call('pexpire', KEYS[1], ARGV[2])
 else
 	redis.call('del', KEYS[1])
-	redis.call('hdel', KEYS[5], ARGV[3]) -- a grant the owner never claimed
 	handOff(ARGV[4], ARGV[1])
 	if ARGV[7] == '1' then
 		return 1

@@ -28,20 +28,27 @@ func listen(t *testing.T, rdb rueidis.Client, channel string) <-chan string {
 }
 
 // A release hands the fair lock to the head of the queue when the head
-// takes grants and is heard listening: the head is the holder without an
-// attempt, and is told so on its channel. A head that is not listening is
-// not given the lock; one that takes no grants, or whose last attempt is
-// older than its lease, is woken as Redisson's are; one that gives up
-// gives the grant back, and the lock goes on.
+// takes grants: the head is the holder without an attempt, and is told so
+// on its channel, by a message that names the attempt the grant answers.
+// The lock's TTL is the later of the head's lease and the end of its turn.
+// A head that is not listening takes the grant with its next attempt. One
+// that takes no grants, or whose last attempt is older than its lease, is
+// woken as Redisson's are; one that gives up gives the grant back, and the
+// lock goes on.
 func TestFairGrant(t *testing.T) {
 	s := redistest.Start(t)
 	rdb := scripts.Conn{Client: s.Client()}
 	ctx := context.Background()
 	const name = "grant"
 	requests := 0
-	acquire := func(owner string, grant bool) scripts.Acquired {
-		r, err := scripts.FairAcquire(ctx, rdb, scripts.Acquire{Key: name, Owner: owner, Lease: 30 * time.Second,
-			Turn: 5 * time.Second, Join: true, Publish: scripts.PublishClassic, Grant: grant})
+	tries := map[string]int{}
+	acquire := func(owner string, grants bool) scripts.Acquired {
+		a := scripts.Acquire{Key: name, Owner: owner, Lease: 30 * time.Second, Turn: 5 * time.Second, Join: true, Publish: scripts.PublishClassic}
+		if grants {
+			tries[owner]++
+			a.GrantTry = tries[owner]
+		}
+		r, err := scripts.FairAcquire(ctx, rdb, a)
 		require.NoError(t, err)
 		return r
 	}
@@ -80,27 +87,29 @@ func TestFairGrant(t *testing.T) {
 	require.False(t, acquire("c", true).OK)
 	require.False(t, acquire("d", false).OK)
 	assert.Equal(t, []string{"b", "c", "d"}, queue())
-	assert.Regexp(t, `^\d+:5000$`, grant("b"), "a waiter that takes grants is recorded with its turn")
+	require.False(t, acquire("b", true).OK, "an attempt while queued")
+	assert.Regexp(t, `^\d+:30000:5000:2$`, grant("b"), "a waiter that takes grants is recorded with its lease, its turn and its last attempt")
 	assert.Empty(t, grant("d"), "one that does not is not")
 
 	heardB := listen(t, rdb.Client, scripts.FairChannel(name, "b"))
 	release("a")
-	assert.Equal(t, pubsub.Granted, <-heardB)
+	assert.Equal(t, pubsub.Granted+":2", <-heardB, "the message names the attempt the grant answers")
 	assert.EqualValues(t, 1, holds("b"), "the head holds the lock with no attempt of its own")
 	assert.Equal(t, []string{"c", "d"}, queue())
 	assert.Equal(t, "0", grant("b"))
 	pttl, err := s.Do("PTTL", name).AsInt64()
 	require.NoError(t, err)
-	assert.True(t, pttl > 0 && pttl <= 30000, "the lease left of b's last attempt: %d ms", pttl)
+	assert.True(t, pttl > 30000 && pttl <= 35000, "the end of b's turn, after a's 30s and its own 5s, later than its 30s lease: %d ms", pttl)
 
 	require.True(t, acquire("b", true).OK, "an attempt after a grant takes it")
 	assert.EqualValues(t, 1, holds("b"), "as one hold, not a second")
 	assert.Empty(t, grant("b"))
 
-	release("b") // c is not listening: it is not given the lock
-	assert.EqualValues(t, 0, holds("c"))
-	assert.Equal(t, []string{"c", "d"}, queue())
-	require.True(t, acquire("c", true).OK, "c takes it with its own attempt")
+	release("b") // c is not listening: it is given the lock all the same
+	assert.EqualValues(t, 1, holds("c"))
+	assert.Equal(t, []string{"d"}, queue())
+	require.True(t, acquire("c", true).OK, "c takes the grant with its next attempt")
+	assert.EqualValues(t, 1, holds("c"))
 	require.False(t, acquire("e", true).OK)
 	assert.Equal(t, []string{"d", "e"}, queue())
 
@@ -113,7 +122,7 @@ func TestFairGrant(t *testing.T) {
 	heardE := listen(t, rdb.Client, scripts.FairChannel(name, "e"))
 	require.False(t, acquire("f", false).OK)
 	release("d")
-	assert.Equal(t, pubsub.Granted, <-heardE)
+	assert.Equal(t, pubsub.Granted+":1", <-heardE)
 	assert.EqualValues(t, 1, holds("e"))
 	heardF := listen(t, rdb.Client, scripts.FairChannel(name, "f"))
 	require.NoError(t, scripts.FairLeave(ctx, rdb, name, "e", 5*time.Second, scripts.PublishClassic))
@@ -122,10 +131,10 @@ func TestFairGrant(t *testing.T) {
 	assert.Equal(t, pubsub.WakeOne, <-heardF, "and the lock goes on to the next head")
 	require.True(t, acquire("f", false).OK)
 
-	// A grant would end at once when the waiter's last attempt is older
-	// than its lease: it is woken instead.
+	// A head whose last attempt is older than its lease may be gone: it is
+	// woken, not given the lock.
 	require.False(t, acquire("g", true).OK)
-	require.NoError(t, s.Do("HSET", scripts.FairGrants(name), "g", "1:5000").Error())
+	require.NoError(t, s.Do("HSET", scripts.FairGrants(name), "g", "1:30000:5000:1").Error())
 	heardG := listen(t, rdb.Client, scripts.FairChannel(name, "g"))
 	release("f")
 	assert.Equal(t, pubsub.WakeOne, <-heardG)

@@ -92,9 +92,10 @@ type Acquire struct {
 	Turn    time.Duration
 	Join    bool
 	Publish Publish
-	// Grant: Owner, made for this call, takes the fair lock straight from
-	// a release while it waits (see FairAcquire).
-	Grant bool
+	// GrantTry, when not 0, says Owner, made for this call, takes the
+	// fair lock straight from a release while it waits (see FairAcquire),
+	// and numbers this attempt among the call's, from 1.
+	GrantTry int
 }
 
 // Acquired is what an acquire script did.

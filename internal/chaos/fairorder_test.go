@@ -167,7 +167,11 @@ func (r *run) fairOrder(samples []queueSample, drops dropLog, intervals []interv
 // from the head of the queue because its turn had run out. fairlib.lua's
 // dropExpired (Redisson's "remove stale threads") is the only code that
 // runs ZREM on the deadlines and then LPOP on the queue: a grant pops
-// first, and a waiter that leaves is removed with LREM.
+// first, and a waiter that leaves is removed with LREM. It counts as a
+// drop too when a waiter finds that the grant a release gave it ran out
+// before it took it (the grant lasts at least until that waiter's turn is
+// over): fairlib.lua's claim then runs HEXISTS on the lock and HDEL of the
+// grant, which no other script runs one after the other.
 type dropWatch struct {
 	addr    string
 	done    chan struct{}
@@ -255,7 +259,10 @@ func (w *dropWatch) follow(conn net.Conn, blindFrom int64) {
 	w.log.blind = append(w.log.blind, span{blindFrom, mono()})
 	zrem := `"zrem" "` + "redisson_lock_timeout:{" + lockName + `}" "`
 	lpop := `"lpop" "` + "redisson_lock_queue:{" + lockName + `}"`
-	var owner string // the waiter whose deadline the command before removed
+	hexists := `"hexists" "` + lockName + `" "`
+	hdel := `"hdel" "` + "relock_grants:{" + lockName + `}" "`
+	var owner string   // the waiter whose deadline the command before removed
+	var granted string // the waiter whose hold the command before looked for
 	for {
 		line, err := rd.ReadString('\n')
 		if err != nil {
@@ -264,14 +271,16 @@ func (w *dropWatch) follow(conn net.Conn, blindFrom int64) {
 		at, cmd, ok := monitorLine(line)
 		switch {
 		case !ok:
-			owner = ""
+			owner, granted = "", ""
 		case strings.HasPrefix(cmd, zrem):
-			owner = strings.TrimSuffix(strings.TrimPrefix(cmd, zrem), `"`)
-		case owner != "" && cmd == lpop:
-			w.log.of[owner] = append(w.log.of[owner], at)
-			owner = ""
+			owner, granted = strings.TrimSuffix(strings.TrimPrefix(cmd, zrem), `"`), ""
+		case strings.HasPrefix(cmd, hexists):
+			owner, granted = "", strings.TrimSuffix(strings.TrimPrefix(cmd, hexists), `"`)
+		case owner != "" && cmd == lpop, granted != "" && cmd == hdel+granted+`"`:
+			w.log.of[owner+granted] = append(w.log.of[owner+granted], at)
+			owner, granted = "", ""
 		default:
-			owner = ""
+			owner, granted = "", ""
 		}
 	}
 }

@@ -96,9 +96,9 @@ func (c *cycle) subscribeFirst() {
 func (c *cycle) try(int) outcome {
 	if c.sub != nil && c.sub.TakeGrant() == int64(c.tries) && c.queued {
 		// The grant answers the last attempt, and ran after it did,
-		// which was sent at c.sent: the lease it leaves, the one that
-		// attempt asked for counted from its run, ends after c.sent +
-		// c.ttl. A grant that names an earlier attempt is stale.
+		// which was sent at c.sent: its TTL, at least that attempt's
+		// lease counted from the grant, ends after c.sent + c.ttl. A
+		// grant that names an earlier attempt is stale.
 		return outcome{taken: true}
 	}
 	c.ttl = c.l.c.holds.acquireTTL(c.key, c.cfg.lease)
@@ -187,11 +187,13 @@ func (l *Lock) startCycle(c *cycle, ctx context.Context, cfg acquireConfig) {
 
 // takesGrants reports whether a call with cfg, for an owner made for it,
 // takes a fair lock straight from a release (see handOff in
-// scripts/fairlib.lua): it waits, and the watchdog keeps what it takes (the
-// grant's lease is counted from the waiter's last attempt, which a fixed
-// lease would lose).
+// scripts/fairlib.lua): it waits; the watchdog keeps what it takes (a
+// grant's TTL may run to the end of the waiter's turn, and the waiter
+// counts its lease from its last attempt: neither is what a fixed lease
+// promises); and no replica must confirm its acquire (a grant is confirmed
+// by nobody's WAIT but the releaser's).
 func (l *Lock) takesGrants(cfg acquireConfig) bool {
-	return l.kind.spec().queued && cfg.wait != 0 && cfg.lease == 0 && cfg.retryDelay == 0
+	return l.kind.spec().queued && cfg.wait != 0 && cfg.lease == 0 && cfg.retryDelay == 0 && l.c.scriptConn().Replicas == 0
 }
 
 // wakeChannel names the channel of the cycle's directed wakes, once: only

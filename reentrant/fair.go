@@ -13,7 +13,11 @@ import (
 // processes, Java Redisson's included. Waiters queue in Redis (LIST
 // redisson_lock_queue:{name}, with deadlines in ZSET
 // redisson_lock_timeout:{name}); a release tells only the head of the
-// queue, on its own channel redisson_lock__channel:{name}:<owner>.
+// queue, on its own channel redisson_lock__channel:{name}:<owner>. A relock
+// release hands the lock straight to a relock head (a Lock or TryLock that
+// waits, kept by the watchdog, whose ctx carries no owner, on a client
+// without ReplicaSync), so that head's wait ends on the message, with no
+// attempt of its own (see docs/waiting.md).
 //
 // The queue keeps Redisson's arithmetic. Each waiter is given a turn
 // (Options.FairWaitTimeout, or the WaitAtMost limit when there is one): its
@@ -28,9 +32,9 @@ import (
 // A waiter that gives up (its ctx ends, a wait limit runs out) leaves the
 // queue at once and those behind it move up a turn, as with Redisson's
 // tryLock (if ctx ended while an attempt was in flight, Lock returns at
-// once and the waiter leaves when that attempt's reply has come). TryLock without a wait tries once and never queues. Deadlines are
-// Redis's clock; see docs/migrating-from-redisson.md for mixing with Java
-// waiters.
+// once and the waiter leaves when that attempt's reply has come). TryLock
+// without a wait tries once and never queues. Deadlines are Redis's clock;
+// see docs/migrating-from-redisson.md for mixing with Java waiters.
 func (c *Client) FairLock(name string) *Lock {
 	return &Lock{c: c, name: name, kind: fairLock}
 }

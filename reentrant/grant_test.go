@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/reentrant"
 )
 
@@ -154,4 +155,37 @@ func TestFairLostAttemptKeepsGrant(t *testing.T) {
 	assert.EqualValues(t, 1, e.int(t, "LLEN", fairQueue), "the waiter behind is still queued")
 	require.NoError(t, waiter.FairLock("fair").Unlock(got))
 	require.NoError(t, behind.FairLock("fair").Unlock(<-behindGot))
+}
+
+// A client with ReplicaSync takes no grant: its acquire must be confirmed
+// by its own WAIT, so its wait ends with an attempt after the release.
+func TestFairNoGrantWithReplicaSync(t *testing.T) {
+	r := redistest.StartReplicated(t, 1)
+	r.WaitSynced(t)
+	holder, err := reentrant.New(r.Master.Client(), reentrant.Options{})
+	require.NoError(t, err)
+	defer holder.Close()
+	waiter, err := reentrant.New(r.Master.Client(), reentrant.Options{ReplicaSync: reentrant.ReplicaSync{Replicas: 1, Timeout: 2 * time.Second}})
+	require.NoError(t, err)
+	defer waiter.Close()
+
+	held, err := holder.FairLock("fair").Lock(bg())
+	require.NoError(t, err)
+	got := make(chan error, 1)
+	go func() {
+		ctx, err := waiter.FairLock("fair").Lock(bg())
+		if err == nil {
+			err = waiter.FairLock("fair").Unlock(ctx)
+		}
+		got <- err
+	}()
+	redistest.Eventually(t, 20*time.Second, "the waiter queues", func() bool {
+		n, err := r.Master.Do("LLEN", fairQueue).AsInt64()
+		return err == nil && n == 1
+	})
+	n, err := r.Master.Do("EXISTS", "relock_grants:{fair}").AsInt64()
+	require.NoError(t, err)
+	assert.Zero(t, n, "the queued waiter is not recorded as taking grants")
+	require.NoError(t, holder.FairLock("fair").Unlock(held))
+	require.NoError(t, <-got)
 }

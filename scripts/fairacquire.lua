@@ -15,10 +15,10 @@
 -- ARGV[6]  the message that tells a waiter its turn has come ("0")
 -- ARGV[7]  "0", or, when the owner takes grants (relock's own, see handOff
 --          in fairlib.lua), this attempt's number within its call (from 1):
---          it takes a hold it finds (see claim in fairlib.lua), and is
---          recorded as taking grants while it waits. Only a waiter whose
---          owner was made for this one call may: any hold of that owner is
---          this call's.
+--          it is recorded as taking grants while it waits, and from its
+--          second attempt on it takes a hold it finds (see claim in
+--          fairlib.lua). Only a waiter whose owner was made for this one
+--          call may: any hold of that owner is this call's.
 --
 -- One step more than Redisson: when the lock is free but the turn is
 -- another waiter's, that waiter is told (see handOff). A release
@@ -41,13 +41,18 @@
 local t = now()
 local wait = tonumber(ARGV[3])
 dropExpired(t)
-local grants = ARGV[7] ~= '0'
-if grants and claim(ARGV[2], ARGV[1]) then
+local try = tonumber(ARGV[7])
+local grants = try > 0
+-- A first attempt has nothing to claim and no grant record to drop.
+if try > 1 and claim(ARGV[2], ARGV[1]) then
 	return nil
 end
 local free = redis.call('exists', KEYS[1]) == 0
 if free and (redis.call('exists', KEYS[2]) == 0 or redis.call('lindex', KEYS[2], 0) == ARGV[2]) then
 	grant(ARGV[2], ARGV[1], wait)
+	if try > 1 then
+		redis.call('hdel', KEYS[5], ARGV[2])
+	end
 	return nil
 end
 if free then

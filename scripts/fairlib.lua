@@ -52,7 +52,6 @@ end
 local function grant(owner, lease, wait)
 	redis.call('lpop', KEYS[2])
 	redis.call('zrem', KEYS[3], owner)
-	redis.call('hdel', KEYS[5], owner)
 	for _, waiter in ipairs(redis.call('zrange', KEYS[3], 0, -1)) do
 		redis.call('zincrby', KEYS[3], -wait, waiter)
 	end

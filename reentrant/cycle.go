@@ -82,13 +82,25 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (context.Context,
 // then finds the waiter listening, so the attempt that otherwise follows
 // the subscription at once (see waiting.pause) is not needed: the wait
 // takes two scripts, its attempt and the release that hands it the lock.
-// A subscription that fails is made again after the first attempt, as
-// usual; one not yet confirmed wakes the wait when it is.
+//
+// It waits for the server's confirmation subscribeFirstWait at most: the
+// lock may be free, and a subscriber reconnecting must not hold up the
+// attempt that would take it. A subscription not confirmed by then is
+// kept, and its confirmation wakes the wait for an attempt (a grant before
+// it went unheard); one that fails is made again after the first attempt,
+// as usual.
 func (c *cycle) subscribeFirst() {
-	if _, err := c.subscribeNext(); err == nil && c.sub == nil {
-		c.subscribe = true
+	ctx, cancel := context.WithTimeout(c.ctx, subscribeFirstWait)
+	defer cancel()
+	if w, _ := c.l.c.sub.Subscribe(ctx, c.channel, c.wakes, nil); w != nil {
+		c.sub, c.subscribe = w, false // confirmed, or kept unconfirmed
 	}
 }
+
+// subscribeFirstWait bounds how long subscribeFirst waits for the
+// server's confirmation: many round trips of a loaded loopback, and a
+// fifth of the fault suite's slack for a wait (oracle E).
+const subscribeFirstWait = 50 * time.Millisecond
 
 // try runs attempt n, with the TTL the hold would have; or, when a release
 // gave a fair lock to this waiter since the last attempt, takes it with

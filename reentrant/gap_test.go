@@ -15,18 +15,25 @@ import (
 	"github.com/relock-go/relock/internal/redistest"
 )
 
+// gapClients returns a holder and a waiter on s, the waiter re-polling
+// only every minute; both close with the test.
+func gapClients(t *testing.T, s *redistest.Server) (holder, waiter *Client) {
+	holder, err := New(s.Client(), Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { holder.Close() })
+	waiter, err = New(s.Client(), Options{RepollInterval: time.Minute})
+	require.NoError(t, err)
+	t.Cleanup(func() { waiter.Close() })
+	return holder, waiter
+}
+
 // The lock is released between a waiter's failed attempt and its
 // subscription, so the release's message reaches nobody. The waiter still
 // acquires at once, from the attempt it makes after subscribing, not after
 // the holder's TTL or the re-poll interval (both a minute here).
 func TestReleaseInTheGap(t *testing.T) {
 	s := redistest.Start(t)
-	holder, err := New(s.Client(), Options{})
-	require.NoError(t, err)
-	defer holder.Close()
-	waiter, err := New(s.Client(), Options{RepollInterval: time.Minute})
-	require.NoError(t, err)
-	defer waiter.Close()
+	holder, waiter := gapClients(t, s)
 
 	held, err := holder.Lock("gap").Lock(context.Background(), LeaseFor(time.Minute))
 	require.NoError(t, err)
@@ -49,12 +56,7 @@ func TestReleaseInTheGap(t *testing.T) {
 // not after the holder's TTL or the re-poll interval (a minute here).
 func TestFairGrantInTheGap(t *testing.T) {
 	s := redistest.Start(t)
-	holder, err := New(s.Client(), Options{})
-	require.NoError(t, err)
-	defer holder.Close()
-	waiter, err := New(s.Client(), Options{RepollInterval: time.Minute})
-	require.NoError(t, err)
-	defer waiter.Close()
+	holder, waiter := gapClients(t, s)
 
 	held, err := holder.FairLock("gap").Lock(context.Background(), LeaseFor(time.Minute))
 	require.NoError(t, err)
@@ -176,12 +178,7 @@ func (s signal) WithGroup(string) slog.Handler      { return s }
 // before it, not by the re-poll (a minute here).
 func TestReleaseInTheGapManyWaiters(t *testing.T) {
 	s := redistest.Start(t)
-	holder, err := New(s.Client(), Options{})
-	require.NoError(t, err)
-	defer holder.Close()
-	waiter, err := New(s.Client(), Options{RepollInterval: time.Minute})
-	require.NoError(t, err)
-	defer waiter.Close()
+	holder, waiter := gapClients(t, s)
 
 	held, err := holder.Lock("gap").Lock(context.Background(), LeaseFor(time.Minute))
 	require.NoError(t, err)

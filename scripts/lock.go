@@ -86,16 +86,22 @@ type Acquire struct {
 	// Wake asks for directed wakes (plain and fenced locks; see Wake).
 	Wake Wake
 	// Turn is the turn Owner is given in a fair lock's queue (Redisson's
-	// threadWaitTime); with Join, an owner that cannot take the lock joins
+	// threadWaitTime), or the window in which a priority lock's waiter
+	// must try again; with Join, an owner that cannot take the lock joins
 	// the queue (or stays in it); Publish tells a new head its turn has
-	// come (fair lock only).
+	// come (fair and priority locks only).
 	Turn    time.Duration
 	Join    bool
 	Publish Publish
 	// GrantTry, when not 0, says Owner, made for this call, takes the
-	// fair lock straight from a release while it waits (see FairAcquire),
-	// and numbers this attempt among the call's, from 1.
+	// fair or priority lock straight from a release while it waits (see
+	// FairAcquire), and numbers this attempt among the call's, from 1.
 	GrantTry int
+	// Priority is Owner's priority for a priority lock, 0 to 255; Aging
+	// how much earlier one level places it in the queue (see
+	// PriorityAcquire).
+	Priority int
+	Aging    time.Duration
 }
 
 // Acquired is what an acquire script did.

@@ -1,0 +1,129 @@
+-- prioritylib.lua: shared by every priority-lock script (relock's own
+-- kind; Redisson has none); it is prepended to each body and only defines
+-- functions. Each script using them has the priority lock's keys in the
+-- same places:
+--
+-- KEYS[1]  the lock hash N, Redisson's RLock layout: owner -> holds
+-- KEYS[2]  the queue, ZSET relock_priority_queue:{N}: owner -> its place,
+--          in microseconds of Redis's clock: its arrival moved earlier by
+--          its priority times the aging (the lowest place is served first)
+-- KEYS[3]  the waiters, HASH relock_priority_waiters:{N}: owner ->
+--          "<alive>:<priority>:<arrival>:<by>:<try>": the time (ms) by
+--          which it must have made another attempt or be taken for dead,
+--          its priority, its arrival (µs), and, for a waiter that takes
+--          grants (see handOff), the time (ms) the lease its last attempt
+--          asked for ends and that attempt's number ("0:0" for one that
+--          does not); "0" once granted, until its release, an attempt that
+--          takes the grant, or its giving up
+-- KEYS[4]  the channel prefix redisson_lock__channel:{N}: Java RLock
+--          waiters listen on it; a queued waiter on KEYS[4]:<owner>
+
+-- clock returns Redis's clock in milliseconds, and in microseconds as a
+-- string (the microseconds have 16 digits, more than Lua's number-to-text
+-- conversion keeps).
+local function clock()
+	local t = redis.call('time')
+	return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), t[1] .. string.format('%06d', tonumber(t[2]))
+end
+
+-- record parses owner's waiter record: alive, priority, arrival (the
+-- string), by, try; nil for none or a grant's mark.
+local function record(owner)
+	local r = redis.call('hget', KEYS[3], owner)
+	if not r then
+		return nil
+	end
+	local alive, priority, arrival, by, try = string.match(r, '^(%d+):(%d+):(%d+):(%d+):(%d+)$')
+	if not alive then
+		return nil
+	end
+	return tonumber(alive), priority, arrival, tonumber(by), try
+end
+
+-- head returns the owner at the head of the queue, or nil.
+local function head()
+	return redis.call('zrange', KEYS[2], 0, 0)[1]
+end
+
+-- dropDead takes waiters off the head of the queue while they are taken
+-- for dead (no attempt within their alive window) or have no record.
+local function dropDead(t)
+	while true do
+		local h = head()
+		if not h then
+			return
+		end
+		local alive = record(h)
+		if alive and alive > t then
+			return
+		end
+		redis.call('zrem', KEYS[2], h)
+		redis.call('hdel', KEYS[3], h)
+	end
+end
+
+-- keep keeps the queue's keys alive for ttl ms at least: when every
+-- waiter dies, they go.
+local function keep(ttl)
+	for i = 2, 3 do
+		if redis.call('pttl', KEYS[i]) < ttl then
+			redis.call('pexpire', KEYS[i], ttl)
+		end
+	end
+end
+
+-- grant gives owner the free lock with a lease of lease ms: it leaves the
+-- queue and the hash gets one hold.
+local function grant(owner, lease)
+	redis.call('zrem', KEYS[2], owner)
+	redis.call('hset', KEYS[1], owner, 1)
+	redis.call('pexpire', KEYS[1], lease)
+end
+
+-- handOff hands the free lock on to the head of the queue: with nobody
+-- queued, message goes out on the lock's channel, as Redisson's RLock
+-- release publishes, for Java waiters. A head that takes grants and whose
+-- last attempt's lease has not ended is given the lock in this script: its
+-- record becomes the mark "0", and it is told "2:<try>" on its channel,
+-- naming the attempt the grant answers; the lock's TTL runs to the end of
+-- that attempt's lease (its own clock counts it from before the attempt
+-- was sent, so it never believes in more than Redis keeps). Any other head
+-- is told message on its channel, and tries.
+local function handOff(publish, message, t)
+	if publish == '' then
+		return
+	end
+	local h = head()
+	if not h then
+		redis.call(publish, KEYS[4], message)
+		return
+	end
+	local _, _, _, by, try = record(h)
+	local channel = KEYS[4] .. ':' .. h
+	if not by or by <= t then
+		redis.call(publish, channel, message)
+		return
+	end
+	redis.call(publish, channel, '2:' .. try)
+	grant(h, by - t)
+	redis.call('hset', KEYS[3], h, '0')
+end
+
+-- claim ends the wait of owner, which takes grants, if it holds the lock
+-- already: a release granted it the lock while it was not listening or
+-- its message was lost, or an attempt of its own whose reply was lost took
+-- it (the owner is made for one call, so no other hold of it can be here).
+-- That hold is the call's one hold, now with a lease of lease ms. It
+-- reports whether there was one. A grant whose lock was deleted or expired
+-- is forgotten, and the waiter queues again as a new arrival.
+local function claim(owner, lease)
+	local granted = redis.call('hget', KEYS[3], owner) == '0'
+	if granted then
+		redis.call('hdel', KEYS[3], owner)
+	end
+	if redis.call('hexists', KEYS[1], owner) == 0 then
+		return false
+	end
+	redis.call('pexpire', KEYS[1], lease)
+	return true
+end

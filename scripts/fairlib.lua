@@ -79,12 +79,14 @@ end
 -- script: it leaves the queue as if it had taken the lock itself, its
 -- grant is marked "0", and it is told "2:<try>" on its channel, naming the
 -- attempt the grant answers: its wait ends on the message, with no
--- attempt. The lock's TTL runs to the later of the end of the lease its
--- last attempt asked for (its own clock counts that lease from before the
--- attempt was sent, so it never believes in more than Redis keeps; a head
--- that takes the grant late has its hold confirmed by the watchdog first)
--- and the end of its turn: a head that does not take the lock keeps it as
--- long as it would have kept its turn, and no longer.
+-- attempt. The lock's TTL runs to the end of the lease its last attempt
+-- asked for: its own clock counts that lease from before the attempt was
+-- sent, so it never believes in more than Redis keeps (a head that takes
+-- the grant late has its hold confirmed by the watchdog first); and a head
+-- that takes the lock and then stalls holds it no longer than if it had
+-- taken it with that attempt. (Not to the end of its turn, which may be
+-- minutes away: a grantee paused before its first renewal would hold the
+-- lock that long.)
 --
 -- The message goes out only with a grant, so a waiter can trust it
 -- whoever counts the subscribers. A head that does not hear it (it
@@ -108,7 +110,7 @@ local function handOff(publish, message)
 		redis.call(publish, channel, message)
 		return
 	end
-	local lease = math.max(tonumber(by), tonumber(redis.call('zscore', KEYS[3], head) or 0)) - t
+	local lease = tonumber(by) - t
 	redis.call(publish, channel, '2:' .. try)
 	grant(head, lease, tonumber(turn))
 	redis.call('hset', KEYS[5], head, '0')

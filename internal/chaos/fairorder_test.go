@@ -103,14 +103,23 @@ var reorders = []string{"reset", "client-kill", "kill-restart-redis", "data-loss
 // before its Lock could return, and b granted next: Redis kept the order,
 // the returns do not show it).
 func (r *run) fairOrder(samples []queueSample, drops dropLog, intervals []interval, lost []int64) {
-	turn := map[string]int64{}
+	turn, sent := map[string]int64{}, map[string]int64{}
 	worker := map[string]int{}
 	for _, x := range intervals {
-		turn[x.Owner] = x.Start
+		turn[x.Owner], sent[x.Owner] = x.Start, x.Sent
 		worker[x.Owner] = x.Worker
 	}
 	dropped := func(a string, s queueSample) bool {
 		return slices.ContainsFunc(drops.of[a], func(at int64) bool { return at >= s.clock })
+	}
+	// lapsed: a release granted a the lock after the sample, and b's
+	// winning attempt was sent after that grant (the sample places the
+	// grant on CLOCK_MONOTONIC): a's turn came, in order, and its grant
+	// ran out before a took it, as a turn runs out.
+	lapsed := func(a, b string, s queueSample) bool {
+		return slices.ContainsFunc(drops.granted[a], func(at int64) bool {
+			return at >= s.clock && sent[b] >= s.at+(at-s.clock)*1000
+		})
 	}
 	excused := func(a string, from, to int64) bool {
 		for _, ev := range r.log {
@@ -144,7 +153,7 @@ func (r *run) fairOrder(samples []queueSample, drops dropLog, intervals []interv
 				pairs++
 				switch {
 				case tb > ta:
-				case dropped(a, s):
+				case dropped(a, s), lapsed(a, b, s):
 					turnRanOut++
 				case excused(a, s.at, ta):
 					excusedN++
@@ -158,8 +167,8 @@ func (r *run) fairOrder(samples []queueSample, drops dropLog, intervals []interv
 			}
 		}
 	}
-	r.t.Logf("oracle F: %d queue samples, %d ordered pairs of waiters that took the lock, %d drops of a waiter whose turn ran out; out of order: %d after the first one's turn ran out, %d excused by a fault between, %d unexplained",
-		len(samples), pairs, drops.count(), turnRanOut, excusedN, bypassed)
+	r.t.Logf("oracle F: %d queue samples, %d ordered pairs of waiters that took the lock, %d drops of a waiter whose turn ran out, %d grants; out of order: %d after the first one's turn ran out (or its grant), %d excused by a fault between, %d unexplained",
+		len(samples), pairs, drops.count(), count(drops.granted), turnRanOut, excusedN, bypassed)
 }
 
 // dropWatch follows every command Redis runs (MONITOR, on a connection of
@@ -171,7 +180,11 @@ func (r *run) fairOrder(samples []queueSample, drops dropLog, intervals []interv
 // drop too when a waiter finds that the grant a release gave it ran out
 // before it took it (the grant lasts at least until that waiter's turn is
 // over): fairlib.lua's claim then runs HEXISTS on the lock and HDEL of the
-// grant, which no other script runs one after the other.
+// grant, which no other script runs one after the other. And it keeps each
+// grant (HSET of the grant's mark "0"): a grant is its waiter's turn, and
+// when the waiter takes the lock after one behind it, the grant ran out
+// before it took it (the grant's mark may be gone by its next attempt,
+// with the grants' hash, so that no drop is seen).
 type dropWatch struct {
 	addr    string
 	done    chan struct{}
@@ -184,13 +197,18 @@ type dropWatch struct {
 // dropLog is what a dropWatch saw.
 type dropLog struct {
 	of map[string][]int64 // owner -> when it was dropped, on Redis's clock (µs)
+	// granted: owner -> when a release granted it the lock, likewise.
+	granted map[string][]int64
 	// blind are the spans (CLOCK_MONOTONIC) when the monitor was not
 	// connected: a fault killed its connection or Redis itself.
 	blind []span
 }
 
-func (l dropLog) count() (n int) {
-	for _, at := range l.of {
+func (l dropLog) count() int { return count(l.of) }
+
+// count counts the times in m.
+func count(m map[string][]int64) (n int) {
+	for _, at := range m {
 		n += len(at)
 	}
 	return n
@@ -198,7 +216,7 @@ func (l dropLog) count() (n int) {
 
 // watchDrops starts watching the fair lock's queue on Redis at addr.
 func watchDrops(addr string) *dropWatch {
-	w := &dropWatch{addr: addr, done: make(chan struct{}), stopped: make(chan struct{}), log: dropLog{of: map[string][]int64{}}}
+	w := &dropWatch{addr: addr, done: make(chan struct{}), stopped: make(chan struct{}), log: dropLog{of: map[string][]int64{}, granted: map[string][]int64{}}}
 	go w.run()
 	return w
 }
@@ -261,6 +279,7 @@ func (w *dropWatch) follow(conn net.Conn, blindFrom int64) {
 	lpop := `"lpop" "` + "redisson_lock_queue:{" + lockName + `}"`
 	hexists := `"hexists" "` + lockName + `" "`
 	hdel := `"hdel" "` + "relock_grants:{" + lockName + `}" "`
+	hset := `"hset" "` + "relock_grants:{" + lockName + `}" "`
 	var owner string   // the waiter whose deadline the command before removed
 	var granted string // the waiter whose hold the command before looked for
 	for {
@@ -276,6 +295,10 @@ func (w *dropWatch) follow(conn net.Conn, blindFrom int64) {
 			owner, granted = strings.TrimSuffix(strings.TrimPrefix(cmd, zrem), `"`), ""
 		case strings.HasPrefix(cmd, hexists):
 			owner, granted = "", strings.TrimSuffix(strings.TrimPrefix(cmd, hexists), `"`)
+		case strings.HasPrefix(cmd, hset) && strings.HasSuffix(cmd, `" "0"`):
+			g := strings.TrimSuffix(strings.TrimPrefix(cmd, hset), `" "0"`)
+			w.log.granted[g] = append(w.log.granted[g], at)
+			owner, granted = "", ""
 		case owner != "" && cmd == lpop, granted != "" && cmd == hdel+granted+`"`:
 			w.log.of[owner+granted] = append(w.log.of[owner+granted], at)
 			owner, granted = "", ""
@@ -344,8 +367,19 @@ func TestTurnRanOutIsSeen(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"late"}, q, "late joined again, at the tail")
 
+	// late, which takes grants, is handed the lock by early's release.
+	_, err = scripts.FairAcquire(ctx, c, scripts.Acquire{Key: lockName, Owner: "late", Lease: time.Minute,
+		Turn: fairTurn, Join: true, Publish: scripts.PublishClassic, GrantTry: 2})
+	require.NoError(t, err)
+	freed, err := scripts.FairRelease(ctx, c, scripts.Release{Key: lockName, Owner: "early", RequestID: "r", Lease: time.Minute,
+		LatchTTL: time.Second, Publish: scripts.PublishClassic})
+	require.NoError(t, err)
+	require.Equal(t, scripts.Freed, freed)
+
 	seen := w.stop()
 	require.Len(t, seen.of["late"], 1, "late's drop: %v", seen.of)
 	assert.GreaterOrEqual(t, seen.of["late"][0], before)
 	assert.Equal(t, 1, seen.count(), "no drop in early's grant or the leave: %v", seen.of)
+	require.Len(t, seen.granted["late"], 1, "late's grant: %v", seen.granted)
+	assert.Equal(t, 1, count(seen.granted), "no other grant: %v", seen.granted)
 }

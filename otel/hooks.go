@@ -85,6 +85,7 @@ const (
 	outcomeKey  = attribute.Key("relock.outcome") // acquired, not_acquired, error
 	reasonKey   = attribute.Key("relock.reason")  // why a hold was lost
 	attemptsKey = attribute.Key("relock.attempts")
+	priorityKey = attribute.Key("relock.priority") // a priority lock's acquires
 )
 
 type instruments struct {
@@ -179,6 +180,11 @@ func outcome(err error) string {
 
 func (in *instruments) acquireEnded(ctx context.Context, a reentrant.Acquire) {
 	kv := in.attrs(a.Kind, a.Name, outcomeKey.String(outcome(a.Err)))
+	if a.Kind == reentrant.KindPriority {
+		// 256 values at most: a bounded attribute, so acquire times can
+		// be read per priority.
+		kv = append(kv, priorityKey.Int(a.Priority))
+	}
 	in.acquire.Record(ctx, a.Waited.Seconds(), metric.WithAttributes(kv...))
 	if a.Held {
 		in.holds.Add(ctx, 1, metric.WithAttributes(in.attrs(a.Kind, a.Name)...))

@@ -174,7 +174,7 @@ func (l *Lock) startCycle(c *cycle, ctx context.Context, cfg acquireConfig) {
 		owner = l.c.NewOwner()
 		ctx = WithOwner(ctx, owner)
 	}
-	l.c.startWaiting(&c.waiting, ctx, l.kind.spec().kind, l.name, cfg.wait, cfg.retries)
+	l.c.startWaiting(&c.waiting, ctx, l.kind.spec().kind, l.name, cfg)
 	c.l, c.given, c.cfg = l, given, cfg
 	switch {
 	case cfg.retryDelay != 0 || l.kind.spec().spins: // polls
@@ -198,8 +198,8 @@ func (l *Lock) startCycle(c *cycle, ctx context.Context, cfg acquireConfig) {
 }
 
 // takesGrants reports whether a call with cfg, for an owner made for it,
-// takes a fair lock straight from a release (see handOff in
-// scripts/fairlib.lua): it waits; the watchdog keeps what it takes (a
+// takes a fair or priority lock straight from a release (see handOff in
+// scripts/fairlib.lua and scripts/prioritylib.lua): it waits; the watchdog keeps what it takes (a
 // grant's TTL may run to the end of the waiter's turn, and the waiter
 // counts its lease from its last attempt: neither is what a fixed lease
 // promises); and no replica must confirm its acquire (a grant is confirmed
@@ -272,7 +272,7 @@ func (c *cycle) nextSleep(pttl time.Duration) time.Duration {
 func (c *cycle) end(err error) error {
 	err = c.waiting.end(err)
 	if err != nil && c.l.kind.spec().queued && c.cfg.wait != 0 && !c.abandoned {
-		c.l.leaveQueue(c.ctx, c.owner, c.l.fairTurn(c.cfg))
+		c.l.leaveQueue(c.ctx, c.owner, c.l.queueTurn(c.cfg))
 	}
 	return err
 }
@@ -324,7 +324,8 @@ type lockTry struct {
 func (t lockTry) run(ctx context.Context) (r lockAttempt) {
 	l := t.l
 	a := scripts.Acquire{Key: l.name, Owner: t.owner.id, Lease: t.ttl, Fresh: t.private, Wake: t.wake,
-		Turn: l.fairTurn(t.cfg), Join: t.cfg.wait != 0, Publish: l.c.publish, GrantTry: t.grantTry}
+		Turn: l.queueTurn(t.cfg), Join: t.cfg.wait != 0, Publish: l.c.publish, GrantTry: t.grantTry,
+		Priority: t.cfg.priority, Aging: l.c.opts.priorityAging()}
 	r.Acquired, r.err = l.kind.spec().acquire(ctx, l.c.scriptConn(), a)
 	if r.OK && r.err != nil {
 		r.err = l.unsynced(ctx, t.owner, t.ttl, r.err)
@@ -338,7 +339,7 @@ func (t lockTry) run(ctx context.Context) (r lockAttempt) {
 func (t lockTry) undo(ctx context.Context, r lockAttempt) {
 	t.undoHold(ctx, r)
 	if t.l.kind.spec().queued && t.cfg.wait != 0 {
-		t.l.leaveQueue(ctx, t.owner, t.l.fairTurn(t.cfg))
+		t.l.leaveQueue(ctx, t.owner, t.l.queueTurn(t.cfg))
 	}
 }
 

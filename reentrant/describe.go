@@ -18,7 +18,7 @@ import (
 // atomically; a lock can change hands between them.
 type KeyInfo struct {
 	Name string
-	// Kind is KindLock, KindFair, KindFenced, KindReadWrite,
+	// Kind is KindLock, KindFair, KindPriority, KindFenced, KindReadWrite,
 	// KindSemaphore, KindPermitSemaphore, KindLatch, KindRate, or:
 	// KindSemaphoreOrLatch for a count no one is waiting on (Redisson
 	// stores both as a number), "" when nothing is there, and KindOther
@@ -35,7 +35,10 @@ type KeyInfo struct {
 	Holders []Holder
 	// Mode is a read-write lock's mode: "read" or "write".
 	Mode string
-	// Queue is a fair lock's waiters in order, with their deadlines.
+	// Queue is a fair lock's waiters in order, with their deadlines; or a
+	// priority lock's in the order they will be served, each with its
+	// priority, its arrival (Since) and when it is taken for dead if it
+	// makes no other attempt (Deadline).
 	Queue []Holder
 	// Token is the last fencing token a fenced lock drew.
 	Token int64
@@ -53,6 +56,10 @@ type Holder struct {
 	Count    int64
 	Write    bool
 	Deadline time.Time
+	// Priority and Since are a priority lock's waiter's priority and
+	// arrival, on Redis's clock.
+	Priority int
+	Since    time.Time
 }
 
 // Inspect reads what is at name: the kind of lock or synchronizer, its
@@ -121,6 +128,8 @@ func (in *inspection) run() error {
 	switch in.info.Kind {
 	case KindFair:
 		in.queue()
+	case KindPriority:
+		in.priorityQueue()
 	case KindFenced:
 		in.info.Token, _ = in.do(b.Get().Key(in.derived.Token).Build()).AsInt64()
 	}
@@ -152,11 +161,14 @@ func (in *inspection) hash() {
 	}
 }
 
-// lockKind tells a fair or fenced lock from a plain one by its other keys.
+// lockKind tells a fair, priority or fenced lock from a plain one by its
+// other keys.
 func (in *inspection) lockKind() {
 	switch {
 	case in.exists(in.derived.FairQueue) || in.exists(in.derived.FairTimeouts):
 		in.info.Kind = KindFair
+	case in.exists(in.derived.PriorityQueue) || in.exists(in.derived.PriorityWaiters):
+		in.info.Kind = KindPriority
 	case in.exists(in.derived.Token):
 		in.info.Kind = KindFenced
 	}
@@ -190,12 +202,14 @@ func (in *inspection) count() {
 	}
 }
 
-// absent tells what a name without its own key still is: a fair lock
-// with a queue, a fenced lock's counter, taken permits.
+// absent tells what a name without its own key still is: a fair or
+// priority lock with a queue, a fenced lock's counter, taken permits.
 func (in *inspection) absent() {
 	switch {
 	case in.exists(in.derived.FairQueue) || in.exists(in.derived.FairTimeouts):
 		in.info.Kind = KindFair
+	case in.exists(in.derived.PriorityQueue) || in.exists(in.derived.PriorityWaiters):
+		in.info.Kind = KindPriority
 	case in.exists(in.derived.PermitTimeouts):
 		in.permits()
 	case in.exists(in.derived.Token):
@@ -233,5 +247,29 @@ func (in *inspection) queue() {
 	for _, o := range owners {
 		ms, _ := in.do(b.Zscore().Key(in.derived.FairTimeouts).Member(o).Build()).AsFloat64()
 		in.info.Queue = append(in.info.Queue, Holder{Owner: o, Deadline: time.UnixMilli(int64(ms))})
+	}
+}
+
+// priorityQueue reads a priority lock's queue in service order, with each
+// waiter's record (see scripts/prioritylib.lua).
+func (in *inspection) priorityQueue() {
+	b := in.c.rdb.B()
+	owners, _ := in.do(b.Zrange().Key(in.derived.PriorityQueue).Min("0").Max("-1").Build()).AsStrSlice()
+	if len(owners) == 0 {
+		return
+	}
+	records, _ := in.do(b.Hmget().Key(in.derived.PriorityWaiters).Field(owners...).Build()).ToArray()
+	for i, o := range owners {
+		h := Holder{Owner: o}
+		if i < len(records) {
+			r, _ := records[i].ToString()
+			if f := strings.Split(r, ":"); len(f) == 5 {
+				alive, _ := strconv.ParseInt(f[0], 10, 64)
+				h.Priority, _ = strconv.Atoi(f[1])
+				since, _ := strconv.ParseInt(f[2], 10, 64)
+				h.Deadline, h.Since = time.UnixMilli(alive), time.UnixMicro(since)
+			}
+		}
+		in.info.Queue = append(in.info.Queue, h)
 	}
 }

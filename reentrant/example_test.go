@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"sync"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -270,4 +271,39 @@ func ExampleReplicaSync() {
 	_, err := locks.Lock("invoice:9").Lock(context.Background())
 	fmt.Println(errors.Is(err, reentrant.ErrNotSynced))
 	// Output: true
+}
+
+// A priority lock serves its best-placed waiter first: here, three jobs
+// queued at priorities 1, 8 and 4 while the lock was held.
+func ExampleClient_PriorityLock() {
+	rdb, stop := exampleRedis()
+	defer stop()
+	locks, _ := reentrant.New(rdb, reentrant.Options{})
+	defer locks.Close()
+
+	ctx := context.Background()
+	mu := locks.PriorityLock("reindex")
+	held, _ := mu.Lock(ctx)
+	var wg sync.WaitGroup
+	for i, p := range []int{1, 8, 4} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h, err := mu.Lock(ctx, reentrant.Priority(p))
+			if err != nil {
+				log.Fatal(err)
+			}
+			fmt.Println("priority", p, "runs")
+			mu.Unlock(h)
+		}()
+		for info, _ := locks.Inspect(ctx, "reindex"); len(info.Queue) < i+1; info, _ = locks.Inspect(ctx, "reindex") {
+			time.Sleep(time.Millisecond) // until it is queued
+		}
+	}
+	mu.Unlock(held)
+	wg.Wait()
+	// Output:
+	// priority 8 runs
+	// priority 4 runs
+	// priority 1 runs
 }

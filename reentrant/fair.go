@@ -49,7 +49,15 @@ func (l *Lock) fairTurn(cfg acquireConfig) time.Duration {
 	return l.c.opts.FairWaitTimeout
 }
 
-// leaveQueue takes owner out of a fair lock's queue after a wait that ended
+// queueTurn is the turn a queued lock's waiter is given (see kind.turn).
+func (l *Lock) queueTurn(cfg acquireConfig) time.Duration {
+	if turn := l.kind.spec().turn; turn != nil {
+		return turn(l, cfg)
+	}
+	return 0
+}
+
+// leaveQueue takes owner out of a fair or priority lock's queue after a wait that ended
 // without the lock, as Redisson's acquireFailed does, so that those behind
 // it need not wait for its deadline: a waiter left at the head of the queue
 // would hold up everyone for its whole turn. It runs even when ctx is
@@ -85,7 +93,7 @@ func (l *Lock) leaveQueue(ctx context.Context, owner Owner, turn time.Duration) 
 // leftQueue runs the leave script once and reports whether it is done:
 // Redis answered, or no later try could help.
 func (l *Lock) leftQueue(ctx context.Context, owner Owner, turn time.Duration) bool {
-	err := scripts.FairLeave(ctx, l.c.scriptConn(), l.name, owner.id, turn, l.c.publish)
+	err := l.kind.spec().leave(ctx, l.c.scriptConn(), l.name, owner.id, turn, l.c.publish)
 	return err == nil || (scripts.IsReply(err) && !scripts.IsUnavailable(err)) || l.c.checkOpen() != nil
 }
 

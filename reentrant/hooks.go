@@ -20,8 +20,8 @@ type Hooks struct {
 	// AcquireStarted is called when a call that takes a lock or a permit,
 	// or awaits a latch, begins: Lock, TryLock and Do (once per lock a
 	// MultiLock or Redlock takes), the synchronizers' Acquire and
-	// TryAcquire, and CountDownLatch.Await. Only Kind, Name and Start are
-	// set.
+	// TryAcquire, and CountDownLatch.Await. Only Kind, Name, Start and
+	// Priority are set.
 	AcquireStarted func(ctx context.Context, a Acquire)
 
 	// AcquireEnded is called when that call ends, whatever its outcome.
@@ -46,14 +46,17 @@ type Hooks struct {
 // Acquire describes one call that takes a lock or a permit, or awaits a
 // latch, to the acquire hooks.
 type Acquire struct {
-	// Kind is what is taken: KindLock, KindFenced, KindFair, KindRead,
-	// KindWrite, KindSpin, KindSemaphore, KindPermitSemaphore, KindLatch
-	// or KindRate.
+	// Kind is what is taken: KindLock, KindFenced, KindFair,
+	// KindPriority, KindRead, KindWrite, KindSpin, KindSemaphore,
+	// KindPermitSemaphore, KindLatch or KindRate.
 	Kind Kind
 	// Name is the lock's or synchronizer's name.
 	Name string
 	// Start is when the call began.
 	Start time.Time
+	// Priority is a PriorityLock call's priority (see Priority); 0 for
+	// every other kind.
+	Priority int
 
 	// The rest is set for AcquireEnded.
 
@@ -103,24 +106,24 @@ type Renewal struct {
 
 // started reports an acquire call beginning, if anyone listens, and
 // returns its start time (zero when nobody does).
-func (h *Hooks) started(ctx context.Context, kind Kind, name string) time.Time {
+// a holds its kind, name and priority.
+func (h *Hooks) started(ctx context.Context, a Acquire) time.Time {
 	if h.AcquireStarted == nil && h.AcquireEnded == nil {
 		return time.Time{}
 	}
-	start := time.Now()
+	a.Start = time.Now()
 	if h.AcquireStarted != nil {
-		h.AcquireStarted(ctx, Acquire{Kind: kind, Name: name, Start: start})
+		h.AcquireStarted(ctx, a)
 	}
-	return start
+	return a.Start
 }
 
-// ended reports an acquire call's end.
-func (h *Hooks) ended(ctx context.Context, kind Kind, name string, start time.Time, attempts int, held bool, err error) {
+// ended reports the end of an acquire call, a, with its result err; a.Held
+// says whether its kind records a hold when the call succeeds.
+func (h *Hooks) ended(ctx context.Context, a Acquire, err error) {
 	if h.AcquireEnded == nil {
 		return
 	}
-	h.AcquireEnded(ctx, Acquire{
-		Kind: kind, Name: name, Start: start, Waited: time.Since(start),
-		Attempts: attempts, Err: err, Held: held && err == nil,
-	})
+	a.Waited, a.Err, a.Held = time.Since(a.Start), err, a.Held && err == nil
+	h.AcquireEnded(ctx, a)
 }

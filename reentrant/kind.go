@@ -21,6 +21,7 @@ const (
 	KindLock            Kind = "lock"             // Client.Lock: Redisson's RLock
 	KindFenced          Kind = "fenced"           // Client.FencedLock: RFencedLock
 	KindFair            Kind = "fair"             // Client.FairLock: RFairLock
+	KindPriority        Kind = "priority"         // Client.PriorityLock: relock's own
 	KindRead            Kind = "read"             // ReadWriteLock.ReadLock
 	KindWrite           Kind = "write"            // ReadWriteLock.WriteLock
 	KindSpin            Kind = "spin"             // Client.SpinLock: RSpinLock
@@ -71,12 +72,13 @@ func (k Kind) holds() bool {
 type lockKind uint8
 
 const (
-	plainLock  lockKind = iota // RLock
-	fencedLock                 // RFencedLock: each acquire draws a token
-	readLock                   // RReadWriteLock's read side
-	writeLock                  // RReadWriteLock's write side
-	fairLock                   // RFairLock: waiters queue in Redis, in order
-	spinLock                   // RSpinLock: RLock's layout, waiters back off
+	plainLock    lockKind = iota // RLock
+	fencedLock                   // RFencedLock: each acquire draws a token
+	readLock                     // RReadWriteLock's read side
+	writeLock                    // RReadWriteLock's write side
+	fairLock                     // RFairLock: waiters queue in Redis, in order
+	spinLock                     // RSpinLock: RLock's layout, waiters back off
+	priorityLock                 // relock's own: waiters queue by aged priority
 )
 
 // kind is everything that differs between the kinds of lock; waiting,
@@ -99,9 +101,12 @@ type kind struct {
 	// forceUnlock deletes the lock whoever holds it and wakes its waiters
 	// (directed: one relock client too, see scripts.Wake).
 	forceUnlock func(ctx context.Context, rdb scripts.Conn, name string, pub scripts.Publish, directed bool) (bool, error)
-	// queued: waiters queue in Redis. One that gives up leaves the queue;
-	// one told "free, but not your turn" backs off instead of retrying.
+	// queued: waiters queue in Redis. One that gives up leaves the queue
+	// (leave); one told "free, but not your turn" backs off instead of
+	// retrying. turn is the turn a waiter is given in the queue.
 	queued bool
+	leave  func(ctx context.Context, rdb scripts.Conn, key, owner string, turn time.Duration, pub scripts.Publish) error
+	turn   func(l *Lock, cfg acquireConfig) time.Duration
 	// directed: relock waiters may take directed wakes (scripts.Wake).
 	directed bool
 	// spins: waiters never subscribe but back off (the Lock's Backoff),
@@ -161,6 +166,22 @@ var kinds = [...]kind{
 			return scripts.FairForceUnlock(ctx, rdb, name, pub)
 		},
 		queued: true,
+		leave:  scripts.FairLeave,
+		turn:   (*Lock).fairTurn,
+	},
+	priorityLock: {
+		kind:     KindPriority,
+		field:    ownField,
+		channel:  scripts.PriorityChannel,
+		acquire:  scripts.PriorityAcquire,
+		release:  scripts.PriorityRelease,
+		believes: true,
+		forceUnlock: func(ctx context.Context, rdb scripts.Conn, name string, pub scripts.Publish, _ bool) (bool, error) {
+			return scripts.PriorityForceUnlock(ctx, rdb, name, pub)
+		},
+		queued: true,
+		leave:  scripts.PriorityLeave,
+		turn:   (*Lock).aliveWindow,
 	},
 	spinLock: {
 		kind:        KindSpin,

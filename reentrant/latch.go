@@ -100,12 +100,12 @@ func (l *CountDownLatch) Await(ctx context.Context, opts ...LockOption) error {
 	if err := l.check(ctx); err != nil {
 		return err
 	}
-	cfg := newAcquireConfig(-1, opts)
+	cfg := newAcquireConfig(-1, KindLatch, opts)
 	if err := cfg.noLease("latch"); err != nil {
 		return err
 	}
 	var w waiting
-	l.c.startWaiting(&w, ctx, KindLatch, l.name, cfg.wait, cfg.retries)
+	l.c.startWaiting(&w, ctx, KindLatch, l.name, cfg)
 	w.announcedOn(scripts.LatchChannel(l.name), latchWakes, "")
 	return w.end(w.run(&latchAwait{l: l, ctx: ctx, cfg: cfg}, readOnly, cfg))
 }

@@ -66,7 +66,7 @@ func (l *Lock) Name() string {
 // last connection error (and ctx's, if ctx ended it), never ErrNotAcquired:
 // "held by someone else" and "could not reach Redis" are different answers.
 func (l *Lock) Lock(ctx context.Context, opts ...LockOption) (context.Context, error) {
-	return l.acquire(ctx, newAcquireConfig(-1, opts))
+	return l.acquire(ctx, newAcquireConfig(-1, l.kindOf(), opts))
 }
 
 // TryLock is Lock with NoWait unless the options say otherwise. It returns
@@ -74,7 +74,7 @@ func (l *Lock) Lock(ctx context.Context, opts ...LockOption) (context.Context, e
 // else for as long as the limits allowed; any other failure, an outage
 // included, is an error.
 func (l *Lock) TryLock(ctx context.Context, opts ...LockOption) (held context.Context, ok bool, err error) {
-	held, err = l.acquire(ctx, newAcquireConfig(0, opts))
+	held, err = l.acquire(ctx, newAcquireConfig(0, l.kindOf(), opts))
 	if errors.Is(err, ErrNotAcquired) {
 		return ctx, false, nil
 	}
@@ -82,6 +82,15 @@ func (l *Lock) TryLock(ctx context.Context, opts ...LockOption) (held context.Co
 		return ctx, false, err
 	}
 	return held, true, nil
+}
+
+// kindOf is the lock's kind; a nil Lock's is KindLock (the call fails
+// its check all the same).
+func (l *Lock) kindOf() Kind {
+	if l == nil {
+		return KindLock
+	}
+	return l.kind.spec().kind
 }
 
 // directed reports whether the lock's waiters take directed wakes (see

@@ -39,7 +39,7 @@ type multiKey struct{}
 // The held context is cancelled when any part's is: on loss of any lock
 // (cause ErrLockLost), or on Unlock.
 func (m *MultiLock) Lock(ctx context.Context, opts ...LockOption) (context.Context, error) {
-	cfg := newAcquireConfig(-1, opts)
+	cfg := newAcquireConfig(-1, KindLock, opts)
 	if cfg.err != nil {
 		return nil, cfg.err
 	}

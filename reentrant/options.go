@@ -64,6 +64,21 @@ type Options struct {
 	// default; at least RepollInterval.
 	FairWaitTimeout time.Duration
 
+	// PriorityAging is how much earlier one level of priority places a
+	// PriorityLock's waiter in the queue: its place is its arrival moved
+	// earlier by its priority times PriorityAging, so a waiter is passed
+	// only by those of higher priority that arrive within (their priority
+	// - its priority) x PriorityAging after it. Every client sharing a
+	// priority lock must use the same value (see docs/priority.md).
+	// Default 1s; at least 1µs.
+	PriorityAging time.Duration
+
+	// StrictPriority orders a PriorityLock's queue by priority first and
+	// arrival second, with no aging: a waiter may then wait as long as
+	// higher priorities keep arriving. Every client sharing a priority
+	// lock must use the same value.
+	StrictPriority bool
+
 	// ReplicaSync asks replicas to confirm each lock's writes, as
 	// Redisson's checkLockSyncedSlaves does. Off by default.
 	ReplicaSync ReplicaSync
@@ -135,6 +150,12 @@ func (o Options) withDefaults() (Options, error) {
 	case o.FairWaitTimeout < o.RepollInterval:
 		return o, fmt.Errorf("relock: %w: FairWaitTimeout %v is below RepollInterval %v: live waiters would be skipped", ErrInvalidArgument, o.FairWaitTimeout, o.RepollInterval)
 	}
+	switch {
+	case o.PriorityAging == 0:
+		o.PriorityAging = time.Second
+	case o.PriorityAging < time.Microsecond:
+		return o, fmt.Errorf("relock: %w: PriorityAging %v is below 1µs", ErrInvalidArgument, o.PriorityAging)
+	}
 	if err := o.ReplicaSync.check(); err != nil {
 		return o, err
 	}
@@ -178,10 +199,13 @@ type acquireConfig struct {
 	retries    int           // tries after the first; < 0: no limit
 	retryDelay time.Duration // 0: retry when the lock may be free
 	timeout    time.Duration // bounds each attempt's script call; 0: only ctx does
+	priority   int           // a priority lock's waiter's, 0 to 255
 	err        error
 }
 
-func newAcquireConfig(wait time.Duration, opts []LockOption) acquireConfig {
+// newAcquireConfig is the config of a call on something of kind k that
+// waits wait unless opts say otherwise.
+func newAcquireConfig(wait time.Duration, k Kind, opts []LockOption) acquireConfig {
 	cfg := acquireConfig{wait: wait, retries: -1}
 	if len(opts) > 0 {
 		// Only here does the config go to the heap (an option is a func
@@ -193,6 +217,9 @@ func newAcquireConfig(wait time.Duration, opts []LockOption) acquireConfig {
 				continue
 			}
 			o.apply(&with)
+		}
+		if with.priority != 0 && k != KindPriority {
+			with.invalid("Priority(%d) is for a PriorityLock, and this is a %s (%s)", with.priority, k.noun(), k)
 		}
 		cfg = with
 	}
@@ -216,6 +243,20 @@ func WaitAtMost(d time.Duration) LockOption {
 			cfg.invalid("WaitAtMost(%v): negative wait", d)
 		}
 		cfg.wait = d
+	}}
+}
+
+// Priority places the caller in a PriorityLock's queue by priority p, 0
+// to 255: higher is served sooner (see Client.PriorityLock). Default 0.
+// Any other kind of lock or synchronizer refuses it with
+// ErrInvalidArgument.
+func Priority(p int) LockOption {
+	return LockOption{func(cfg *acquireConfig) {
+		if p < 0 || p > maxPriority {
+			cfg.invalid("Priority(%d): a priority is 0 to %d", p, maxPriority)
+			return
+		}
+		cfg.priority = p
 	}}
 }
 

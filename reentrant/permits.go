@@ -100,7 +100,7 @@ func (p *Permit) Release(ctx context.Context) error {
 // not wait tries that once; if it gets no answer, the permit comes back
 // when its lease ends.
 func (s *PermitExpirableSemaphore) Acquire(ctx context.Context, opts ...LockOption) (*Permit, error) {
-	return s.acquire(ctx, newAcquireConfig(-1, opts))
+	return s.acquire(ctx, newAcquireConfig(-1, KindPermitSemaphore, opts))
 }
 
 // TryAcquire is Acquire with NoWait unless the options say otherwise. It
@@ -108,7 +108,7 @@ func (s *PermitExpirableSemaphore) Acquire(ctx context.Context, opts ...LockOpti
 // long as the limits allowed; any other failure, an outage included, is an
 // error.
 func (s *PermitExpirableSemaphore) TryAcquire(ctx context.Context, opts ...LockOption) (p *Permit, ok bool, err error) {
-	p, err = s.acquire(ctx, newAcquireConfig(0, opts))
+	p, err = s.acquire(ctx, newAcquireConfig(0, KindPermitSemaphore, opts))
 	ok, err = tried(err)
 	return p, ok, err
 }
@@ -121,7 +121,7 @@ func (s *PermitExpirableSemaphore) acquire(ctx context.Context, cfg acquireConfi
 		return nil, cfg.err
 	}
 	var w waiting
-	s.c.startWaiting(&w, ctx, KindPermitSemaphore, s.name, cfg.wait, cfg.retries)
+	s.c.startWaiting(&w, ctx, KindPermitSemaphore, s.name, cfg)
 	if cfg.retryDelay == 0 {
 		w.announcedOn(scripts.SemaphoreChannel(s.name), permitWakes, "")
 	}

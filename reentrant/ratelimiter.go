@@ -102,14 +102,14 @@ func (r *RateLimiter) set(ctx context.Context, rate Rate, only bool) (bool, erro
 // wrapped. A limiter with no configuration is ErrRateNotSet; n above the
 // rate, ErrInvalidArgument.
 func (r *RateLimiter) Acquire(ctx context.Context, n int64, opts ...LockOption) error {
-	return r.acquire(ctx, n, newAcquireConfig(-1, opts))
+	return r.acquire(ctx, n, newAcquireConfig(-1, KindRate, opts))
 }
 
 // TryAcquire is Acquire with NoWait unless the options say otherwise. It
 // returns false and a nil error when the permits were not there for as
 // long as the limits allowed; any other failure is an error.
 func (r *RateLimiter) TryAcquire(ctx context.Context, n int64, opts ...LockOption) (bool, error) {
-	return tried(r.acquire(ctx, n, newAcquireConfig(0, opts)))
+	return tried(r.acquire(ctx, n, newAcquireConfig(0, KindRate, opts)))
 }
 
 func (r *RateLimiter) acquire(ctx context.Context, n int64, cfg acquireConfig) error {
@@ -123,7 +123,7 @@ func (r *RateLimiter) acquire(ctx context.Context, n int64, cfg acquireConfig) e
 		return err
 	}
 	var w waiting
-	r.c.startWaiting(&w, ctx, KindRate, r.name, cfg.wait, cfg.retries)
+	r.c.startWaiting(&w, ctx, KindRate, r.name, cfg)
 	return w.end(w.run(&rateAcquire{r: r, ctx: ctx, n: n, cfg: cfg}, sendOnce, cfg))
 }
 

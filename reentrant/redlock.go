@@ -52,7 +52,7 @@ type redlockHeld struct {
 // WaitAtMost and RetryCount bound the attempts; RetryDelay replaces the
 // random delay between attempts.
 func (r *Redlock) Lock(ctx context.Context, opts ...LockOption) (context.Context, error) {
-	cfg := newAcquireConfig(-1, opts)
+	cfg := newAcquireConfig(-1, KindLock, opts)
 	if cfg.err != nil {
 		return nil, cfg.err
 	}

@@ -59,7 +59,7 @@ func (s *Semaphore) check(ctx context.Context) error {
 // Acquire returns that error and the permits may have been taken: nothing
 // owns them, so nothing can tell (PermitExpirableSemaphore can).
 func (s *Semaphore) Acquire(ctx context.Context, n int64, opts ...LockOption) error {
-	return s.acquire(ctx, n, newAcquireConfig(-1, opts))
+	return s.acquire(ctx, n, newAcquireConfig(-1, KindSemaphore, opts))
 }
 
 // TryAcquire is Acquire with NoWait unless the options say otherwise. It
@@ -67,7 +67,7 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64, opts ...LockOption) er
 // long as the limits allowed; any other failure, an outage included, is an
 // error.
 func (s *Semaphore) TryAcquire(ctx context.Context, n int64, opts ...LockOption) (bool, error) {
-	return tried(s.acquire(ctx, n, newAcquireConfig(0, opts)))
+	return tried(s.acquire(ctx, n, newAcquireConfig(0, KindSemaphore, opts)))
 }
 
 // tried turns an acquire's error into TryLock's form: false and no error
@@ -90,7 +90,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, cfg acquireConfig) err
 		return err
 	}
 	var w waiting
-	s.c.startWaiting(&w, ctx, KindSemaphore, s.name, cfg.wait, cfg.retries)
+	s.c.startWaiting(&w, ctx, KindSemaphore, s.name, cfg)
 	if cfg.retryDelay == 0 {
 		w.announcedOn(scripts.SemaphoreChannel(s.name), permitWakes, "")
 	}

@@ -20,15 +20,16 @@ import (
 // ctx, or Close. Nothing depends on a message arriving: the bounds hold
 // without.
 type waiting struct {
-	c       *Client
-	kind    Kind
-	name    string
-	channel string       // where releases are announced
-	wakes   pubsub.Wakes // reads its messages; nil: nothing is announced
-	ctx     context.Context
-	retries int              // attempts after the first; < 0: no limit
-	timer   *time.Timer      // fires giveUp; nil without a wait limit
-	giveUp  <-chan time.Time // the wait limit
+	c        *Client
+	kind     Kind
+	name     string
+	channel  string       // where releases are announced
+	wakes    pubsub.Wakes // reads its messages; nil: nothing is announced
+	ctx      context.Context
+	retries  int              // attempts after the first; < 0: no limit
+	priority int              // a PriorityLock call's, for the hooks
+	timer    *time.Timer      // fires giveUp; nil without a wait limit
+	giveUp   <-chan time.Time // the wait limit
 	// The channel is subscribed once, after the first attempt that finds
 	// the thing taken (wakes != nil).
 	subscribe bool
@@ -61,11 +62,11 @@ type waiting struct {
 // startWaiting readies w for a call with ctx, taking a thing of the given
 // kind, that gives up after wait (< 0: never) or
 // 1+retries attempts (retries < 0: no limit).
-func (c *Client) startWaiting(w *waiting, ctx context.Context, kind Kind, name string, wait time.Duration, retries int) {
-	*w = waiting{c: c, kind: kind, name: name, ctx: ctx, retries: retries, unavailable: 20 * time.Millisecond}
-	w.start = c.opts.Hooks.started(ctx, kind, name)
-	if wait >= 0 {
-		w.timer = time.NewTimer(wait)
+func (c *Client) startWaiting(w *waiting, ctx context.Context, kind Kind, name string, cfg acquireConfig) {
+	*w = waiting{c: c, kind: kind, name: name, ctx: ctx, retries: cfg.retries, priority: cfg.priority, unavailable: 20 * time.Millisecond}
+	w.start = c.opts.Hooks.started(ctx, Acquire{Kind: kind, Name: name, Priority: cfg.priority})
+	if cfg.wait >= 0 {
+		w.timer = time.NewTimer(cfg.wait)
 		w.giveUp = w.timer.C
 	}
 }
@@ -253,7 +254,7 @@ func (w *waiting) end(err error) error {
 		}
 	}
 	if !w.start.IsZero() {
-		w.c.opts.Hooks.ended(w.ctx, w.kind, w.name, w.start, w.attempts, w.kind.holds(), err)
+		w.c.opts.Hooks.ended(w.ctx, Acquire{Kind: w.kind, Name: w.name, Priority: w.priority, Start: w.start, Attempts: w.attempts, Held: w.kind.holds()}, err)
 	}
 	return err
 }

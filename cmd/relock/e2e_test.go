@@ -327,6 +327,7 @@ func TestClusterAndSentinel(t *testing.T) {
 		held := map[string]*reentrant.Lock{
 			"plain": locks.Lock("plain"), "fair": locks.FairLock("fair"),
 			"read": locks.ReadWriteLock("rw").ReadLock(), "fenced": locks.FencedLock("fenced"),
+			"priority": locks.PriorityLock("prio"),
 		}
 		var names []string
 		for _, l := range held {

@@ -34,6 +34,8 @@ func (e env) forceUnlock(args []string) int {
 		mu = locks.Lock(name)
 	case reentrant.KindFair:
 		mu = locks.FairLock(name)
+	case reentrant.KindPriority:
+		mu = locks.PriorityLock(name)
 	case reentrant.KindReadWrite:
 		mu = locks.ReadWriteLock(name).WriteLock()
 	case "":

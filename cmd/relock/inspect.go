@@ -29,6 +29,9 @@ type entry struct {
 	Count    int64      `json:"count,omitempty"`
 	Write    bool       `json:"write,omitempty"`
 	Deadline *time.Time `json:"deadline,omitempty"`
+	// A priority lock's waiter: its priority and arrival.
+	Priority *int       `json:"priority,omitempty"`
+	Since    *time.Time `json:"since,omitempty"`
 }
 
 type rate struct {
@@ -63,6 +66,10 @@ func entries(hs []reentrant.Holder) []entry {
 		if !h.Deadline.IsZero() {
 			d := h.Deadline.UTC()
 			e.Deadline = &d
+		}
+		if !h.Since.IsZero() {
+			p, since := h.Priority, h.Since.UTC()
+			e.Priority, e.Since = &p, &since
 		}
 		es = append(es, e)
 	}
@@ -146,6 +153,9 @@ func (en entry) detail() string {
 	}
 	if en.Write {
 		parts = append(parts, "writer")
+	}
+	if en.Priority != nil {
+		parts = append(parts, fmt.Sprintf("priority %d, waiting %v", *en.Priority, time.Since(*en.Since).Round(time.Millisecond)))
 	}
 	if en.Deadline != nil {
 		parts = append(parts, "until "+en.Deadline.Format(time.RFC3339Nano))

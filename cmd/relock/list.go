@@ -48,7 +48,7 @@ func (e env) list(args []string) int {
 			return e.fail(exitFor(err), "%v", err)
 		}
 		switch info.Kind {
-		case reentrant.KindLock, reentrant.KindFair, reentrant.KindFenced, reentrant.KindReadWrite:
+		case reentrant.KindLock, reentrant.KindFair, reentrant.KindPriority, reentrant.KindFenced, reentrant.KindReadWrite:
 			reports = append(reports, report(info))
 		}
 	}

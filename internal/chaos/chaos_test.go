@@ -96,6 +96,8 @@ func (r *run) forceUnlock() {
 	switch r.workload {
 	case "fair":
 		r.admin.FairLock(lockName).ForceUnlock(ctx)
+	case "priority":
+		r.admin.PriorityLock(lockName).ForceUnlock(ctx)
 	case "rw":
 		r.admin.ReadWriteLock(lockName).WriteLock().ForceUnlock(ctx)
 	default:
@@ -271,10 +273,10 @@ func chaos(t *testing.T, workload string, linearizable bool) {
 	}
 	var samples *queueSamples
 	var drops *dropWatch
-	if workload == "fair" {
-		samples = sampleQueue(r.redis.Client())
+	if q, ok := queueWatches[workload]; ok {
+		samples = sampleQueue(r.redis.Client(), q)
 		defer samples.stop()
-		drops = watchDrops(r.redis.Addr)
+		drops = watchDrops(r.redis.Addr, q)
 		defer drops.stop()
 	}
 
@@ -431,7 +433,8 @@ schedule:
 	// Oracle E: no wait longer than the holds and faults explain.
 	r.liveness(intervals, ops, lost)
 
-	// Oracle F: the fair lock serves live waiters in queue order.
+	// Oracle F: the fair and priority locks serve live waiters in queue
+	// order.
 	if samples != nil {
 		r.fairOrder(samples.stop(), drops.stop(), intervals, slices.Sorted(slices.Values(append(slices.Clone(lost), voided...))))
 	}

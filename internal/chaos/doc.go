@@ -4,7 +4,8 @@
 // on), and checkers that judge the history instead of counting.
 //
 // Workloads, one run each: the fenced lock, the plain lock, the read-write
-// lock (7 reads in 10), the fair lock, a permit-expirable semaphore, latch
+// lock (7 reads in 10), the fair lock, the priority lock (each acquisition
+// at one of four priorities), a permit-expirable semaphore, latch
 // rounds, and, only when named (RELOCK_CHAOS_WORKLOADS=herd), the herd: the
 // plain lock with 16 processes, most of them waiting at any time. Faults include a force unlock and a partition of the
 // holder whose renewal replies first come late.
@@ -17,9 +18,11 @@
 // linearizability of the lock history against a mutex model that allows
 // unknown outcomes (porcupine; not for the read-write lock); D, leaks (lock
 // keys, queues, channels, goroutines) after the run; E, liveness: no wait
-// longer than the holds and faults around it explain; F, for the fair lock,
-// waiters served in queue order, but for one whose turn ran out (its drop
-// from the queue seen on the wire); S, never more permits in use than the
+// longer than the holds and faults around it explain; F, for the fair and
+// priority locks, waiters served in queue order (a priority lock's queue is
+// ordered by place, which arrivals never change for those already queued),
+// but for one whose turn or window ran out (its drop from the queue seen on
+// the wire) or whose grant ran out before it took it; S, never more permits in use than the
 // semaphore has; L, no latch opens early, and every round opens.
 //
 // The suite runs when RELOCK_CHAOS=1 (see docs/safety.md for the commands);

@@ -39,15 +39,46 @@ type queueSample struct {
 // readQueue reads Redis's clock and the queue in one script, so that a
 // sample can be placed among the drops the monitor saw.
 const readQueue = `local t = redis.call('time')
-return {t[1] * 1000000 + t[2], redis.call('lrange', KEYS[1], 0, -1)}`
+return {t[1] * 1000000 + t[2], redis.call(ARGV[1], KEYS[1], 0, -1)}`
 
-// sampleQueue samples the queue every 2ms until stop, keeping each change
+// queueWatch is where a queued workload's queue is and how its scripts
+// change it, as MONITOR shows their commands: a drop (a waiter taken out
+// of the queue because its turn or its window ran out) is the command
+// starting with drop and the waiter, then follow and the waiter; a grant
+// (a release handing the lock to the waiter) is grant, the waiter and "0".
+type queueWatch struct {
+	key, read           string // the queue, and the command that reads it in order
+	drop, follow, grant string
+	// claimed: the waiter found its grant had run out (fairlib.lua's
+	// claim: HEXISTS of the lock, then HDEL of the grant).
+	claimed, unclaim string
+}
+
+// queueWatches are the queued workloads'.
+var queueWatches = map[string]queueWatch{
+	"fair": {
+		key: "redisson_lock_queue:{" + lockName + "}", read: "lrange",
+		drop:    `"zrem" "redisson_lock_timeout:{` + lockName + `}" "`,
+		follow:  `"lpop" "redisson_lock_queue:{` + lockName + `}"`,
+		grant:   `"hset" "relock_grants:{` + lockName + `}" "`,
+		claimed: `"hexists" "` + lockName + `" "`,
+		unclaim: `"hdel" "relock_grants:{` + lockName + `}" "`,
+	},
+	"priority": {
+		key: "relock_priority_queue:{" + lockName + "}", read: "zrange",
+		drop:   `"zrem" "relock_priority_queue:{` + lockName + `}" "`,
+		follow: `"hdel" "relock_priority_waiters:{` + lockName + `}" "`,
+		grant:  `"hset" "relock_priority_waiters:{` + lockName + `}" "`,
+	},
+}
+
+// sampleQueue samples q's queue every 2ms until stop, keeping each change
 // that has two waiters or more (order needs two).
-func sampleQueue(rdb rueidis.Client) *queueSamples {
+func sampleQueue(rdb rueidis.Client, q queueWatch) *queueSamples {
 	s := &queueSamples{done: make(chan struct{}), stopped: make(chan struct{})}
 	go func() {
 		defer close(s.stopped)
-		key := "redisson_lock_queue:{" + lockName + "}"
+		key := q.key
 		var last []string
 		for {
 			select {
@@ -57,7 +88,7 @@ func sampleQueue(rdb rueidis.Client) *queueSamples {
 			}
 			at := mono()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			reply, err := rdb.Do(ctx, rdb.B().Eval().Script(readQueue).Numkeys(1).Key(key).Build()).ToArray()
+			reply, err := rdb.Do(ctx, rdb.B().Eval().Script(readQueue).Numkeys(1).Key(key).Arg(q.read).Build()).ToArray()
 			cancel()
 			if err != nil || len(reply) != 2 {
 				continue
@@ -186,6 +217,7 @@ func (r *run) fairOrder(samples []queueSample, drops dropLog, intervals []interv
 // before it took it (the grant's mark may be gone by its next attempt,
 // with the grants' hash, so that no drop is seen).
 type dropWatch struct {
+	q       queueWatch
 	addr    string
 	done    chan struct{}
 	stopped chan struct{}
@@ -214,9 +246,9 @@ func count(m map[string][]int64) (n int) {
 	return n
 }
 
-// watchDrops starts watching the fair lock's queue on Redis at addr.
-func watchDrops(addr string) *dropWatch {
-	w := &dropWatch{addr: addr, done: make(chan struct{}), stopped: make(chan struct{}), log: dropLog{of: map[string][]int64{}, granted: map[string][]int64{}}}
+// watchDrops starts watching q's queue on Redis at addr.
+func watchDrops(addr string, q queueWatch) *dropWatch {
+	w := &dropWatch{q: q, addr: addr, done: make(chan struct{}), stopped: make(chan struct{}), log: dropLog{of: map[string][]int64{}, granted: map[string][]int64{}}}
 	go w.run()
 	return w
 }
@@ -275,12 +307,8 @@ func (w *dropWatch) follow(conn net.Conn, blindFrom int64) {
 		return
 	}
 	w.log.blind = append(w.log.blind, span{blindFrom, mono()})
-	zrem := `"zrem" "` + "redisson_lock_timeout:{" + lockName + `}" "`
-	lpop := `"lpop" "` + "redisson_lock_queue:{" + lockName + `}"`
-	hexists := `"hexists" "` + lockName + `" "`
-	hdel := `"hdel" "` + "relock_grants:{" + lockName + `}" "`
-	hset := `"hset" "` + "relock_grants:{" + lockName + `}" "`
-	var owner string   // the waiter whose deadline the command before removed
+	q := w.q
+	var owner string   // the waiter the command before dropped, if follow comes next
 	var granted string // the waiter whose hold the command before looked for
 	for {
 		line, err := rd.ReadString('\n')
@@ -291,15 +319,15 @@ func (w *dropWatch) follow(conn net.Conn, blindFrom int64) {
 		switch {
 		case !ok:
 			owner, granted = "", ""
-		case strings.HasPrefix(cmd, zrem):
-			owner, granted = strings.TrimSuffix(strings.TrimPrefix(cmd, zrem), `"`), ""
-		case strings.HasPrefix(cmd, hexists):
-			owner, granted = "", strings.TrimSuffix(strings.TrimPrefix(cmd, hexists), `"`)
-		case strings.HasPrefix(cmd, hset) && strings.HasSuffix(cmd, `" "0"`):
-			g := strings.TrimSuffix(strings.TrimPrefix(cmd, hset), `" "0"`)
+		case strings.HasPrefix(cmd, q.drop):
+			owner, granted = strings.TrimSuffix(strings.TrimPrefix(cmd, q.drop), `"`), ""
+		case strings.HasPrefix(cmd, q.grant) && strings.HasSuffix(cmd, `" "0"`):
+			g := strings.TrimSuffix(strings.TrimPrefix(cmd, q.grant), `" "0"`)
 			w.log.granted[g] = append(w.log.granted[g], at)
 			owner, granted = "", ""
-		case owner != "" && cmd == lpop, granted != "" && cmd == hdel+granted+`"`:
+		case q.claimed != "" && strings.HasPrefix(cmd, q.claimed):
+			owner, granted = "", strings.TrimSuffix(strings.TrimPrefix(cmd, q.claimed), `"`)
+		case owner != "" && (cmd == q.follow || cmd == q.follow+owner+`"`), granted != "" && cmd == q.unclaim+granted+`"`:
 			w.log.of[owner+granted] = append(w.log.of[owner+granted], at)
 			owner, granted = "", ""
 		default:
@@ -330,7 +358,7 @@ func monitorLine(line string) (at int64, cmd string, ok bool) {
 // and sees none in a grant or in a waiter leaving.
 func TestTurnRanOutIsSeen(t *testing.T) {
 	s := redistest.Start(t)
-	w := watchDrops(s.Addr)
+	w := watchDrops(s.Addr, queueWatches["fair"])
 	defer w.stop()
 	redistest.Eventually(t, 10*time.Second, "the monitor to follow", func() bool {
 		list, _ := s.Do("CLIENT", "LIST").ToString()

@@ -32,13 +32,13 @@ var aftermath = map[string]time.Duration{
 }
 
 // aftermath is the aftermath of fault name in this run's workload. A fair
-// lock's waiter told "free, but another's turn" backs off up to the
+// or priority lock's waiter told "free, but another's turn" backs off up to the
 // re-poll interval, not a TTL: when the queue is lost (data-loss) or the
 // lock freed with no release (delete-key), the waiters that must re-join
 // or take their turn may each be a re-poll away.
 func (r *run) aftermath(name string) time.Duration {
 	d := aftermath[name]
-	if r.workload == "fair" && (name == "data-loss" || name == "delete-key") {
+	if (r.workload == "fair" || r.workload == "priority") && (name == "data-loss" || name == "delete-key") {
 		d = max(d, repoll)
 	}
 	return d

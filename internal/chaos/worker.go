@@ -117,11 +117,12 @@ const (
 	fairTurn = 3 * time.Second
 )
 
-// The workloads: which lock the workers take; "semaphore" takes a permit
+// The workloads: which lock the workers take ("priority" at a random
+// priority of four each time); "semaphore" takes a permit
 // of a PermitExpirableSemaphore of semPermits; "latch" runs latch rounds
 // (see runLatchWorker); "herd" is the plain lock with herdWorkers
 // processes, most of them waiting at any time.
-var workloads = []string{"fenced", "plain", "rw", "fair", "semaphore", "latch", "herd"}
+var workloads = []string{"fenced", "plain", "rw", "fair", "priority", "semaphore", "latch", "herd"}
 
 // workersOf returns how many worker processes workload w runs.
 func workersOf(w string) int {
@@ -154,6 +155,22 @@ func (l *permitLocker) Lock(ctx context.Context, opts ...reentrant.LockOption) (
 
 func (l *permitLocker) Unlock(context.Context) error { return l.p.Release(context.Background()) }
 
+// prioritized takes a priority lock at priority p.
+type prioritized struct {
+	l *reentrant.Lock
+	p int
+}
+
+func (l prioritized) Lock(ctx context.Context, opts ...reentrant.LockOption) (context.Context, error) {
+	return l.l.Lock(ctx, append(opts, reentrant.Priority(l.p))...)
+}
+
+func (l prioritized) Unlock(ctx context.Context) error { return l.l.Unlock(ctx) }
+
+// priorities is how many priorities the priority workload's waiters draw
+// from, at random for each acquisition.
+const priorities = 4
+
 // locker takes and gives back one kind of lock.
 type locker interface {
 	Lock(ctx context.Context, opts ...reentrant.LockOption) (context.Context, error)
@@ -171,6 +188,8 @@ func pick(c *reentrant.Client, w string, rng *rand.Rand) (locker, bool) {
 		return c.Lock(lockName), false
 	case "fair":
 		return c.FairLock(lockName), false
+	case "priority":
+		return prioritized{c.PriorityLock(lockName), rng.IntN(priorities)}, false
 	case "rw":
 		if rng.IntN(10) < 7 {
 			return c.ReadWriteLock(lockName).ReadLock(), true

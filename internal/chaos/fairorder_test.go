@@ -221,7 +221,7 @@ type dropWatch struct {
 	addr    string
 	done    chan struct{}
 	stopped chan struct{}
-	mu      sync.Mutex
+	mu      sync.Mutex // guards conn, and log while the watch runs
 	conn    net.Conn // the live connection, closed by stop
 	log     dropLog
 }
@@ -251,6 +251,13 @@ func watchDrops(addr string, q queueWatch) *dropWatch {
 	w := &dropWatch{q: q, addr: addr, done: make(chan struct{}), stopped: make(chan struct{}), log: dropLog{of: map[string][]int64{}, granted: map[string][]int64{}}}
 	go w.run()
 	return w
+}
+
+// grantSeen reports whether the watch has seen a grant to owner.
+func (w *dropWatch) grantSeen(owner string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.log.granted[owner]) > 0
 }
 
 // stop ends the watch and returns what it saw.
@@ -323,12 +330,16 @@ func (w *dropWatch) follow(conn net.Conn, blindFrom int64) {
 			owner, granted = strings.TrimSuffix(strings.TrimPrefix(cmd, q.drop), `"`), ""
 		case strings.HasPrefix(cmd, q.grant) && strings.HasSuffix(cmd, `" "0"`):
 			g := strings.TrimSuffix(strings.TrimPrefix(cmd, q.grant), `" "0"`)
+			w.mu.Lock()
 			w.log.granted[g] = append(w.log.granted[g], at)
+			w.mu.Unlock()
 			owner, granted = "", ""
 		case q.claimed != "" && strings.HasPrefix(cmd, q.claimed):
 			owner, granted = "", strings.TrimSuffix(strings.TrimPrefix(cmd, q.claimed), `"`)
 		case owner != "" && (cmd == q.follow || cmd == q.follow+owner+`"`), granted != "" && cmd == q.unclaim+granted+`"`:
+			w.mu.Lock()
 			w.log.of[owner+granted] = append(w.log.of[owner+granted], at)
+			w.mu.Unlock()
 			owner, granted = "", ""
 		default:
 			owner, granted = "", ""
@@ -403,6 +414,7 @@ func TestTurnRanOutIsSeen(t *testing.T) {
 		LatchTTL: time.Second, Publish: scripts.PublishClassic})
 	require.NoError(t, err)
 	require.Equal(t, scripts.Freed, freed)
+	redistest.Eventually(t, 10*time.Second, "the monitor to see the grant", func() bool { return w.grantSeen("late") })
 
 	seen := w.stop()
 	require.Len(t, seen.of["late"], 1, "late's drop: %v", seen.of)

@@ -222,7 +222,7 @@ type dropWatch struct {
 	done    chan struct{}
 	stopped chan struct{}
 	mu      sync.Mutex // guards conn, and log while the watch runs
-	conn    net.Conn // the live connection, closed by stop
+	conn    net.Conn   // the live connection, closed by stop
 	log     dropLog
 }
 

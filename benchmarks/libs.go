@@ -34,15 +34,17 @@ var libs = []lib{
 	{"relock", "defaults (watchdog 30s, pub/sub wake-ups)", newRelock},
 	{"relock, AlwaysPipelining", "the same, on a rueidis client with AlwaysPipelining", newRelockPipelining},
 	{"relock, FairLock", "FairLock, defaults: waiters served in arrival order", newRelockFair},
+	{"relock, PriorityLock", "PriorityLock, defaults, every waiter at priority 0: served in arrival order", newRelockPriority},
 	{"rueidislock", "KeyMajority 1, NoLoopTracking", newRueidislock},
 	{"redsync", "default delays, unlimited tries", newRedsync},
 	{"bsm/redislock", "LinearBackoff(10ms), TTL 30s", newRedislock},
 }
 
 type relockLocker struct {
-	rdb  rueidis.Client
-	c    *reentrant.Client
-	fair bool // FairLock instead of Lock
+	rdb rueidis.Client
+	c   *reentrant.Client
+	// handle returns the lock of the kind measured; nil: Client.Lock.
+	handle func(c *reentrant.Client, name string) *reentrant.Lock
 }
 
 func newRelock(addr string) (locker, error) {
@@ -59,7 +61,16 @@ func newRelockFair(addr string) (locker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return relockLocker{rdb: rdb, c: c, fair: true}, nil
+	return relockLocker{rdb: rdb, c: c, handle: (*reentrant.Client).FairLock}, nil
+}
+
+// newRelockPriority is relock's PriorityLock with default options.
+func newRelockPriority(addr string) (locker, error) {
+	rdb, c, err := relockClient(addr)
+	if err != nil {
+		return nil, err
+	}
+	return relockLocker{rdb: rdb, c: c, handle: (*reentrant.Client).PriorityLock}, nil
 }
 
 // newRelockPipelining is relock on a rueidis client that always sends
@@ -94,8 +105,8 @@ func relockClientWith(opt rueidis.ClientOption) (rueidis.Client, *reentrant.Clie
 
 func (r relockLocker) lock(ctx context.Context, name string) (func() error, error) {
 	mu := r.c.Lock(name)
-	if r.fair {
-		mu = r.c.FairLock(name)
+	if r.handle != nil {
+		mu = r.handle(r.c, name)
 	}
 	held, err := mu.Lock(ctx)
 	if err != nil {

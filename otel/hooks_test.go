@@ -167,3 +167,20 @@ func TestHooksLockNames(t *testing.T) {
 	_, err = relockotel.NewHooks(relockotel.WithMeterProvider(nil))
 	assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
 }
+
+// A priority lock's acquires carry their priority.
+func TestHooksPriority(t *testing.T) {
+	srv := redistest.Start(t)
+	reader := sdkmetric.NewManualReader()
+	hooks, err := relockotel.NewHooks(relockotel.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	require.NoError(t, err)
+	locks, err := reentrant.New(srv.Client(), reentrant.Options{Hooks: hooks})
+	require.NoError(t, err)
+	defer locks.Close()
+	mu := locks.PriorityLock("urgent")
+	held, err := mu.Lock(context.Background(), reentrant.Priority(7))
+	require.NoError(t, err)
+	require.NoError(t, mu.Unlock(held))
+	m := collect(t, reader)
+	assert.Equal(t, int64(1), count(m["relock.acquire.duration"], attribute.String("relock.kind", "priority"), attribute.Int("relock.priority", 7)))
+}

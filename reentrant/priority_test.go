@@ -368,3 +368,19 @@ func TestPriorityHooks(t *testing.T) {
 	assert.Equal(t, []int{42}, started)
 	assert.Equal(t, []int{42}, ended)
 }
+
+// A name holding another type is refused with ErrWrongType, and nothing
+// is queued.
+func TestPriorityWrongType(t *testing.T) {
+	e := onRedis(t)
+	c := e.client(t)
+	e.do(t, "SET", "prio", "not a lock")
+	_, err := c.PriorityLock("prio").Lock(bg(), reentrant.Priority(3))
+	assert.ErrorIs(t, err, reentrant.ErrWrongType)
+	_, _, err = c.PriorityLock("prio").TryLock(bg())
+	assert.ErrorIs(t, err, reentrant.ErrWrongType)
+	assert.Equal(t, int64(0), e.int(t, "EXISTS", priorityQueue, priorityWaiters))
+	v, err := e.do(t, "GET", "prio").ToString()
+	require.NoError(t, err)
+	assert.Equal(t, "not a lock", v)
+}

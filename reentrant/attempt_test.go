@@ -89,7 +89,7 @@ func TestAbandonedAttemptUndoneAfterItRuns(t *testing.T) {
 	_, err = sem.TrySetPermits(bg, 1)
 	require.NoError(t, err)
 	// Load every script first: a NOSCRIPT retry is a second write.
-	for _, l := range []*reentrant.Lock{c.Lock("abandoned-plain"), c.FairLock("abandoned-fair")} {
+	for _, l := range []*reentrant.Lock{c.Lock("abandoned-plain"), c.FairLock("abandoned-fair"), c.PriorityLock("abandoned-prio")} {
 		held, err := l.Lock(bg)
 		require.NoError(t, err)
 		require.NoError(t, l.Unlock(held))
@@ -114,6 +114,17 @@ func TestAbandonedAttemptUndoneAfterItRuns(t *testing.T) {
 			return n
 		})
 		require.NoError(t, fair.Unlock(held))
+
+		// A held priority lock: likewise.
+		prio := other.PriorityLock("abandoned-prio")
+		held, err = prio.Lock(bg)
+		require.NoError(t, err)
+		cutShort(func(ctx context.Context) error { _, err := c.PriorityLock("abandoned-prio").Lock(ctx); return err })
+		gone("a priority queue's ghost waiter", func() int64 {
+			n, _ := s.Do("ZCARD", "relock_priority_queue:{abandoned-prio}").AsInt64()
+			return n
+		})
+		require.NoError(t, prio.Unlock(held))
 
 		// A free permit: the late attempt takes it, and the undo gives it back.
 		cutShort(func(ctx context.Context) error { _, err := sem.Acquire(ctx); return err })

@@ -57,6 +57,7 @@ func TestCluster(t *testing.T) {
 				locks := map[string][2]*reentrant.Lock{
 					"plain": {c.Lock(name), other.Lock(name)},
 					"fair":  {c.FairLock(name + ":fair"), other.FairLock(name + ":fair")},
+					"prio":  {c.PriorityLock(name + ":prio"), other.PriorityLock(name + ":prio")},
 					"write": {c.ReadWriteLock(name + ":rw").WriteLock(), other.ReadWriteLock(name + ":rw").WriteLock()},
 					"read":  {c.ReadWriteLock(name + ":rw2").ReadLock(), other.ReadWriteLock(name + ":rw2").WriteLock()},
 				}

@@ -20,6 +20,7 @@ func lockKinds(c, other *reentrant.Client, prefix string) map[string][2]*reentra
 	return map[string][2]*reentrant.Lock{
 		"plain":  {c.Lock(prefix + "plain"), other.Lock(prefix + "plain")},
 		"fair":   {c.FairLock(prefix + "fair"), other.FairLock(prefix + "fair")},
+		"prio":   {c.PriorityLock(prefix + "prio"), other.PriorityLock(prefix + "prio")},
 		"fenced": {c.FencedLock(prefix + "fenced"), other.FencedLock(prefix + "fenced")},
 		"spin":   {c.SpinLock(prefix+"spin", reentrant.Backoff{}), other.SpinLock(prefix+"spin", reentrant.Backoff{})},
 		"write":  {c.ReadWriteLock(prefix + "rw").WriteLock(), other.ReadWriteLock(prefix + "rw").WriteLock()},

@@ -121,7 +121,7 @@ func TestLostReleaseReply(t *testing.T) {
 	s := redistest.Start(t)
 	c, armed := loseRepliesClient(t, s)
 	rw := c.ReadWriteLock("rw")
-	for _, l := range []*reentrant.Lock{c.Lock("plain"), c.FairLock("fair"), rw.ReadLock(), rw.WriteLock()} {
+	for _, l := range []*reentrant.Lock{c.Lock("plain"), c.FairLock("fair"), c.PriorityLock("prio"), rw.ReadLock(), rw.WriteLock()} {
 		outer, err := l.Lock(bg())
 		require.NoError(t, err)
 		inner, err := l.Lock(outer)
@@ -324,7 +324,7 @@ func TestLateAcquireReply(t *testing.T) {
 		}
 	}
 
-	for _, l := range []*reentrant.Lock{c.Lock("late"), c.FairLock("late-fair")} {
+	for _, l := range []*reentrant.Lock{c.Lock("late"), c.FairLock("late-fair"), c.PriorityLock("late-prio")} {
 		held, err := l.Lock(bg()) // loads the scripts
 		require.NoError(t, err)
 		require.NoError(t, l.Unlock(held))
@@ -395,7 +395,7 @@ func TestCancelledAttemptLeavesNoHold(t *testing.T) {
 	delay := new(atomic.Int64)
 	c := wrappedClient(t, s, reentrant.Options{}, func(c net.Conn) net.Conn { return &slowReplies{Conn: c, delay: delay} })
 
-	for _, l := range []*reentrant.Lock{c.Lock("cut"), c.FairLock("cut-fair")} {
+	for _, l := range []*reentrant.Lock{c.Lock("cut"), c.FairLock("cut-fair"), c.PriorityLock("cut-prio")} {
 		// Load the scripts first: a NOSCRIPT reply would mean nothing ran.
 		held, err := l.Lock(bg())
 		require.NoError(t, err)
@@ -570,7 +570,7 @@ func TestUnlockAfterRefusedSendReportsLoss(t *testing.T) {
 	c, err := reentrant.New(s.Client(), reentrant.Options{})
 	require.NoError(t, err)
 	defer c.Close()
-	for _, l := range []*reentrant.Lock{c.Lock("busy"), c.FairLock("busy-fair")} {
+	for _, l := range []*reentrant.Lock{c.Lock("busy"), c.FairLock("busy-fair"), c.PriorityLock("busy-prio")} {
 		held, err := l.Lock(bg())
 		require.NoError(t, err)
 

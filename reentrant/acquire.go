@@ -88,6 +88,9 @@ type outcome struct {
 	// abandoned: ctx cut it short; it is undone in the background (see
 	// attemptOnce).
 	abandoned bool
+	// final, when not nil, ends the call with this error: the attempt
+	// found the thing taken, and the wait must not go on (a deadlock).
+	final error
 }
 
 // run is the acquire loop. Each turn sends one attempt and either ends the
@@ -106,6 +109,9 @@ func (w *waiting) run(a attempter, policy retryPolicy, cfg acquireConfig) error 
 		}
 		o := a.try(attempt)
 		w.heard(o.err)
+		if o.final != nil {
+			return o.final
+		}
 		var err error
 		switch {
 		case o.taken:

@@ -39,6 +39,8 @@ type cycle struct {
 	// names it came after it ran; waited: an attempt was.
 	grants, queued, waited bool
 	tries                  int
+	// deadlock: the wait's deadlock detection (deadlock.go).
+	deadlock deadlockCheck
 	// The last attempt: its TTL, when it was sent, the fenced token it
 	// drew; held is the held context of the hold it took.
 	ttl   time.Duration
@@ -124,6 +126,9 @@ func (c *cycle) try(int) outcome {
 	}
 	if !r.OK && r.err == nil {
 		c.foundHolder(r.Holder)
+		if err := c.detectDeadlock(); err != nil {
+			return outcome{final: err}
+		}
 	}
 	c.token = r.Token
 	// An acquire rolled back for want of replica sync (r.err set) took
@@ -149,10 +154,19 @@ func (c *cycle) keep(outcome) (err error) {
 // sleepAfter bounds the pause after an attempt that found the lock held,
 // with o.bound left on it, or free after a late reply (o.taken).
 func (c *cycle) sleepAfter(o outcome) time.Duration {
+	bound := o.bound
 	if o.taken {
-		return c.nextSleep(0)
+		bound = 0
 	}
-	return c.nextSleep(o.bound)
+	d := c.nextSleep(bound)
+	if c.deadlock.on {
+		// The first check for a deadlock comes when the wait has lasted
+		// DeadlockTimeout, not at the re-poll after.
+		if until := time.Until(c.deadlock.since.Add(c.l.c.opts.DeadlockTimeout)); until > 0 && until < d {
+			d = until
+		}
+	}
+	return d
 }
 
 // undo releases the hold a lost attempt of a private owner may have taken:
@@ -195,6 +209,13 @@ func (l *Lock) startCycle(c *cycle, ctx context.Context, cfg acquireConfig) {
 	}
 	c.owner, c.private, c.key = owner, private, holdKey{l.name, l.field(owner)}
 	c.grants = private && l.takesGrants(cfg)
+	// An owner made for the call holds nothing, so it cannot close a
+	// cycle of waits.
+	if !private && cfg.wait != 0 && l.c.opts.DeadlockTimeout > 0 {
+		// In whole milliseconds, as the edge stores it: every member of a
+		// cycle compares the same times when it picks the victim.
+		c.deadlock = deadlockCheck{on: true, since: time.UnixMilli(time.Now().UnixMilli())}
+	}
 }
 
 // takesGrants reports whether a call with cfg, for an owner made for it,
@@ -270,6 +291,7 @@ func (c *cycle) nextSleep(pttl time.Duration) time.Duration {
 // the lock was not taken, leaves a fair lock's queue (after the reply of an
 // abandoned attempt: see undo).
 func (c *cycle) end(err error) error {
+	c.endDeadlockCheck()
 	err = c.waiting.end(err)
 	if err != nil && c.l.kind.spec().queued && c.cfg.wait != 0 && !c.abandoned {
 		c.l.leaveQueue(c.ctx, c.owner, c.l.queueTurn(c.cfg))

@@ -79,6 +79,15 @@ type Options struct {
 	// lock must use the same value.
 	StrictPriority bool
 
+	// DeadlockTimeout is how long a Lock call whose ctx carries an owner
+	// (one that may hold other locks) waits before it looks for a cycle of
+	// owners waiting for each other (see ErrDeadlock and
+	// docs/deadlocks.md); it looks again once per RepollInterval after
+	// that. A shorter wait costs nothing extra, nor does a wait by an
+	// owner made for the call. Default 1s, as PostgreSQL's
+	// deadlock_timeout; negative turns detection off.
+	DeadlockTimeout time.Duration
+
 	// ReplicaSync asks replicas to confirm each lock's writes, as
 	// Redisson's checkLockSyncedSlaves does. Off by default.
 	ReplicaSync ReplicaSync
@@ -149,6 +158,9 @@ func (o Options) withDefaults() (Options, error) {
 		o.FairWaitTimeout = 300 * time.Second
 	case o.FairWaitTimeout < o.RepollInterval:
 		return o, fmt.Errorf("relock: %w: FairWaitTimeout %v is below RepollInterval %v: live waiters would be skipped", ErrInvalidArgument, o.FairWaitTimeout, o.RepollInterval)
+	}
+	if o.DeadlockTimeout == 0 {
+		o.DeadlockTimeout = time.Second
 	}
 	switch {
 	case o.PriorityAging == 0:

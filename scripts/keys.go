@@ -96,3 +96,8 @@ func DerivedNames(name string) Derived {
 		PriorityWaiters: PriorityWaiters(name),
 	}
 }
+
+// WaitEdgeKey returns the key under which owner's wait for a lock is
+// registered for deadlock detection, relock's own: relock_wait:{owner},
+// "<since, ms>:<lock name>".
+func WaitEdgeKey(owner string) string { return "relock_wait:{" + owner + "}" }

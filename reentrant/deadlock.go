@@ -1,0 +1,242 @@
+package reentrant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/relock-go/relock/scripts"
+)
+
+// Deadlock detection. An owner that holds locks and waits for another is a
+// waits-for edge to each holder of that lock; owners that wait for each
+// other in a cycle wait forever, since the watchdog keeps every hold alive.
+// A Lock call whose ctx carries an owner (one that may hold other locks:
+// an owner made for the call holds nothing, so it cannot close a cycle)
+// that has waited Options.DeadlockTimeout registers its edge in Redis
+// (relock_wait:{<owner>} -> "<since>:<lock>", renewed at each check) and
+// then, at most once per re-poll interval, follows the edges from itself:
+// the holders of the lock it waits for (read from the lock's hash), the
+// lock each of them waits for (read from its edge), and so on. A cycle
+// found is read again before it is believed, and one waiter in it gives
+// up: the one that began waiting last (then the greatest owner id), so
+// that every member that finds the cycle picks the same one. Every read is
+// a single-key command, so edges and locks may live in any cluster slot.
+
+// ErrDeadlock: owners wait for each other in a cycle, and this waiter was
+// picked to give up (see DeadlockError). Its Lock call returns it; the
+// caller should release the locks its owner holds, so that the others can
+// go on.
+var ErrDeadlock = errors.New("deadlock")
+
+// DeadlockError describes the cycle a waiter gave up on. errors.Is(err,
+// ErrDeadlock) holds; errors.As finds it.
+type DeadlockError struct {
+	// Cycle is each waits-for edge, starting with the waiter that gave up:
+	// each edge's Holder is the next edge's Waiter, and the last edge's
+	// Holder is the first edge's Waiter.
+	Cycle []WaitEdge
+}
+
+// WaitEdge is one edge of a waits-for graph: owner Waiter waits for Lock,
+// which Holder holds, since Since (on the waiter's clock).
+type WaitEdge struct {
+	Waiter, Lock, Holder string
+	Since                time.Time
+}
+
+// Error reads like PostgreSQL's detail: "owner A waits for lock X held by
+// owner B; owner B waits for lock Y held by owner A".
+func (e *DeadlockError) Error() string {
+	var b strings.Builder
+	b.WriteString("deadlock: ")
+	for i, edge := range e.Cycle {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "owner %s waits for lock %q held by owner %s", edge.Waiter, edge.Lock, edge.Holder)
+	}
+	return b.String()
+}
+
+// Unwrap makes errors.Is(err, ErrDeadlock) hold.
+func (e *DeadlockError) Unwrap() error { return ErrDeadlock }
+
+// maxWaitGraph bounds how many owners one check visits (InnoDB stops at
+// 200): a longer chain is taken for no deadlock.
+const maxWaitGraph = 64
+
+// deadlockCheck is one cycle's detection state (see cycle.detectDeadlock).
+type deadlockCheck struct {
+	on         bool      // the cycle's owner may close a cycle, and detection is on
+	since      time.Time // when the wait began
+	next       time.Time // the next check is not before
+	registered bool      // an edge of this wait is in Redis
+}
+
+// waitEdgeTTL is how long a registered edge lives without a check renewing
+// it: past the gap between two checks of a live waiter.
+func (c *Client) waitEdgeTTL() time.Duration { return 2*c.opts.RepollInterval + time.Second }
+
+// detectDeadlock runs after an attempt of the cycle found the lock held:
+// once the wait has lasted DeadlockTimeout, it registers the wait's edge
+// and looks for a cycle through it, at most once per re-poll interval. It
+// returns the error that ends the wait when this waiter is the cycle's
+// victim. A write lock's waiter whose owner holds the read side of the
+// same lock waits for itself: that is reported at once. A check that
+// cannot reach Redis finds nothing; the wait goes on, and reports the
+// outage if it ends in one.
+func (c *cycle) detectDeadlock() error {
+	d := &c.deadlock
+	now := time.Now()
+	if !d.on || now.Before(d.next) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, releaseWindow)
+	defer cancel()
+	self, lock := c.owner.id, c.l.name
+	if now.Sub(d.since) < c.l.c.opts.DeadlockTimeout {
+		if c.l.kind != writeLock {
+			return nil
+		}
+		// Before the timeout, only the read-to-write self-wait.
+		holders, err := c.l.c.lockHolders(ctx, lock)
+		if err != nil || !slices.Contains(holders, self) {
+			return nil
+		}
+		return c.victim([]WaitEdge{{self, lock, self, d.since}})
+	}
+	d.next = now.Add(c.l.c.opts.RepollInterval)
+	rdb := c.l.c.rdb
+	edge := strconv.FormatInt(d.since.UnixMilli(), 10) + ":" + lock
+	if err := rdb.Do(ctx, rdb.B().Set().Key(scripts.WaitEdgeKey(self)).Value(edge).Px(c.l.c.waitEdgeTTL()).Build()).Error(); err != nil {
+		c.l.c.opts.Logger.Debug("relock: could not register a wait for deadlock detection", "lock", lock, "error", err)
+		return nil
+	}
+	d.registered = true
+	cyc := c.l.c.findCycle(ctx, self, lock, d.since)
+	if cyc == nil || !c.l.c.stillTrue(ctx, cyc) {
+		return nil
+	}
+	return c.victim(cyc)
+}
+
+// victim returns the error that ends this wait if it is cyc's victim: the
+// waiter that began waiting last, then the greatest owner id. cyc starts
+// with this waiter's edge.
+func (c *cycle) victim(cyc []WaitEdge) error {
+	v := slices.MaxFunc(cyc, func(a, b WaitEdge) int {
+		if n := a.Since.Compare(b.Since); n != 0 {
+			return n
+		}
+		return strings.Compare(a.Waiter, b.Waiter)
+	})
+	if v.Waiter != c.owner.id {
+		return nil // the victim gives up when it checks
+	}
+	return fmt.Errorf("relock: lock %q: %w", c.l.name, &DeadlockError{Cycle: cyc})
+}
+
+// endDeadlockCheck takes the wait's edge out of Redis when the wait ends.
+func (c *cycle) endDeadlockCheck() {
+	if !c.deadlock.registered {
+		return
+	}
+	ctx, cancel := cleanup(c.ctx)
+	defer cancel()
+	rdb := c.l.c.rdb
+	_ = rdb.Do(ctx, rdb.B().Del().Key(scripts.WaitEdgeKey(c.owner.id)).Build()).Error()
+}
+
+// findCycle follows waits-for edges from self, which waits for lock since
+// since, and returns the first cycle back to self, starting with self's
+// edge, or nil.
+func (c *Client) findCycle(ctx context.Context, self, lock string, since time.Time) []WaitEdge {
+	seen := map[string]bool{self: true}
+	var walk func(waiter, lock string, since time.Time, path []WaitEdge) []WaitEdge
+	walk = func(waiter, lock string, since time.Time, path []WaitEdge) []WaitEdge {
+		holders, err := c.lockHolders(ctx, lock)
+		if err != nil {
+			return nil
+		}
+		for _, h := range holders {
+			edge := append(path[:len(path):len(path)], WaitEdge{waiter, lock, h, since})
+			if h == self {
+				return edge
+			}
+			if seen[h] || len(seen) >= maxWaitGraph {
+				continue
+			}
+			seen[h] = true
+			next, nextSince, ok := c.waitsFor(ctx, h)
+			if !ok {
+				continue
+			}
+			if cyc := walk(h, next, nextSince, edge); cyc != nil {
+				return cyc
+			}
+		}
+		return nil
+	}
+	return walk(self, lock, since, nil)
+}
+
+// stillTrue reads cyc's edges again: each waiter but the first (this
+// one) still waits for the same lock since the same time, and each lock
+// is still held by the same holder. An edge that changed (a holder that
+// released, a waiter that was served or gave up) breaks the cycle.
+func (c *Client) stillTrue(ctx context.Context, cyc []WaitEdge) bool {
+	for i, e := range cyc {
+		if i > 0 {
+			lock, since, ok := c.waitsFor(ctx, e.Waiter)
+			if !ok || lock != e.Lock || !since.Equal(e.Since) {
+				return false
+			}
+		}
+		holders, err := c.lockHolders(ctx, e.Lock)
+		if err != nil || !slices.Contains(holders, e.Holder) {
+			return false
+		}
+	}
+	return true
+}
+
+// waitsFor reads owner's registered edge: the lock it waits for, and
+// since when.
+func (c *Client) waitsFor(ctx context.Context, owner string) (lock string, since time.Time, ok bool) {
+	v, err := c.rdb.Do(ctx, c.rdb.B().Get().Key(scripts.WaitEdgeKey(owner)).Build()).ToString()
+	if err != nil {
+		return "", time.Time{}, false
+	}
+	ms, lock, ok := strings.Cut(v, ":")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if !ok || err != nil {
+		return "", time.Time{}, false
+	}
+	return lock, time.UnixMilli(n), true
+}
+
+// lockHolders reads the owners that hold lock: the fields of its hash that
+// are owners (a read-write lock's writer field is "<owner>:write"), in
+// order.
+func (c *Client) lockHolders(ctx context.Context, lock string) ([]string, error) {
+	fields, err := c.rdb.Do(ctx, c.rdb.B().Hkeys().Key(lock).Build()).AsStrSlice()
+	if err != nil && !rueidis.IsRedisNil(err) {
+		return nil, err
+	}
+	var holders []string
+	for _, f := range fields {
+		f = strings.TrimSuffix(f, ":write")
+		if _, err := ParseOwner(f); err == nil && !slices.Contains(holders, f) {
+			holders = append(holders, f)
+		}
+	}
+	slices.Sort(holders)
+	return holders, nil
+}

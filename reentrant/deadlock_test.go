@@ -1,0 +1,245 @@
+package reentrant_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/reentrant"
+)
+
+// deadlockOpts detects after 100ms.
+var deadlockOpts = reentrant.Options{DeadlockTimeout: 100 * time.Millisecond}
+
+// waitFor is one owner's wait in a cycle: it takes lock with held (the
+// owner's held context), and on ErrDeadlock gives back what the owner
+// holds, as a caller should.
+type waitFor struct {
+	name string
+	lock *reentrant.Lock
+	held context.Context
+	own  *reentrant.Lock // the lock held's hold is on
+}
+
+// runCycle starts every wait, and returns each one's error once all have
+// ended: the victim's, then the others', which go on after it gives its
+// lock back.
+func runCycle(t *testing.T, waits []waitFor) map[string]error {
+	type result struct {
+		name string
+		err  error
+	}
+	done := make(chan result, len(waits))
+	start := time.Now()
+	for _, w := range waits {
+		go func() {
+			h, err := w.lock.Lock(w.held, reentrant.WaitAtMost(time.Minute))
+			if err == nil {
+				err = w.lock.Unlock(h)
+			} else if errors.Is(err, reentrant.ErrDeadlock) {
+				t.Logf("%s: ErrDeadlock after %v", w.name, time.Since(start))
+			}
+			assert.NoError(t, w.own.Unlock(w.held), "%s gives back what it held", w.name)
+			done <- result{w.name, err}
+		}()
+	}
+	got := map[string]error{}
+	for range waits {
+		select {
+		case r := <-done:
+			got[r.name] = r.err
+		case <-time.After(time.Minute):
+			t.Fatalf("the cycle did not end: %v so far", got)
+		}
+	}
+	return got
+}
+
+// victims returns the names whose wait ended with ErrDeadlock, and fails
+// the test on any other error.
+func victims(t *testing.T, got map[string]error) []string {
+	var v []string
+	for name, err := range got {
+		switch {
+		case errors.Is(err, reentrant.ErrDeadlock):
+			v = append(v, name)
+		default:
+			assert.NoError(t, err, name)
+		}
+	}
+	return v
+}
+
+// Two owners on two clients, each holding the lock the other waits for:
+// exactly one gives up with ErrDeadlock, whose DeadlockError lists both
+// edges, and the other takes its lock.
+func TestDeadlockTwoOwners(t *testing.T) {
+	e := onRedis(t)
+	c1, c2 := e.client(t, deadlockOpts), e.client(t, deadlockOpts)
+	x1, y2 := c1.Lock("x"), c2.Lock("y")
+	ha, err := x1.Lock(bg())
+	require.NoError(t, err)
+	hb, err := y2.Lock(bg())
+	require.NoError(t, err)
+	a, _ := reentrant.OwnerFrom(ha)
+	b, _ := reentrant.OwnerFrom(hb)
+
+	var dl *reentrant.DeadlockError
+	got := runCycle(t, []waitFor{
+		{"a", c1.Lock("y"), ha, x1},
+		{"b", c2.Lock("x"), hb, y2},
+	})
+	v := victims(t, got)
+	require.Len(t, v, 1, "exactly one victim")
+	require.ErrorAs(t, got[v[0]], &dl)
+	require.Len(t, dl.Cycle, 2)
+	assert.Equal(t, dl.Cycle[0].Holder, dl.Cycle[1].Waiter)
+	assert.Equal(t, dl.Cycle[1].Holder, dl.Cycle[0].Waiter)
+	assert.ElementsMatch(t, []string{a.String(), b.String()}, []string{dl.Cycle[0].Waiter, dl.Cycle[1].Waiter})
+	assert.Contains(t, got[v[0]].Error(), "waits for lock")
+	eventually(t, "no wait left registered", func() bool {
+		keys, err := e.do(t, "KEYS", "relock_wait:*").AsStrSlice()
+		return err == nil && len(keys) == 0
+	})
+}
+
+// Three owners, three kinds of lock (plain, fair, the write side of a
+// read-write lock): one cycle, one victim.
+func TestDeadlockThreeKinds(t *testing.T) {
+	e := onRedis(t)
+	c1, c2, c3 := e.client(t, deadlockOpts), e.client(t, deadlockOpts), e.client(t, deadlockOpts)
+	x, y, w := c1.Lock("x"), c2.FairLock("y"), c3.ReadWriteLock("w").WriteLock()
+	ha, err := x.Lock(bg())
+	require.NoError(t, err)
+	hb, err := y.Lock(bg())
+	require.NoError(t, err)
+	hc, err := w.Lock(bg())
+	require.NoError(t, err)
+	got := runCycle(t, []waitFor{
+		{"a", c1.FairLock("y"), ha, x},
+		{"b", c2.ReadWriteLock("w").WriteLock(), hb, y},
+		{"c", c3.Lock("x"), hc, w},
+	})
+	v := victims(t, got)
+	require.Len(t, v, 1, "exactly one victim")
+	var dl *reentrant.DeadlockError
+	require.ErrorAs(t, got[v[0]], &dl)
+	assert.Len(t, dl.Cycle, 3)
+}
+
+// An owner that holds a read lock and asks for the write lock of the same
+// lock waits for itself: reported at once, not after DeadlockTimeout (a
+// minute here).
+func TestDeadlockReadToWrite(t *testing.T) {
+	e := onRedis(t)
+	c := e.client(t, reentrant.Options{DeadlockTimeout: time.Minute})
+	rw := c.ReadWriteLock("rw")
+	h, err := rw.ReadLock().Lock(bg())
+	require.NoError(t, err)
+	done := async(func() error {
+		_, err := rw.WriteLock().Lock(h)
+		return err
+	})
+	select {
+	case err := <-done:
+		var dl *reentrant.DeadlockError
+		require.ErrorAs(t, err, &dl)
+		require.Len(t, dl.Cycle, 1)
+		assert.Equal(t, dl.Cycle[0].Waiter, dl.Cycle[0].Holder)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the self-wait was not reported")
+	}
+	require.NoError(t, rw.ReadLock().Unlock(h))
+}
+
+// No cycle, no victim: a waiter that gave up before the other began to
+// wait, and a holder that gave its lock back while the other waited for
+// it, leave nobody failed.
+func TestDeadlockNotReported(t *testing.T) {
+	e := onRedis(t)
+	c1, c2 := e.client(t, deadlockOpts), e.client(t, deadlockOpts)
+	x1, y2 := c1.Lock("x"), c2.Lock("y")
+
+	// a waits for y past the timeout, and gives up; then b waits for x.
+	ha, err := x1.Lock(bg())
+	require.NoError(t, err)
+	hb, err := y2.Lock(bg())
+	require.NoError(t, err)
+	_, ok, err := c1.Lock("y").TryLock(ha, reentrant.WaitAtMost(300*time.Millisecond))
+	require.NoError(t, err)
+	require.False(t, ok)
+	bx := async(func() error {
+		h, err := c2.Lock("x").Lock(hb)
+		if err == nil {
+			err = c2.Lock("x").Unlock(h)
+		}
+		return err
+	})
+	time.Sleep(300 * time.Millisecond) // past b's timeout: it checks, and must find nothing
+	require.NoError(t, x1.Unlock(ha))
+	within(t, bx, 30*time.Second, "b takes x once a gives it back")
+	require.NoError(t, y2.Unlock(hb))
+
+	// a waits for y, and b for x, which would close a cycle; but y's
+	// holder gives it back (from another goroutine) before b checks (its
+	// client's timeout is long): a takes y, then gives x back, and b takes
+	// it.
+	slow := e.client(t, reentrant.Options{DeadlockTimeout: time.Minute})
+	ha, err = x1.Lock(bg())
+	require.NoError(t, err)
+	hb, err = slow.Lock("y").Lock(bg())
+	require.NoError(t, err)
+	ay := async(func() error {
+		h, err := c1.Lock("y").Lock(ha)
+		if err == nil {
+			err = c1.Lock("y").Unlock(h)
+		}
+		if err == nil {
+			err = x1.Unlock(ha)
+		}
+		return err
+	})
+	eventually(t, "a to register its wait", func() bool {
+		keys, err := e.do(t, "KEYS", "relock_wait:*").AsStrSlice()
+		return err == nil && len(keys) == 1
+	})
+	b, _ := reentrant.OwnerFrom(hb)
+	bx = async(func() error {
+		// As b's owner, not with hb, which giving y back cancels.
+		h, err := slow.Lock("x").Lock(reentrant.WithOwner(bg(), b))
+		if err == nil {
+			err = slow.Lock("x").Unlock(h)
+		}
+		return err
+	})
+	require.NoError(t, slow.Lock("y").Unlock(hb))
+	within(t, ay, 30*time.Second, "a takes y")
+	within(t, bx, 30*time.Second, "b takes x")
+}
+
+// With DeadlockTimeout negative nothing is detected: both waits run to
+// their limit, and nothing is registered.
+func TestDeadlockDetectionOff(t *testing.T) {
+	e := onRedis(t)
+	off := reentrant.Options{DeadlockTimeout: -1}
+	c1, c2 := e.client(t, off), e.client(t, off)
+	x1, y2 := c1.Lock("x"), c2.Lock("y")
+	ha, err := x1.Lock(bg())
+	require.NoError(t, err)
+	hb, err := y2.Lock(bg())
+	require.NoError(t, err)
+	a := async(func() error { _, err := c1.Lock("y").Lock(ha, reentrant.WaitAtMost(500*time.Millisecond)); return err })
+	b := async(func() error { _, err := c2.Lock("x").Lock(hb, reentrant.WaitAtMost(500*time.Millisecond)); return err })
+	for _, done := range []<-chan error{a, b} {
+		assert.ErrorIs(t, <-done, reentrant.ErrNotAcquired)
+	}
+	keys, err := e.do(t, "KEYS", "relock_wait:*").AsStrSlice()
+	require.NoError(t, err)
+	assert.Empty(t, keys, "no wait registered")
+	require.NoError(t, x1.Unlock(ha))
+	require.NoError(t, y2.Unlock(hb))
+}

@@ -86,18 +86,20 @@ const (
 	reasonKey   = attribute.Key("relock.reason")  // why a hold was lost
 	attemptsKey = attribute.Key("relock.attempts")
 	priorityKey = attribute.Key("relock.priority") // a priority lock's acquires
+	cycleKey    = attribute.Key("relock.cycle.length")
 )
 
 type instruments struct {
-	cfg      config
-	tracer   trace.Tracer
-	acquire  metric.Float64Histogram
-	holds    metric.Int64UpDownCounter
-	lost     metric.Int64Counter
-	ended    metric.Int64Counter
-	renewal  metric.Float64Histogram
-	failures metric.Int64Counter
-	wakes    metric.Int64Counter
+	cfg       config
+	tracer    trace.Tracer
+	acquire   metric.Float64Histogram
+	holds     metric.Int64UpDownCounter
+	lost      metric.Int64Counter
+	ended     metric.Int64Counter
+	renewal   metric.Float64Histogram
+	failures  metric.Int64Counter
+	wakes     metric.Int64Counter
+	deadlocks metric.Int64Counter
 }
 
 // NewHooks returns hooks that record, for every Client they are given to:
@@ -114,6 +116,9 @@ type instruments struct {
 //   - relock.renewal.duration (s) and relock.renewal.failures: the
 //     watchdog's renewal rounds and the holds they failed to renew;
 //   - relock.wakes: waiters woken by a release message, by kind;
+//   - relock.deadlocks: waits given up on a cycle of owners waiting for
+//     each other (reentrant.ErrDeadlock), by the cycle's length
+//     (relock.cycle.length);
 //
 // and a span for each acquire call (relock.acquire), each hold from its
 // acquire to its end (relock.hold), and each release (relock.release),
@@ -132,7 +137,7 @@ func NewHooks(opts ...Option) (reentrant.Hooks, error) {
 	v := version()
 	in := &instruments{cfg: cfg, tracer: cfg.tracers.Tracer(scope, trace.WithInstrumentationVersion(v))}
 	meter := cfg.meters.Meter(scope, metric.WithInstrumentationVersion(v))
-	var errs [7]error
+	var errs [8]error
 	in.acquire, errs[0] = meter.Float64Histogram("relock.acquire.duration", metric.WithUnit("s"),
 		metric.WithDescription("How long acquire calls took, waiting included."),
 		metric.WithExplicitBucketBoundaries(DurationBuckets...))
@@ -149,6 +154,8 @@ func NewHooks(opts ...Option) (reentrant.Hooks, error) {
 		metric.WithDescription("Waiters woken by a release message."))
 	in.ended, errs[6] = meter.Int64Counter("relock.lease.ended", metric.WithUnit("{hold}"),
 		metric.WithDescription("LeaseFor holds whose lease ended before they were given back."))
+	in.deadlocks, errs[7] = meter.Int64Counter("relock.deadlocks", metric.WithUnit("{wait}"),
+		metric.WithDescription("Waits given up on a cycle of owners waiting for each other."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return reentrant.Hooks{}, fmt.Errorf("relockotel: %w", err)
 	}
@@ -157,6 +164,7 @@ func NewHooks(opts ...Option) (reentrant.Hooks, error) {
 		HoldEnded:    in.holdEnded,
 		Renewed:      in.renewed,
 		Woken:        in.woken,
+		Deadlock:     in.deadlock,
 	}, nil
 }
 
@@ -245,4 +253,8 @@ func (in *instruments) renewed(r reentrant.Renewal) {
 
 func (in *instruments) woken(ctx context.Context, kind reentrant.Kind, name string) {
 	in.wakes.Add(ctx, 1, metric.WithAttributes(in.attrs(kind, name)...))
+}
+
+func (in *instruments) deadlock(ctx context.Context, e *reentrant.DeadlockError) {
+	in.deadlocks.Add(ctx, 1, metric.WithAttributes(cycleKey.Int(len(e.Cycle))))
 }

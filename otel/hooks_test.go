@@ -184,3 +184,22 @@ func TestHooksPriority(t *testing.T) {
 	m := collect(t, reader)
 	assert.Equal(t, int64(1), count(m["relock.acquire.duration"], attribute.String("relock.kind", "priority"), attribute.Int("relock.priority", 7)))
 }
+
+// A wait given up on a deadlock is counted, by the cycle's length.
+func TestHooksDeadlock(t *testing.T) {
+	srv := redistest.Start(t)
+	reader := sdkmetric.NewManualReader()
+	hooks, err := relockotel.NewHooks(relockotel.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	require.NoError(t, err)
+	locks, err := reentrant.New(srv.Client(), reentrant.Options{Hooks: hooks, DeadlockTimeout: time.Minute})
+	require.NoError(t, err)
+	defer locks.Close()
+	rw := locks.ReadWriteLock("rw")
+	held, err := rw.ReadLock().Lock(context.Background())
+	require.NoError(t, err)
+	_, err = rw.WriteLock().Lock(held) // waits for itself
+	require.ErrorIs(t, err, reentrant.ErrDeadlock)
+	require.NoError(t, rw.ReadLock().Unlock(held))
+	m := collect(t, reader)
+	assert.Equal(t, int64(1), count(m["relock.deadlocks"], attribute.Int("relock.cycle.length", 1)))
+}

@@ -140,7 +140,11 @@ func (c *cycle) victim(cyc []WaitEdge) error {
 	if v.Waiter != c.owner.id {
 		return nil // the victim gives up when it checks
 	}
-	return fmt.Errorf("relock: lock %q: %w", c.l.name, &DeadlockError{Cycle: cyc})
+	e := &DeadlockError{Cycle: cyc}
+	if hook := c.l.c.opts.Hooks.Deadlock; hook != nil {
+		hook(c.ctx, e)
+	}
+	return fmt.Errorf("relock: lock %q: %w", c.l.name, e)
 }
 
 // endDeadlockCheck takes the wait's edge out of Redis when the wait ends.

@@ -136,7 +136,10 @@ func TestDeadlockThreeKinds(t *testing.T) {
 // minute here).
 func TestDeadlockReadToWrite(t *testing.T) {
 	e := onRedis(t)
-	c := e.client(t, reentrant.Options{DeadlockTimeout: time.Minute})
+	hooked := make(chan *reentrant.DeadlockError, 1)
+	c := e.client(t, reentrant.Options{DeadlockTimeout: time.Minute, Hooks: reentrant.Hooks{
+		Deadlock: func(_ context.Context, e *reentrant.DeadlockError) { hooked <- e },
+	}})
 	rw := c.ReadWriteLock("rw")
 	h, err := rw.ReadLock().Lock(bg())
 	require.NoError(t, err)
@@ -150,6 +153,7 @@ func TestDeadlockReadToWrite(t *testing.T) {
 		require.ErrorAs(t, err, &dl)
 		require.Len(t, dl.Cycle, 1)
 		assert.Equal(t, dl.Cycle[0].Waiter, dl.Cycle[0].Holder)
+		assert.Same(t, dl, <-hooked, "Hooks.Deadlock saw it first")
 	case <-time.After(30 * time.Second):
 		t.Fatal("the self-wait was not reported")
 	}

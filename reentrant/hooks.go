@@ -41,6 +41,11 @@ type Hooks struct {
 	// Woken is called when a release message wakes a waiter, before its
 	// next attempt.
 	Woken func(ctx context.Context, kind Kind, name string)
+
+	// Deadlock is called when a waiter gives up on a cycle of owners
+	// waiting for each other (ErrDeadlock), before its Lock call returns,
+	// with the cycle.
+	Deadlock func(ctx context.Context, e *DeadlockError)
 }
 
 // Acquire describes one call that takes a lock or a permit, or awaits a

@@ -218,6 +218,11 @@ func (c *Client) waitsFor(ctx context.Context, owner string) (lock string, since
 	if err != nil {
 		return "", time.Time{}, false
 	}
+	return parseWaitEdge(v)
+}
+
+// parseWaitEdge parses a registered edge, "<since, ms>:<lock>".
+func parseWaitEdge(v string) (lock string, since time.Time, ok bool) {
 	ms, lock, ok := strings.Cut(v, ":")
 	n, err := strconv.ParseInt(ms, 10, 64)
 	if !ok || err != nil {
@@ -243,4 +248,38 @@ func (c *Client) lockHolders(ctx context.Context, lock string) ([]string, error)
 	}
 	slices.Sort(holders)
 	return holders, nil
+}
+
+// WaitsFor reads owner's registered wait, as deadlock detection sees it:
+// one edge to each holder of the lock owner waits for, or none when owner
+// has no wait registered (it waits for less than DeadlockTimeout, waits as
+// an owner made for its call, or does not wait). It changes nothing. The
+// relock command's deadlocks subcommand is built on it.
+func (c *Client) WaitsFor(ctx context.Context, owner string) ([]WaitEdge, error) {
+	switch {
+	case !c.usable() || ctx == nil:
+		return nil, fmt.Errorf("relock: %w: WaitsFor needs a Client from New and a ctx", ErrInvalidArgument)
+	case c.checkOpen() != nil:
+		return nil, fmt.Errorf("relock: waits of %q: %w", owner, ErrClosed)
+	}
+	v, err := c.rdb.Do(ctx, c.rdb.B().Get().Key(scripts.WaitEdgeKey(owner)).Build()).ToString()
+	if rueidis.IsRedisNil(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, redisError("lock", owner, err)
+	}
+	lock, since, ok := parseWaitEdge(v)
+	if !ok {
+		return nil, nil
+	}
+	holders, err := c.lockHolders(ctx, lock)
+	if err != nil {
+		return nil, redisError("lock", lock, err)
+	}
+	edges := make([]WaitEdge, 0, len(holders))
+	for _, h := range holders {
+		edges = append(edges, WaitEdge{Waiter: owner, Lock: lock, Holder: h, Since: since})
+	}
+	return edges, nil
 }

@@ -6,6 +6,7 @@
 //	relock inspect [--json] NAME
 //	relock list [--json] [PATTERN]
 //	relock force-unlock [--yes] NAME
+//	relock deadlocks [--json]
 //	relock version
 //
 // Flags may come before or after NAME; for run, the first word after NAME
@@ -69,12 +70,14 @@
 // When the lock is not acquired, one line on stderr says why; a lost lock
 // is reported once.
 //
-// # inspect, list, force-unlock
+// # inspect, list, force-unlock, deadlocks
 //
-// inspect shows what key NAME is (lock, fair lock, fenced lock, read-write
-// lock, semaphore, permit-expirable semaphore, count-down latch, rate
-// limiter), its holders and their counts, its TTL, a fair lock's queue and
-// deadlines, and a fenced lock's last token. A semaphore and a latch are
+// inspect shows what key NAME is (lock, fair lock, priority lock, fenced
+// lock, read-write lock, semaphore, permit-expirable semaphore, count-down
+// latch, rate limiter), its holders and their counts, its TTL, a fair
+// lock's queue and deadlines, a priority lock's queue in the order it will
+// be served (each waiter's priority and how long it has waited), and a
+// fenced lock's last token. A semaphore and a latch are
 // both a number in a string key: inspect tells them apart by who listens
 // on their channels, and says so when it cannot.
 //
@@ -87,7 +90,14 @@
 // input (whether or not that is a terminal; no answer is a no) unless
 // --yes is given, and refuses keys that are not lock-shaped.
 //
-// inspect, list and force-unlock exit 0 on success, 1 when the key is not
-// there or not a lock (force-unlock), 2 on bad usage, 69 when Redis
-// cannot be reached and 77 when it refuses the credentials or the user.
+// deadlocks prints the waits-for edges between owners that relock clients
+// registered for deadlock detection (waits longer than their
+// DeadlockTimeout by owners that may hold locks; see docs/deadlocks.md),
+// one per holder of the lock waited for, and every cycle among them. It
+// exits 1 when it finds a cycle.
+//
+// inspect, list, force-unlock and deadlocks exit 0 on success, 1 when the
+// key is not there or not a lock (force-unlock) or a cycle was found
+// (deadlocks), 2 on bad usage, 69 when Redis cannot be reached and 77 when
+// it refuses the credentials or the user.
 package main

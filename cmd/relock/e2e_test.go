@@ -536,3 +536,39 @@ func TestTLS(t *testing.T) {
 	assert.Equal(t, 69, code)
 	assert.Contains(t, stderr, "does the server speak TLS there?")
 }
+
+// deadlocks lists the registered waits and the cycles among them, and
+// exits 1 when there is a cycle, 0 when there is none, 69 when Redis
+// cannot be reached.
+func TestDeadlocks(t *testing.T) {
+	s, relock := server(t)
+	a, b := "6ba7b810-9dad-11d1-80b4-00c04fd430c8:1", "6ba7b811-9dad-11d1-80b4-00c04fd430c8:2"
+	// As two clients leave it: a holds x and waits for y, b holds y and
+	// waits for x, both past their DeadlockTimeout.
+	since := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	for _, cmd := range [][]string{{"HSET", "x", a, "1"}, {"HSET", "y", b, "1"},
+		{"SET", "relock_wait:{" + a + "}", since + ":y"}, {"SET", "relock_wait:{" + b + "}", since + ":x"}} {
+		require.NoError(t, s.Do(cmd...).Error())
+	}
+	code, stdout, stderr := result(t, relock("deadlocks", "--json"))
+	require.Equal(t, 1, code, stderr)
+	var r deadlocksReport
+	require.NoError(t, json.Unmarshal([]byte(stdout), &r))
+	assert.Len(t, r.Edges, 2)
+	require.Len(t, r.Cycles, 1)
+	assert.Equal(t, []string{a, b}, []string{r.Cycles[0][0].Waiter, r.Cycles[0][1].Waiter})
+
+	code, stdout, _ = result(t, relock("deadlocks"))
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stdout, "deadlock: owner "+a+` waits for lock "y" held by owner `+b+"; owner "+b+` waits for lock "x" held by owner `+a)
+
+	require.NoError(t, s.Do("DEL", "relock_wait:{"+b+"}").Error())
+	code, stdout, _ = result(t, relock("deadlocks", "--json"))
+	assert.Equal(t, 0, code)
+	require.NoError(t, json.Unmarshal([]byte(stdout), &r))
+	assert.Len(t, r.Edges, 1)
+	assert.Empty(t, r.Cycles)
+
+	code, _, _ = result(t, exec.Command(binary, "deadlocks", "--addr", "127.0.0.1:1", "--connect-timeout", "1s"))
+	assert.Equal(t, 69, code)
+}

@@ -49,6 +49,7 @@ func relock(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		"inspect":      e.inspect,
 		"list":         e.list,
 		"force-unlock": e.forceUnlock,
+		"deadlocks":    e.deadlocks,
 		"version":      e.version,
 	}
 	cmd, ok := commands[args[0]]
@@ -71,6 +72,7 @@ usage:
   relock inspect [--json] NAME                 what is at NAME: kind, holders, TTL
   relock list [--json] [PATTERN]               the locks held now
   relock force-unlock [--yes] NAME             release NAME whoever holds it
+  relock deadlocks [--json]                    owners waiting for each other's locks
   relock version
   relock CMD --help                            CMD's flags
 
@@ -84,7 +86,8 @@ flags may come before or after NAME; after NAME, run's first other word starts C
 exit status:
   0        done (run: CMD's own status, 128+n if signal n killed it)
   1        not held, not found, or not confirmed; or the lock was held by
-           someone else (-n, -w ran out; run and hold: -E CODE)
+           someone else (-n, -w ran out; run and hold: -E CODE); deadlocks:
+           a cycle was found
   2        bad usage
   69       Redis could not be reached, or answered with an error
   75       the lock was lost while held; CMD was stopped

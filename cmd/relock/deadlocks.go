@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/relock-go/relock/reentrant"
+)
+
+// deadlocksReport is the deadlocks command's JSON form.
+type deadlocksReport struct {
+	Edges  []edgeReport   `json:"edges"`
+	Cycles [][]edgeReport `json:"cycles"`
+}
+
+type edgeReport struct {
+	Waiter string    `json:"waiter"`
+	Lock   string    `json:"lock"`
+	Holder string    `json:"holder"`
+	Since  time.Time `json:"since"`
+}
+
+// deadlocks prints the waits-for edges registered for deadlock detection
+// and the cycles among them: exit 0 when there is none, 1 when there is.
+func (e env) deadlocks(args []string) int {
+	fs, conn := e.flags("deadlocks")
+	asJSON := fs.Bool("json", false, "print JSON")
+	rest, code, ok := e.parse(fs, args, 0)
+	if !ok {
+		return code
+	}
+	if len(rest) != 0 {
+		return e.fail(exitUsage, "deadlocks takes no NAME")
+	}
+	rdb, err := conn.redis()
+	if err != nil {
+		return e.fail(exitFor(err), "%v", err)
+	}
+	defer rdb.Close()
+	locks, err := reentrant.New(rdb, reentrant.Options{Logger: e.log})
+	if err != nil {
+		return e.fail(exitFor(err), "%v", err)
+	}
+	defer locks.Close()
+	owners, err := scanWaits(e.ctx, rdb)
+	if err != nil {
+		return e.fail(exitFor(err), "scan: %v", err)
+	}
+	var edges []reentrant.WaitEdge
+	for _, o := range owners {
+		es, err := locks.WaitsFor(e.ctx, o)
+		if err != nil {
+			return e.fail(exitFor(err), "%v", err)
+		}
+		edges = append(edges, es...)
+	}
+	cycles := findCycles(edges)
+	if *asJSON {
+		r := deadlocksReport{Edges: []edgeReport{}, Cycles: [][]edgeReport{}}
+		r.Edges = edgeReports(edges)
+		for _, c := range cycles {
+			r.Cycles = append(r.Cycles, edgeReports(c))
+		}
+		writeJSON(e.stdout, r)
+	} else {
+		writeDeadlocks(e.stdout, edges, cycles)
+	}
+	if len(cycles) > 0 {
+		return exitNotFound
+	}
+	return exitOK
+}
+
+func edgeReports(edges []reentrant.WaitEdge) []edgeReport {
+	r := []edgeReport{}
+	for _, x := range edges {
+		r = append(r, edgeReport{x.Waiter, x.Lock, x.Holder, x.Since.UTC()})
+	}
+	return r
+}
+
+func writeDeadlocks(w io.Writer, edges []reentrant.WaitEdge, cycles [][]reentrant.WaitEdge) {
+	if len(edges) == 0 {
+		fmt.Fprintln(w, "no owner has waited past its DeadlockTimeout")
+	}
+	for _, x := range edges {
+		fmt.Fprintf(w, "owner %s waits for lock %q held by owner %s (since %s)\n", x.Waiter, x.Lock, x.Holder, x.Since.UTC().Format(time.RFC3339Nano))
+	}
+	for _, c := range cycles {
+		parts := make([]string, len(c))
+		for i, x := range c {
+			parts[i] = fmt.Sprintf("owner %s waits for lock %q held by owner %s", x.Waiter, x.Lock, x.Holder)
+		}
+		fmt.Fprintf(w, "deadlock: %s\n", strings.Join(parts, "; "))
+	}
+}
+
+// findCycles returns each cycle of edges once, starting at its least
+// waiter.
+func findCycles(edges []reentrant.WaitEdge) [][]reentrant.WaitEdge {
+	out := map[string][]reentrant.WaitEdge{}
+	for _, x := range edges {
+		out[x.Waiter] = append(out[x.Waiter], x)
+	}
+	var cycles [][]reentrant.WaitEdge
+	seen := map[string]bool{}
+	var walk func(start string, path []reentrant.WaitEdge, on map[string]bool)
+	walk = func(start string, path []reentrant.WaitEdge, on map[string]bool) {
+		from := start
+		if len(path) > 0 {
+			from = path[len(path)-1].Holder
+		}
+		for _, x := range out[from] {
+			next := append(path[:len(path):len(path)], x)
+			switch {
+			case x.Holder == start:
+				key := cycleKey(next)
+				if !seen[key] {
+					seen[key] = true
+					cycles = append(cycles, next)
+				}
+			case !on[x.Holder] && x.Holder > start: // each cycle from its least owner
+				on[x.Holder] = true
+				walk(start, next, on)
+				delete(on, x.Holder)
+			}
+		}
+	}
+	for _, o := range slices.Sorted(maps.Keys(out)) {
+		walk(o, nil, map[string]bool{o: true})
+	}
+	return cycles
+}
+
+func cycleKey(c []reentrant.WaitEdge) string {
+	var b strings.Builder
+	for _, x := range c {
+		b.WriteString(x.Waiter + "\x00" + x.Lock + "\x00")
+	}
+	return b.String()
+}
+
+// scanWaits returns the owners with a wait registered, on every node.
+func scanWaits(ctx context.Context, rdb rueidis.Client) ([]string, error) {
+	seen := map[string]bool{}
+	for _, node := range rdb.Nodes() {
+		var cursor uint64
+		for {
+			e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match("relock_wait:{*}").Count(1000).Type("string").Build()).AsScanEntry()
+			if err != nil {
+				return nil, err
+			}
+			for _, k := range e.Elements {
+				seen[strings.TrimSuffix(strings.TrimPrefix(k, "relock_wait:{"), "}")] = true
+			}
+			if cursor = e.Cursor; cursor == 0 {
+				break
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen)), nil
+}

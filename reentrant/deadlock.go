@@ -94,8 +94,11 @@ func (c *Client) waitEdgeTTL() time.Duration { return 2*c.opts.RepollInterval + 
 // outage if it ends in one.
 func (c *cycle) detectDeadlock() error {
 	d := &c.deadlock
+	if !d.on {
+		return nil
+	}
 	now := time.Now()
-	if !d.on || now.Before(d.next) {
+	if now.Before(d.next) {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, releaseWindow)

@@ -73,3 +73,22 @@ func TestLockLost(t *testing.T) {
 		t.Fatalf("cause %v", context.Cause(held))
 	}
 }
+
+// A test whose code takes two locks, always in the same order, under the
+// lock-order check (docs/testing.md).
+func TestTransferKeepsLockOrder(t *testing.T) {
+	locks, _ := reentranttest.New(t, reentrant.Options{Hooks: reentranttest.LockOrder(t)})
+	ctx := context.Background()
+	for range 2 {
+		from, err := locks.Lock("account:1").Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		to, err := locks.Lock("account:2").Lock(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		locks.Lock("account:2").Unlock(to)
+		locks.Lock("account:1").Unlock(from)
+	}
+}

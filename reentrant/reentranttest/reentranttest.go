@@ -10,6 +10,8 @@
 package reentranttest
 
 import (
+	"context"
+	"sync"
 	"testing"
 
 	"github.com/alicebob/miniredis/v2"
@@ -53,4 +55,77 @@ func New(t testing.TB, opts reentrant.Options) (*reentrant.Client, *miniredis.Mi
 func Rueidis(t testing.TB, m *miniredis.Miniredis) rueidis.Client {
 	t.Helper()
 	return redistest.MiniredisClient(t, m, rueidis.ClientOption{InitAddress: []string{"miniredis"}}) // dialled in memory
+}
+
+// LockOrder returns hooks that fail t when two owners take the same two
+// locks in opposite orders (one takes B while holding A, another takes A
+// while holding B), as go-deadlock does in one process: a run that was
+// lucky, and did not deadlock, fails all the same. Give them to the
+// Clients under test (Options.Hooks); every Client of a test may share
+// them. It looks at locks only, not at semaphores, latches or rate
+// limiters, and it replaces any other hooks.
+func LockOrder(t testing.TB) reentrant.Hooks {
+	o := &lockOrder{t: t, held: map[string]map[string]int{}, after: map[[2]string]string{}}
+	return reentrant.Hooks{AcquireEnded: o.acquired, HoldEnded: o.ended}
+}
+
+// lockOrder is the state of LockOrder's hooks.
+type lockOrder struct {
+	t    testing.TB
+	mu   sync.Mutex
+	held map[string]map[string]int // owner -> the locks it holds, with their counts
+	// after[{a, b}] is the first owner seen taking b while holding a.
+	after map[[2]string]string
+}
+
+func (o *lockOrder) acquired(ctx context.Context, a reentrant.Acquire) {
+	owner, ok := reentrant.OwnerFrom(ctx)
+	if a.Err != nil || !a.Held || !ok || !isLock(a.Kind) {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	held := o.held[owner.String()]
+	for first := range held {
+		if first == a.Name {
+			continue
+		}
+		pair := [2]string{first, a.Name}
+		if _, seen := o.after[pair]; !seen {
+			o.after[pair] = owner.String()
+		}
+		if other, seen := o.after[[2]string{a.Name, first}]; seen {
+			o.t.Errorf("reentranttest: locks taken in opposite orders, which can deadlock: owner %s took %q while holding %q, owner %s took %q while holding %q",
+				other, first, a.Name, owner, a.Name, first)
+		}
+	}
+	if held == nil {
+		held = map[string]int{}
+		o.held[owner.String()] = held
+	}
+	held[a.Name]++
+}
+
+func (o *lockOrder) ended(_ context.Context, e reentrant.HoldEnd) {
+	if !isLock(e.Kind) {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	held := o.held[e.Owner.String()]
+	if held[e.Name]--; held[e.Name] <= 0 {
+		delete(held, e.Name)
+	}
+	if len(held) == 0 {
+		delete(o.held, e.Owner.String())
+	}
+}
+
+// isLock reports whether kind is held by an owner.
+func isLock(kind reentrant.Kind) bool {
+	switch kind {
+	case reentrant.KindSemaphore, reentrant.KindPermitSemaphore, reentrant.KindLatch, reentrant.KindRate:
+		return false
+	}
+	return true
 }

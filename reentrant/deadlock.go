@@ -78,6 +78,9 @@ type deadlockCheck struct {
 	since      time.Time // when the wait began
 	next       time.Time // the next check is not before
 	registered bool      // an edge of this wait is in Redis
+	// selfChecked: a write lock's wait looked for its owner among the
+	// lock's readers (see detectDeadlock).
+	selfChecked bool
 }
 
 // waitEdgeTTL is how long a registered edge lives without a check renewing
@@ -105,10 +108,11 @@ func (c *cycle) detectDeadlock() error {
 	defer cancel()
 	self, lock := c.owner.id, c.l.name
 	if now.Sub(d.since) < c.l.c.opts.DeadlockTimeout {
-		if c.l.kind != writeLock {
+		if c.l.kind != writeLock || d.selfChecked {
 			return nil
 		}
-		// Before the timeout, only the read-to-write self-wait.
+		// Before the timeout, only the read-to-write self-wait, once.
+		d.selfChecked = true
 		holders, err := c.l.c.lockHolders(ctx, lock)
 		if err != nil || !slices.Contains(holders, self) {
 			return nil

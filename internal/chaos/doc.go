@@ -5,7 +5,9 @@
 //
 // Workloads, one run each: the fenced lock, the plain lock, the read-write
 // lock (7 reads in 10), the fair lock, the priority lock (each acquisition
-// at one of four priorities), a permit-expirable semaphore, latch
+// at one of four priorities), two plain locks taken by one owner in a
+// random order, so that workers deadlock ("deadlock"), or always in the
+// same order ("ordered"), a permit-expirable semaphore, latch
 // rounds, and, only when named (RELOCK_CHAOS_WORKLOADS=herd), the herd: the
 // plain lock with 16 processes, most of them waiting at any time. Faults include a force unlock and a partition of the
 // holder whose renewal replies first come late.
@@ -22,7 +24,10 @@
 // priority locks, waiters served in queue order (a priority lock's queue is
 // ordered by place, which arrivals never change for those already queued),
 // but for one whose turn or window ran out (its drop from the queue seen on
-// the wire) or whose grant ran out before it took it; S, never more permits in use than the
+// the wire) or whose grant ran out before it took it; G, for the two-lock
+// workloads, every deadlock ended within DeadlockTimeout and a re-poll,
+// every ErrDeadlock named a cycle that was there, and none came when the
+// locks are always taken in one order; S, never more permits in use than the
 // semaphore has; L, no latch opens early, and every round opens.
 //
 // The suite runs when RELOCK_CHAOS=1 (see docs/safety.md for the commands);

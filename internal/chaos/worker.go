@@ -115,14 +115,21 @@ const (
 	// queue by a bug holds the others up this long, which the liveness
 	// oracle sees.
 	fairTurn = 3 * time.Second
+	// pairName is the second lock of the deadlock and ordered workloads,
+	// and deadlockTimeout their workers' DeadlockTimeout.
+	pairName        = "chaos:pair"
+	deadlockTimeout = 200 * time.Millisecond
 )
 
 // The workloads: which lock the workers take ("priority" at a random
-// priority of four each time); "semaphore" takes a permit
+// priority of four each time; "deadlock" takes the plain lock and
+// pairName, one after the other in a random order, as the first one's
+// owner, so that workers deadlock; "ordered" takes the two always in the
+// same order, so that none may); "semaphore" takes a permit
 // of a PermitExpirableSemaphore of semPermits; "latch" runs latch rounds
 // (see runLatchWorker); "herd" is the plain lock with herdWorkers
 // processes, most of them waiting at any time.
-var workloads = []string{"fenced", "plain", "rw", "fair", "priority", "semaphore", "latch", "herd"}
+var workloads = []string{"fenced", "plain", "rw", "fair", "priority", "deadlock", "ordered", "semaphore", "latch", "herd"}
 
 // workersOf returns how many worker processes workload w runs.
 func workersOf(w string) int {
@@ -167,6 +174,61 @@ func (l prioritized) Lock(ctx context.Context, opts ...reentrant.LockOption) (co
 
 func (l prioritized) Unlock(ctx context.Context) error { return l.l.Unlock(ctx) }
 
+// pair takes two locks as one owner, the second as the first's holder:
+// lockName then pairName, or, swapped, the other way round. Its held
+// context is lockName's. It records each wait for its second lock (op
+// kind "second:"+the lock's name; out "ok", "deadlock" or "error").
+type pair struct {
+	first, second *reentrant.Lock
+	swapped       bool
+	emit          func(op)
+	held          [2]context.Context
+}
+
+func (p *pair) Lock(ctx context.Context, opts ...reentrant.LockOption) (context.Context, error) {
+	first, second := p.first, p.second
+	if p.swapped {
+		first, second = second, first
+	}
+	h1, err := first.Lock(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	call := mono()
+	h2, err := second.Lock(h1, opts...)
+	o := op{Kind: "second:" + second.Name(), Call: call, Ret: mono(), Out: "ok"}
+	switch {
+	case errors.Is(err, reentrant.ErrDeadlock):
+		o.Out = "deadlock"
+	case err != nil:
+		o.Out = "error"
+	}
+	p.emit(o)
+	if err != nil {
+		first.Unlock(h1)
+		return nil, err
+	}
+	p.held = [2]context.Context{h1, h2}
+	if p.swapped {
+		return h2, nil
+	}
+	return h1, nil
+}
+
+// Unlock gives back both holds, and returns lockName's release error.
+func (p *pair) Unlock(context.Context) error {
+	first, second := p.first, p.second
+	if p.swapped {
+		first, second = second, first
+	}
+	err2 := second.Unlock(p.held[1])
+	err1 := first.Unlock(p.held[0])
+	if p.swapped {
+		return err2
+	}
+	return err1
+}
+
 // priorities is how many priorities the priority workload's waiters draw
 // from, at random for each acquisition.
 const priorities = 4
@@ -190,6 +252,8 @@ func pick(c *reentrant.Client, w string, rng *rand.Rand) (locker, bool) {
 		return c.FairLock(lockName), false
 	case "priority":
 		return prioritized{c.PriorityLock(lockName), rng.IntN(priorities)}, false
+	case "deadlock", "ordered":
+		return &pair{first: c.Lock(lockName), second: c.Lock(pairName), swapped: w == "deadlock" && rng.IntN(2) == 1}, false
 	case "rw":
 		if rng.IntN(10) < 7 {
 			return c.ReadWriteLock(lockName).ReadLock(), true
@@ -240,7 +304,7 @@ func runWorker(spec string) {
 		Handler: slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}),
 		voided:  func() { emit(record{Voided: mono()}) },
 	})
-	opts := reentrant.Options{WatchdogTimeout: timeout, RepollInterval: repoll, FairWaitTimeout: fairTurn, Logger: logger}
+	opts := reentrant.Options{WatchdogTimeout: timeout, RepollInterval: repoll, FairWaitTimeout: fairTurn, DeadlockTimeout: deadlockTimeout, Logger: logger}
 	if tr != nil {
 		opts.Hooks = tr.hooks()
 	}
@@ -258,6 +322,9 @@ func runWorker(spec string) {
 	}
 	for sum.Acquired < n {
 		f, read := pick(c, workload, rng)
+		if p, ok := f.(*pair); ok {
+			p.emit = func(o op) { o.Worker, o.Acq = id, int64(id)<<40|(acq+1); emit(record{Op: &o}) }
+		}
 		wait := 5 * time.Second
 		if rng.IntN(20) == 0 {
 			wait = time.Duration(rng.IntN(30_000)) * time.Microsecond
@@ -363,6 +430,8 @@ func kind(err error) string {
 		return "lost"
 	case errors.Is(err, reentrant.ErrNotHeld):
 		return "not-held"
+	case errors.Is(err, reentrant.ErrDeadlock):
+		return "deadlock"
 	case errors.Is(err, context.DeadlineExceeded):
 		return "timeout"
 	}

@@ -242,12 +242,14 @@ func parseWaitEdge(v string) (lock string, since time.Time, ok bool) {
 // are owners (a read-write lock's writer field is "<owner>:write"), in
 // order.
 func (c *Client) lockHolders(ctx context.Context, lock string) ([]string, error) {
-	fields, err := c.rdb.Do(ctx, c.rdb.B().Hkeys().Key(lock).Build()).AsStrSlice()
+	// HGETALL, not HKEYS, which the acquire scripts run: the server's
+	// command counts tell detection's reads apart (TestDeadlockCost).
+	fields, err := c.rdb.Do(ctx, c.rdb.B().Hgetall().Key(lock).Build()).AsStrMap()
 	if err != nil && !rueidis.IsRedisNil(err) {
 		return nil, err
 	}
 	var holders []string
-	for _, f := range fields {
+	for f := range fields {
 		f = strings.TrimSuffix(f, ":write")
 		if _, err := ParseOwner(f); err == nil && !slices.Contains(holders, f) {
 			holders = append(holders, f)

@@ -3,6 +3,8 @@ package reentrant_test
 import (
 	"context"
 	"errors"
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -246,4 +248,52 @@ func TestDeadlockDetectionOff(t *testing.T) {
 	assert.Empty(t, keys, "no wait registered")
 	require.NoError(t, x1.Unlock(ha))
 	require.NoError(t, y2.Unlock(hb))
+}
+
+// commandCalls returns how many times the server ran each of cmds since
+// its last CONFIG RESETSTAT, scripts' calls included.
+func commandCalls(t *testing.T, e env, cmds ...string) map[string]int64 {
+	info, err := e.do(t, "INFO", "commandstats").ToString()
+	require.NoError(t, err)
+	got := map[string]int64{}
+	for _, cmd := range cmds {
+		if m := regexp.MustCompile(`(?m)^cmdstat_` + cmd + `:calls=(\d+)`).FindStringSubmatch(info); m != nil {
+			got[cmd], _ = strconv.ParseInt(m[1], 10, 64)
+		}
+	}
+	return got
+}
+
+// What detection costs a long wait by an owner that holds a lock, for a
+// lock whose holder is not waiting (the common case): at most one check
+// per re-poll interval after DeadlockTimeout, each one SET of its edge, one
+// HGETALL of the lock and one GET of the holder's edge; one DEL when the
+// wait ends. With detection off, none.
+func TestDeadlockCost(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		e := onRedis(t)
+		opts := reentrant.Options{DeadlockTimeout: 200 * time.Millisecond, RepollInterval: 500 * time.Millisecond}
+		if !on {
+			opts.DeadlockTimeout = -1
+		}
+		holder, waiter := e.client(t), e.client(t, opts)
+		_, err := holder.Lock("x").Lock(bg())
+		require.NoError(t, err)
+		hy, err := waiter.Lock("y").Lock(bg())
+		require.NoError(t, err)
+		require.NoError(t, e.do(t, "CONFIG", "RESETSTAT").Error())
+		_, err = waiter.Lock("x").Lock(hy, reentrant.WaitAtMost(2200*time.Millisecond))
+		require.ErrorIs(t, err, reentrant.ErrNotAcquired)
+		got := commandCalls(t, e, "set", "hgetall", "get", "del")
+		t.Logf("detection %v: a 2.2s wait sent %v", on, got)
+		if !on {
+			assert.Empty(t, got)
+			continue
+		}
+		checks := got["set"]
+		assert.True(t, checks >= 1 && checks <= 5, "one check at 200ms, then at most one per 500ms: %d", checks)
+		assert.Equal(t, checks, got["hgetall"], "one HGETALL per check")
+		assert.Equal(t, checks, got["get"], "one GET per check")
+		assert.Equal(t, int64(1), got["del"], "one DEL at the end")
+	}
 }

@@ -14,6 +14,14 @@ import (
 	"github.com/relock-go/relock/reentrant"
 )
 
+// holding takes l with a new owner and returns the held context.
+func holding(t *testing.T, l *reentrant.Lock) context.Context {
+	t.Helper()
+	held, err := l.Lock(bg())
+	require.NoError(t, err)
+	return held
+}
+
 // deadlockOpts detects after 100ms.
 var deadlockOpts = reentrant.Options{DeadlockTimeout: 100 * time.Millisecond}
 
@@ -83,10 +91,8 @@ func TestDeadlockTwoOwners(t *testing.T) {
 	e := onRedis(t)
 	c1, c2 := e.client(t, deadlockOpts), e.client(t, deadlockOpts)
 	x1, y2 := c1.Lock("x"), c2.Lock("y")
-	ha, err := x1.Lock(bg())
-	require.NoError(t, err)
-	hb, err := y2.Lock(bg())
-	require.NoError(t, err)
+	ha := holding(t, x1)
+	hb := holding(t, y2)
 	a, _ := reentrant.OwnerFrom(ha)
 	b, _ := reentrant.OwnerFrom(hb)
 
@@ -115,12 +121,9 @@ func TestDeadlockThreeKinds(t *testing.T) {
 	e := onRedis(t)
 	c1, c2, c3 := e.client(t, deadlockOpts), e.client(t, deadlockOpts), e.client(t, deadlockOpts)
 	x, y, w := c1.Lock("x"), c2.FairLock("y"), c3.ReadWriteLock("w").WriteLock()
-	ha, err := x.Lock(bg())
-	require.NoError(t, err)
-	hb, err := y.Lock(bg())
-	require.NoError(t, err)
-	hc, err := w.Lock(bg())
-	require.NoError(t, err)
+	ha := holding(t, x)
+	hb := holding(t, y)
+	hc := holding(t, w)
 	got := runCycle(t, []waitFor{
 		{"a", c1.FairLock("y"), ha, x},
 		{"b", c2.ReadWriteLock("w").WriteLock(), hb, y},
@@ -171,10 +174,8 @@ func TestDeadlockNotReported(t *testing.T) {
 	x1, y2 := c1.Lock("x"), c2.Lock("y")
 
 	// a waits for y past the timeout, and gives up; then b waits for x.
-	ha, err := x1.Lock(bg())
-	require.NoError(t, err)
-	hb, err := y2.Lock(bg())
-	require.NoError(t, err)
+	ha := holding(t, x1)
+	hb := holding(t, y2)
 	_, ok, err := c1.Lock("y").TryLock(ha, reentrant.WaitAtMost(300*time.Millisecond))
 	require.NoError(t, err)
 	require.False(t, ok)
@@ -195,10 +196,8 @@ func TestDeadlockNotReported(t *testing.T) {
 	// client's timeout is long): a takes y, then gives x back, and b takes
 	// it.
 	slow := e.client(t, reentrant.Options{DeadlockTimeout: time.Minute})
-	ha, err = x1.Lock(bg())
-	require.NoError(t, err)
-	hb, err = slow.Lock("y").Lock(bg())
-	require.NoError(t, err)
+	ha = holding(t, x1)
+	hb = holding(t, slow.Lock("y"))
 	ay := async(func() error {
 		h, err := c1.Lock("y").Lock(ha)
 		if err == nil {
@@ -234,10 +233,8 @@ func TestDeadlockDetectionOff(t *testing.T) {
 	off := reentrant.Options{DeadlockTimeout: -1}
 	c1, c2 := e.client(t, off), e.client(t, off)
 	x1, y2 := c1.Lock("x"), c2.Lock("y")
-	ha, err := x1.Lock(bg())
-	require.NoError(t, err)
-	hb, err := y2.Lock(bg())
-	require.NoError(t, err)
+	ha := holding(t, x1)
+	hb := holding(t, y2)
 	a := async(func() error { _, err := c1.Lock("y").Lock(ha, reentrant.WaitAtMost(500*time.Millisecond)); return err })
 	b := async(func() error { _, err := c2.Lock("x").Lock(hb, reentrant.WaitAtMost(500*time.Millisecond)); return err })
 	for _, done := range []<-chan error{a, b} {

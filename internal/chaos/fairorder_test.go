@@ -28,12 +28,12 @@ type queueSamples struct {
 	seen    []queueSample
 }
 
-// queueSample is the queue as one read saw it: at or after at on
+// queueSample is the queue as one read saw it: between at and after on
 // CLOCK_MONOTONIC, at clock on Redis's (microseconds).
 type queueSample struct {
-	at    int64
-	clock int64
-	queue []string
+	at, after int64
+	clock     int64
+	queue     []string
 }
 
 // readQueue reads Redis's clock and the queue in one script, so that a
@@ -99,7 +99,7 @@ func sampleQueue(rdb rueidis.Client, q queueWatch) *queueSamples {
 				continue
 			}
 			last = q
-			s.seen = append(s.seen, queueSample{at, clock, q})
+			s.seen = append(s.seen, queueSample{at, mono(), clock, q})
 		}
 	}()
 	return s
@@ -134,22 +134,26 @@ var reorders = []string{"reset", "client-kill", "kill-restart-redis", "data-loss
 // before its Lock could return, and b granted next: Redis kept the order,
 // the returns do not show it).
 func (r *run) fairOrder(samples []queueSample, drops dropLog, intervals []interval, lost []int64) {
-	turn, sent := map[string]int64{}, map[string]int64{}
+	turn := map[string]int64{}
 	worker := map[string]int{}
 	for _, x := range intervals {
-		turn[x.Owner], sent[x.Owner] = x.Start, x.Sent
+		turn[x.Owner] = x.Start
 		worker[x.Owner] = x.Worker
 	}
 	dropped := func(a string, s queueSample) bool {
 		return slices.ContainsFunc(drops.of[a], func(at int64) bool { return at >= s.clock })
 	}
-	// lapsed: a release granted a the lock after the sample, and b's
-	// winning attempt was sent after that grant (the sample places the
-	// grant on CLOCK_MONOTONIC): a's turn came, in order, and its grant
-	// ran out before a took it, as a turn runs out.
+	// lapsed: a release granted a the lock after the sample, and before b's
+	// Lock returned (the sample places the grant on CLOCK_MONOTONIC, no
+	// later than its read returned plus the time since on Redis's clock):
+	// a's turn came first, and its grant ran out before a took it (a
+	// grant's TTL is what is left of the lease a's last attempt asked for:
+	// a delayed message can miss it), as a turn runs out. b cannot have
+	// taken the lock before the grant: a was ahead of it, and the lock
+	// was not free again until b's release, after b's Lock returned.
 	lapsed := func(a, b string, s queueSample) bool {
 		return slices.ContainsFunc(drops.granted[a], func(at int64) bool {
-			return at >= s.clock && sent[b] >= s.at+(at-s.clock)*1000
+			return at >= s.clock && s.after+(at-s.clock)*1000 <= turn[b]
 		})
 	}
 	excused := func(a string, from, to int64) bool {

@@ -220,10 +220,10 @@ func (l *Lock) startCycle(c *cycle, ctx context.Context, cfg acquireConfig) {
 
 // takesGrants reports whether a call with cfg, for an owner made for it,
 // takes a fair or priority lock straight from a release (see handOff in
-// scripts/fairlib.lua and scripts/prioritylib.lua): it waits; the watchdog keeps what it takes (a
-// grant's TTL may run to the end of the waiter's turn, and the waiter
-// counts its lease from its last attempt: neither is what a fixed lease
-// promises); and no replica must confirm its acquire (a grant is confirmed
+// scripts/fairlib.lua and scripts/prioritylib.lua): it waits; the
+// watchdog keeps what it takes (a grant's TTL is what is left of the lease
+// the waiter's last attempt asked for, not what a fixed lease promises);
+// and no replica must confirm its acquire (a grant is confirmed
 // by nobody's WAIT but the releaser's).
 func (l *Lock) takesGrants(cfg acquireConfig) bool {
 	return l.kind.spec().queued && cfg.wait != 0 && cfg.lease == 0 && cfg.retryDelay == 0 && l.c.scriptConn().Replicas == 0

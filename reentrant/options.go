@@ -206,13 +206,14 @@ func (s ReplicaSync) withDefaults() ReplicaSync {
 type LockOption struct{ apply func(*acquireConfig) }
 
 type acquireConfig struct {
-	wait       time.Duration // how long to wait in all; < 0: until ctx ends
-	lease      time.Duration // 0: the watchdog keeps the lock
-	retries    int           // tries after the first; < 0: no limit
-	retryDelay time.Duration // 0: retry when the lock may be free
-	timeout    time.Duration // bounds each attempt's script call; 0: only ctx does
-	priority   int           // a priority lock's waiter's, 0 to 255
-	err        error
+	wait        time.Duration // how long to wait in all; < 0: until ctx ends
+	lease       time.Duration // 0: the watchdog keeps the lock
+	retries     int           // tries after the first; < 0: no limit
+	retryDelay  time.Duration // 0: retry when the lock may be free
+	timeout     time.Duration // bounds each attempt's script call; 0: only ctx does
+	priority    int           // a priority lock's waiter's, 0 to 255
+	prioritized bool          // the Priority option was given
+	err         error
 }
 
 // newAcquireConfig is the config of a call on something of kind k that
@@ -230,7 +231,7 @@ func newAcquireConfig(wait time.Duration, k Kind, opts []LockOption) acquireConf
 			}
 			o.apply(&with)
 		}
-		if with.priority != 0 && k != KindPriority {
+		if with.prioritized && k != KindPriority {
 			with.invalid("Priority(%d) is for a PriorityLock, and this is a %s (%s)", with.priority, k.noun(), k)
 		}
 		cfg = with
@@ -268,7 +269,7 @@ func Priority(p int) LockOption {
 			cfg.invalid("Priority(%d): a priority is 0 to %d", p, maxPriority)
 			return
 		}
-		cfg.priority = p
+		cfg.priority, cfg.prioritized = p, true
 	}}
 }
 

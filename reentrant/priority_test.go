@@ -2,6 +2,7 @@ package reentrant_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -287,9 +288,11 @@ func TestPriorityInvalid(t *testing.T) {
 		assert.ErrorIs(t, err, reentrant.ErrInvalidArgument, "Priority(%d)", p)
 	}
 	for _, l := range []*reentrant.Lock{c.Lock("x"), c.FairLock("x"), c.FencedLock("x"), c.SpinLock("x", reentrant.Backoff{}), c.ReadWriteLock("x").WriteLock()} {
-		_, _, err := l.TryLock(bg(), reentrant.Priority(3))
-		assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
-		assert.ErrorContains(t, err, "Priority(3) is for a PriorityLock")
+		for _, p := range []int{3, 0} { // the default too: never silently ignored
+			_, _, err := l.TryLock(bg(), reentrant.Priority(p))
+			assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+			assert.ErrorContains(t, err, fmt.Sprintf("Priority(%d) is for a PriorityLock", p))
+		}
 	}
 	_, err := c.Semaphore("s").TryAcquire(bg(), 1, reentrant.Priority(1))
 	assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)

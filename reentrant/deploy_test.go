@@ -91,6 +91,21 @@ func TestCluster(t *testing.T) {
 	// Replica sync on a cluster: WAIT goes to the node of the lock's slot,
 	// in the script's pipeline. Every master's replica confirms; a frozen
 	// one does not, and only that master's locks are refused.
+	// Two locks on two masters, and owners whose edges hash to any slot:
+	// detection reads each with single-key commands, and finds the cycle.
+	t.Run("deadlock across masters", func(t *testing.T) {
+		opts := reentrant.Options{DeadlockTimeout: 100 * time.Millisecond}
+		c1, c2 := client(t, opts), client(t, opts)
+		masters := cl.Masters()
+		x, y := nameOn(t, masters[0], "dl-x-"), nameOn(t, masters[1], "dl-y-")
+		x1, y2 := c1.Lock(x), c2.Lock(y)
+		got := runCycle(t, []waitFor{
+			{"a", c1.Lock(y), holding(t, x1), x1},
+			{"b", c2.Lock(x), holding(t, y2), y2},
+		})
+		assert.Len(t, victims(t, got), 1, "exactly one victim")
+	})
+
 	t.Run("replica sync on every master", func(t *testing.T) {
 		// 2s: a loaded machine (four copies of the suite under -race) once
 		// kept a healthy replica's acknowledgement past 200ms.

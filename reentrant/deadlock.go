@@ -219,13 +219,24 @@ func (c *Client) stillTrue(ctx context.Context, cyc []WaitEdge) bool {
 }
 
 // waitsFor reads owner's registered edge: the lock it waits for, and
-// since when.
+// since when; ok is false when there is none, or it cannot be read.
 func (c *Client) waitsFor(ctx context.Context, owner string) (lock string, since time.Time, ok bool) {
+	lock, since, ok, _ = c.readWait(ctx, owner)
+	return lock, since, ok
+}
+
+// readWait reads owner's registered edge, and the error that kept it from
+// being read (none when there is no edge).
+func (c *Client) readWait(ctx context.Context, owner string) (lock string, since time.Time, ok bool, err error) {
 	v, err := c.rdb.Do(ctx, c.rdb.B().Get().Key(scripts.WaitEdgeKey(owner)).Build()).ToString()
 	if err != nil {
-		return "", time.Time{}, false
+		if rueidis.IsRedisNil(err) {
+			err = nil
+		}
+		return "", time.Time{}, false, err
 	}
-	return parseWaitEdge(v)
+	lock, since, ok = parseWaitEdge(v)
+	return lock, since, ok, nil
 }
 
 // parseWaitEdge parses a registered edge, "<since, ms>:<lock>".
@@ -271,14 +282,10 @@ func (c *Client) WaitsFor(ctx context.Context, owner string) ([]WaitEdge, error)
 	case c.checkOpen() != nil:
 		return nil, fmt.Errorf("relock: waits of %q: %w", owner, ErrClosed)
 	}
-	v, err := c.rdb.Do(ctx, c.rdb.B().Get().Key(scripts.WaitEdgeKey(owner)).Build()).ToString()
-	if rueidis.IsRedisNil(err) {
-		return nil, nil
-	}
+	lock, since, ok, err := c.readWait(ctx, owner)
 	if err != nil {
 		return nil, redisError("lock", owner, err)
 	}
-	lock, since, ok := parseWaitEdge(v)
 	if !ok {
 		return nil, nil
 	}

@@ -149,21 +149,13 @@ func cycleKey(c []reentrant.WaitEdge) string {
 
 // scanWaits returns the owners with a wait registered, on every node.
 func scanWaits(ctx context.Context, rdb rueidis.Client) ([]string, error) {
-	seen := map[string]bool{}
-	for _, node := range rdb.Nodes() {
-		var cursor uint64
-		for {
-			e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match("relock_wait:{*}").Count(1000).Type("string").Build()).AsScanEntry()
-			if err != nil {
-				return nil, err
-			}
-			for _, k := range e.Elements {
-				seen[strings.TrimSuffix(strings.TrimPrefix(k, "relock_wait:{"), "}")] = true
-			}
-			if cursor = e.Cursor; cursor == 0 {
-				break
-			}
-		}
+	keys, err := scanKeys(ctx, rdb, "relock_wait:{*}", "string")
+	if err != nil {
+		return nil, err
 	}
-	return slices.Sorted(maps.Keys(seen)), nil
+	owners := make([]string, len(keys))
+	for i, k := range keys {
+		owners[i] = strings.TrimSuffix(strings.TrimPrefix(k, "relock_wait:{"), "}")
+	}
+	return owners, nil
 }

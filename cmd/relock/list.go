@@ -76,11 +76,17 @@ func (e env) list(args []string) int {
 // scanHashes returns the hash keys matching pattern on every node, found
 // with SCAN (never KEYS, which blocks the server), sorted.
 func scanHashes(ctx context.Context, rdb rueidis.Client, pattern string) ([]string, error) {
+	return scanKeys(ctx, rdb, pattern, "hash")
+}
+
+// scanKeys returns the keys of type typ matching pattern on every node,
+// sorted, with SCAN, never KEYS.
+func scanKeys(ctx context.Context, rdb rueidis.Client, pattern, typ string) ([]string, error) {
 	seen := map[string]bool{}
 	for _, node := range rdb.Nodes() {
 		var cursor uint64
 		for {
-			e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(pattern).Count(1000).Type("hash").Build()).AsScanEntry()
+			e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(pattern).Count(1000).Type(typ).Build()).AsScanEntry()
 			if err != nil {
 				return nil, err
 			}

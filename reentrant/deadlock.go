@@ -261,9 +261,8 @@ func (c *Client) lockHolders(ctx context.Context, lock string) ([]string, error)
 	}
 	var holders []string
 	for f := range fields {
-		f = strings.TrimSuffix(f, ":write")
-		if _, err := ParseOwner(f); err == nil && !slices.Contains(holders, f) {
-			holders = append(holders, f)
+		if owner, _, ok := holderField(f); ok && !slices.Contains(holders, owner) {
+			holders = append(holders, owner)
 		}
 	}
 	slices.Sort(holders)

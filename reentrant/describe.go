@@ -150,11 +150,12 @@ func (in *inspection) hash() {
 	}
 	for f, v := range fields {
 		n, err := strconv.ParseInt(v, 10, 64)
-		if _, perr := ParseOwner(strings.TrimSuffix(f, ":write")); err != nil || perr != nil {
+		owner, write, ok := holderField(f)
+		if err != nil || !ok {
 			in.info.Kind, in.info.Holders = KindOther, nil
 			return
 		}
-		in.info.Holders = append(in.info.Holders, Holder{Owner: strings.TrimSuffix(f, ":write"), Count: n, Write: strings.HasSuffix(f, ":write")})
+		in.info.Holders = append(in.info.Holders, Holder{Owner: owner, Count: n, Write: write})
 	}
 	if in.info.Kind == KindLock {
 		in.lockKind()
@@ -272,4 +273,13 @@ func (in *inspection) priorityQueue() {
 		}
 		in.info.Queue = append(in.info.Queue, h)
 	}
+}
+
+// holderField reads a lock hash's field: the owner that holds the lock,
+// and whether as a read-write lock's writer ("<owner>:write"); ok is
+// false for a field that names no owner.
+func holderField(f string) (owner string, write, ok bool) {
+	owner, write = strings.CutSuffix(f, ":write")
+	_, err := ParseOwner(owner)
+	return owner, write, err == nil
 }

@@ -34,7 +34,10 @@ import (
 // the unlock latch instead of releasing twice: for up to 10s, and never
 // past the hold's local deadline (see LeaseDeadline), when the lock may
 // have expired; the error then wraps ErrLockLost and the last attempt's
-// error. A hold this client has already declared lost (the held context
+// error. The last hold's release of a plain, fair or priority lock writes
+// no latch, so when its reply is lost and the retry finds the lock free,
+// Unlock cannot tell that release from the hold lost meanwhile (a restart
+// loses replies and data together), and says ErrLockLost. A hold this client has already declared lost (the held context
 // was cancelled with ErrLockLost) is not sent for: Unlock returns that
 // cause at once.
 func (l *Lock) Unlock(ctx context.Context) error {
@@ -69,11 +72,12 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) (err error) {
 			a.cancel(context.Canceled)
 		}()
 	}
-	res, err := l.releaseRetried(context.WithoutCancel(ctx), owner, restore, lease, window, l.believed(found, lease))
+	believed := l.believed(found, lease)
+	res, resent, err := l.releaseRetried(context.WithoutCancel(ctx), owner, restore, lease, window, believed)
 	if err != nil {
 		return err
 	}
-	return l.released(res, found, key)
+	return l.released(res, found, resent && believed, key)
 }
 
 // unlockOwner returns the owner an Unlock with ctx gives a hold back for.
@@ -101,20 +105,22 @@ func (l *Lock) unlockOwner(ctx context.Context) (Owner, error) {
 // its local deadline: after it the key may have expired and another may
 // hold the lock, so there is nothing left to give back. The first attempt
 // needs no timer of its own: rueidis fails it when the connection stalls
-// (ConnWriteTimeout, 10s by default).
-func (l *Lock) releaseRetried(ctx context.Context, owner Owner, restore time.Duration, lease *watchdog.Lease, window time.Duration, believed bool) (scripts.Released, error) {
+// (ConnWriteTimeout, 10s by default). resent says whether the answer is a
+// retry's, after a send whose reply was lost.
+func (l *Lock) releaseRetried(ctx context.Context, owner Owner, restore time.Duration, lease *watchdog.Lease, window time.Duration, believed bool) (res scripts.Released, resent bool, err error) {
 	requestID := l.c.newRequestID()
 	var deadline time.Time // the hold's, read once a retry needs it
 	ran := false           // a send so far may have run (its reply lost)
 	for try, backoff := 0, time.Duration(0); ; try++ {
-		res, err := l.release(ctx, owner, restore, requestID, ran, believed)
-		ran = ran || err != nil && !notRun(err)
+		res, err = l.release(ctx, owner, restore, requestID, ran, believed)
 		switch {
 		case err == nil:
-			return res, nil
+			return res, ran, nil
 		case !l.retryRelease(err):
-			return res, redisError("unlock", l.name, err)
-		case try == 0:
+			return res, ran, redisError("unlock", l.name, err)
+		}
+		ran = ran || !notRun(err)
+		if try == 0 {
 			end := time.Now().Add(window)
 			if lease != nil {
 				deadline = l.c.holds.watchdog.Deadline(lease)
@@ -127,9 +133,9 @@ func (l *Lock) releaseRetried(ctx context.Context, owner Owner, restore time.Dur
 		backoff = doubled(backoff, 10*time.Millisecond, time.Second)
 		if _, serr := l.c.sleep(ctx, l.name, nil, nil, nil, backoff); serr != nil {
 			if lease != nil && !time.Now().Before(deadline) {
-				return res, fmt.Errorf("relock: unlock %q: %w: the hold's lease ran out before its release could be confirmed: %w", l.name, ErrLockLost, err)
+				return res, ran, fmt.Errorf("relock: unlock %q: %w: the hold's lease ran out before its release could be confirmed: %w", l.name, ErrLockLost, err)
 			}
-			return res, redisError("unlock", l.name, err)
+			return res, ran, redisError("unlock", l.name, err)
 		}
 	}
 }
@@ -151,8 +157,9 @@ func minTime(a, b time.Time) time.Time {
 }
 
 // released turns a release's reply into Unlock's result. found says
-// whether this client had the hold.
-func (l *Lock) released(res scripts.Released, found bool, key holdKey) error {
+// whether this client had the hold; unlatched, whether the reply is a
+// believed release's retry, after a send whose reply was lost.
+func (l *Lock) released(res scripts.Released, found, unlatched bool, key holdKey) error {
 	switch {
 	case res != scripts.NotHeld:
 		return nil
@@ -160,6 +167,13 @@ func (l *Lock) released(res scripts.Released, found bool, key holdKey) error {
 		// Redis has no hold where this client had one: every other
 		// acquisition of it here is lost too.
 		l.c.holds.lose(func(k holdKey) bool { return k == key }, ErrLockLost)
+		if unlatched {
+			// A believed release that freed the lock left no latch (see
+			// scripts.Release.Believed), so the lost send may have freed
+			// it; but a restart that lost the hold loses replies too, and
+			// "freed" would then be a false all-clear.
+			return fmt.Errorf("relock: unlock %q: %w, or freed by an earlier send whose reply was lost: the two cannot be told apart", l.name, ErrLockLost)
+		}
 		return fmt.Errorf("relock: unlock %q: %w", l.name, ErrLockLost)
 	}
 	return fmt.Errorf("relock: unlock %q: %w", l.name, ErrNotHeld)

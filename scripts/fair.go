@@ -73,7 +73,7 @@ func FairAcquire(ctx context.Context, c Conn, a Acquire) (Acquired, error) {
 func FairRelease(ctx context.Context, c Conn, r Release) (Released, error) {
 	keys := append(fairKeys(r.Key), unlockLatch(r.Key, r.RequestID))
 	args := []string{pubsub.WakeOne, millis(r.Lease), r.Owner, string(r.Publish), millis(r.LatchTTL), flag(r.Again), flag(r.Believed)}
-	return r.answered(releaseReply(fairReleaseScript.exec(ctx, c, keys, args)))
+	return releaseReply(fairReleaseScript.exec(ctx, c, keys, args))
 }
 
 // FairLeave runs fairleave.lua: owner, which joined key's queue with turn

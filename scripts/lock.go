@@ -220,14 +220,16 @@ type Release struct {
 	// Wake).
 	Directed bool
 	// Believed: the caller has the hold it gives back and believes it (it
-	// was not found lost, and its local deadline has not passed), so no
-	// release but this request can take it away. Then a release that frees
-	// the lock writes no latch (the commonest release costs two commands
-	// fewer), and a retry (Again: an earlier send may have run) that finds
-	// no hold answers Freed: that send freed the lock. (Only a ForceUnlock,
-	// or data lost in a failover, in the moment its reply was lost would
-	// make that answer wrong.) Run (release.lua) and FairRelease read it;
-	// the read-write lock's releases always write their latch.
+	// was not found lost, and its local deadline has not passed). Then a
+	// release that frees the lock writes no latch: the commonest release
+	// costs two commands fewer. The price is paid only when that release's
+	// reply is lost: its retry finds no hold and answers NotHeld, since it
+	// cannot tell its first send freeing the lock from the hold lost
+	// meanwhile. The two are not independent: a restart or failover that
+	// loses data also loses replies, and a pooled connection the server
+	// closed fails its next send as if it had run. Run (release.lua),
+	// FairRelease and PriorityRelease read it; the read-write lock's
+	// releases always write their latch.
 	Believed bool
 }
 
@@ -248,17 +250,7 @@ func (r Release) Run(ctx context.Context, c Conn) (Released, error) {
 	if r.Directed {
 		keys = append(keys, waiters(r.Key))
 	}
-	return r.answered(releaseReply(releaseScript.exec(ctx, c, keys, args)))
-}
-
-// answered reads a believed release's reply: a retry that finds no hold
-// freed the lock with an earlier send, since nothing but this request
-// could have taken the hold away, and that send left no latch.
-func (r Release) answered(res Released, err error) (Released, error) {
-	if err == nil && res == NotHeld && r.Again && r.Believed {
-		return Freed, nil
-	}
-	return res, err
+	return releaseReply(releaseScript.exec(ctx, c, keys, args))
 }
 
 // Held names one owner's hold on one lock, for renewal.

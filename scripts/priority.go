@@ -72,7 +72,7 @@ func PriorityAcquire(ctx context.Context, c Conn, a Acquire) (Acquired, error) {
 func PriorityRelease(ctx context.Context, c Conn, r Release) (Released, error) {
 	keys := append(priorityKeys(r.Key), unlockLatch(r.Key, r.RequestID))
 	args := []string{pubsub.WakeOne, millis(r.Lease), r.Owner, string(r.Publish), millis(r.LatchTTL), flag(r.Again), flag(r.Believed)}
-	return r.answered(releaseReply(priorityReleaseScript.exec(ctx, c, keys, args)))
+	return releaseReply(priorityReleaseScript.exec(ctx, c, keys, args))
 }
 
 // PriorityLeave runs priorityleave.lua: owner stops waiting for priority

@@ -21,8 +21,8 @@
 -- the owner holds nothing, and then nothing is changed.
 -- The latch remembers the reply of this request id, so a retried release
 -- returns its first reply instead of releasing a second time. With ARGV[7]
--- a release that frees the lock writes none: a retry then finds no hold,
--- which the caller reads as freed.
+-- a release that frees the lock writes none: a retry then finds no hold
+-- and answers nil, as for a hold lost meanwhile (see Release.Believed).
 if ARGV[6] == '1' then
 	local earlier = redis.call('get', KEYS[3])
 	if earlier then

@@ -56,6 +56,12 @@ const (
 	WakeOne = "0"
 	// WakeAll: a writer left a read-write lock; every waiter tries.
 	WakeAll = "1"
+	// WakeTold: relock's own, on a lock's channel: the lock is free, and
+	// the release told the next relock client directly (directed wakes),
+	// so relock waiters listening there let it pass. Java Redisson parses
+	// it as the number 0 (Long.valueOf, LockPubSub), so its waiters wake
+	// as for [WakeOne].
+	WakeTold = "00"
 	// Granted: relock's own, on a fair lock waiter's channel, which only
 	// that waiter hears: Granted + ":" + n says a release gave it the lock
 	// in answer to its attempt number n (see [Waiter.TakeGrant]).
@@ -79,7 +85,8 @@ const (
 )
 
 // LockWakes reads a lock's channel: [WakeOne] wakes one waiter, [WakeAll]
-// all, a [Granted] message the first with a grant; anything else, none.
+// all, a [Granted] message the first with a grant; anything else, [WakeTold]
+// included, none.
 func LockWakes(message string) int {
 	switch {
 	case message == WakeOne:
@@ -159,8 +166,9 @@ type channel struct {
 	// idle, while the channel lingers with no waiter, unsubscribes it.
 	idle    *time.Timer
 	waiters list.List // of *Waiter, in arrival order
-	// gap: the subscription was confirmed, and no waiter has yet been
-	// told to look again for what was published before (see Recheck).
+	// gap: the subscription was confirmed, or a message came while no
+	// waiter was queued, and no waiter has yet been told to look again
+	// for it (see Recheck).
 	gap bool
 }
 
@@ -250,7 +258,8 @@ func (s *Subscriber) Subscribe(ctx context.Context, name string, wakes Wakes, un
 
 // Recheck reports whether Subscribe picked this waiter to look again at
 // once at what it waits for: the first to return once the subscription it
-// made or found pending was confirmed. A message published before then
+// made or found pending was confirmed, or the first after a message that
+// came while the channel had no waiter (it lingered). Such a message
 // reached none of the channel's waiters. Where one look serves them all
 // (a lock's wake told to the client, not to one waiter), only this waiter
 // need take it; a waiter that found the channel live was not behind that
@@ -428,6 +437,9 @@ func (ch *channel) wakeOne() func() { return ch.wake(1) }
 // sleep unregistered, told by no release. Called with s.mu held.
 func (ch *channel) wake(n int) (unclaimed func()) {
 	if ch.waiters.Len() == 0 {
+		// Heard by no waiter: one that attempted before it and joins
+		// after must look again (see Recheck).
+		ch.gap = true
 		return ch.unclaimed
 	}
 	for e := ch.waiters.Front(); e != nil && n > 0; e = e.Next() {

@@ -366,8 +366,8 @@ func (c *Client) NewOwner() Owner {
 
 // newClientID returns a new client id: a random UUID marked as relock's with
 // version 8 (RFC 9562's custom version) where Redisson's Java ids are
-// version 4, so that a waiter can tell a relock holder, whose release tells
-// it directly, from one whose release it must hear on Redisson's channel.
+// version 4, so that a lock's holder field tells a relock client from a
+// Java one (relock before WakeTold chose where to listen by it).
 func newClientID() string {
 	u := uuid.New()
 	u[6] = u[6]&0x0f | 0x80

@@ -125,7 +125,7 @@ func (c *cycle) try(int) outcome {
 		c.wakeChannel() // a pause after it may subscribe
 	}
 	if !r.OK && r.err == nil {
-		c.foundHolder(r.Holder)
+		c.foundHolder()
 		if err := c.detectDeadlock(); err != nil {
 			return outcome{final: err}
 		}
@@ -203,6 +203,9 @@ func (l *Lock) startCycle(c *cycle, ctx context.Context, cfg acquireConfig) {
 			if w := l.c.sub.Join(c.wakeChannel()); w != nil {
 				c.sub, c.subscribe = w, false
 			}
+			if w := l.c.sub.Join(scripts.LockChannel(l.name)); w != nil {
+				c.also = w
+			}
 		}
 	default:
 		c.announcedOn(l.channel(owner), pubsub.LockWakes, "")
@@ -249,18 +252,17 @@ func (c *cycle) record(ttl time.Duration, sent time.Time, token int64) (context.
 		group: renewGroupOf(c.l.name, c.l.kind.spec().renewer), lease: c.cfg.lease, ttl: ttl, sent: sent})
 }
 
-// foundHolder notes, for directed wakes, that an attempt found the lock held by
-// the owner whose field is holder: the client is registered if the call
-// waits, and a holder whose release will not tell it directly (see
-// directedOwner) is heard on Redisson's channel too.
-func (c *cycle) foundHolder(holder string) {
+// foundHolder notes, for directed wakes, that an attempt found the lock
+// held: the client is registered if the call waits, and the wait listens
+// on Redisson's channel too, for releases that tell no relock client
+// directly (a Java holder's, an operator's forceUnlock from Java, a key
+// deleted).
+func (c *cycle) foundHolder() {
 	if !c.directed {
 		return
 	}
 	c.registered = c.registered || c.cfg.wait != 0
-	if holder != "" && !directedOwner(holder) {
-		c.listenAlso(scripts.LockChannel(c.l.name))
-	}
+	c.listenAlso(scripts.LockChannel(c.l.name))
 }
 
 // nextSleep is how long to sleep, at most, before the next attempt.

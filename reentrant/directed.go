@@ -19,21 +19,16 @@ import (
 //     passed on by that client (passOn).
 //   - A client whose waiter takes the lock moves to the end of the set if it
 //     has other waiters, and leaves it if not.
-//   - Releases by anything else (Java Redisson, an older relock) publish only
-//     on Redisson's channel: a waiter that finds the lock held by such an
-//     owner listens there too, for the rest of its wait. relock clients are
-//     told apart by their ids (newClientID).
+//   - Releases by anything else (Java Redisson's unlock or forceUnlock, an
+//     older relock, a deleted key's holder) publish only on Redisson's
+//     channel, so every waiting client listens there too. A relock release
+//     marks its message there as told (pubsub.WakeTold, which Java reads as
+//     0), and relock waiters let it pass: only the client it told wakes.
 //
 // The scripts must be able to count who hears a channel: so not with
 // classic pub/sub on a cluster, where a subscriber may sit on any node and
 // PUBLISH counts only its own; there every waiter listens on Redisson's
 // channel, as Redisson's do.
-
-// directedOwner reports whether a lock's hash field is the owner of a relock
-// client that tells waiters directly (see newClientID).
-func directedOwner(field string) bool {
-	return len(field) > 36 && field[36] == ':' && field[14] == '8' && field[8] == '-' && field[13] == '-'
-}
 
 // passOn hands on a directed wake for lock name that found no waiter of c
 // to take it (see scripts.PassOn), which takes c out of the lock's waiters'

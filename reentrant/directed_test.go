@@ -34,9 +34,9 @@ func (e env) counted(t *testing.T) *counted {
 
 // Six relock clients wait on a lock a relock client holds. Each release
 // tells one of them, the one registered longest: they take the lock in the
-// order they registered, none listens on Redisson's channel, and none makes
-// an attempt beyond its first, the one right after subscribing, and the
-// one that wins. With every client woken by every release (Redisson's
+// order they registered, each lets the release's message on Redisson's
+// channel pass, and none makes an attempt beyond its first, the one right
+// after subscribing, and the one that wins. With every client woken by every release (Redisson's
 // protocol, and relock's before directed wakes), the later waiters would
 // try after each release: 33 attempts instead of at most 18.
 func TestDirectedWakes(t *testing.T) {
@@ -80,7 +80,8 @@ func TestDirectedWakes(t *testing.T) {
 	}
 	registered, err := e.do(t, "ZRANGE", waitersKey(name), "0", "-1").AsStrSlice()
 	require.NoError(t, err)
-	assert.Zero(t, e.numsub(t, "redisson_lock__channel:{"+name+"}"), "relock waiters do not listen on Redisson's channel")
+	assert.Equal(t, int64(clients), e.numsub(t, "redisson_lock__channel:{"+name+"}"),
+		"relock waiters listen on Redisson's channel too, and let a relock release's message pass")
 
 	require.NoError(t, holder.Lock(name).Unlock(held))
 	waitAll(t, &wg, 30*time.Second, func() {})
@@ -154,11 +155,11 @@ func TestDirectedWakePassesOn(t *testing.T) {
 }
 
 // In a mixed deployment nothing waits for a wake-up that does not come:
-// relock's release still publishes on Redisson's channel, so a Redisson
-// waiter is woken as before; and a relock waiter that finds the lock held
-// by Redisson listens on Redisson's channel too, so Redisson's release
-// wakes it. Every holder here leases the lock for a minute, and every relock
-// waiter re-polls once a minute: a missed wake-up would cost that long.
+// relock's release still publishes on Redisson's channel, a message Redisson
+// reads as 0, so a Redisson waiter is woken as before; and a relock waiter
+// listens on Redisson's channel too, so Redisson's release wakes it. Every
+// holder here leases the lock for a minute, and every relock waiter
+// re-polls once a minute: a missed wake-up would cost that long.
 func TestDirectedWakesMixed(t *testing.T) {
 	e := onRedis(t)
 	java := redissontest.New(e.rdb(t))
@@ -185,7 +186,7 @@ func TestDirectedWakesMixed(t *testing.T) {
 		}
 	}()
 	eventually(t, "both waiters", func() bool {
-		return e.numsub(t, wakeChannel(b, name)) == 1 && e.numsub(t, "redisson_lock__channel:{"+name+"}") == 1
+		return e.numsub(t, wakeChannel(b, name)) == 1 && e.numsub(t, "redisson_lock__channel:{"+name+"}") == 2
 	})
 	start := time.Now()
 	require.NoError(t, a.Lock(name).Unlock(held))
@@ -215,4 +216,39 @@ func TestDirectedWakesMixed(t *testing.T) {
 	require.NoError(t, err)
 	waitAll(t, &wg, 30*time.Second, func() {})
 	assert.Equal(t, int64(3), through.Load())
+}
+
+// A release that tells no relock client directly, here an operator's
+// forceUnlock from Java of a lock a relock client holds, still wakes relock
+// waiters at once: they listen on Redisson's channel too. The holder
+// leases the lock for a minute and the waiters re-poll once a minute, so a
+// missed message would cost that long.
+func TestForeignReleaseWakesRelockWaiters(t *testing.T) {
+	e := onRedis(t)
+	java := redissontest.New(e.rdb(t))
+	const name = "foreign"
+	holder, b, c := e.patient(t), e.patient(t), e.patient(t)
+	_, err := holder.Lock(name).Lock(bg(), reentrant.LeaseFor(time.Minute))
+	require.NoError(t, err)
+
+	var wg sync.WaitGroup
+	for _, w := range []*reentrant.Client{b, c, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			held, err := w.Lock(name).Lock(bg(), reentrant.LeaseFor(time.Minute))
+			if assert.NoError(t, err) {
+				assert.NoError(t, w.Lock(name).Unlock(held))
+			}
+		}()
+	}
+	eventually(t, "the waiters of both clients registered and listening", func() bool {
+		return e.int(t, "ZCARD", waitersKey(name)) == 2 && e.numsub(t, "redisson_lock__channel:{"+name+"}") == 2
+	})
+	start := time.Now()
+	deleted, err := java.ForceUnlock(bg(), name)
+	require.NoError(t, err)
+	require.True(t, deleted)
+	waitAll(t, &wg, 30*time.Second, func() {})
+	t.Logf("three relock waiters through %v after a forceUnlock from Java", time.Since(start))
 }

@@ -60,7 +60,12 @@ func TestReentrantDepth3(t *testing.T) {
 			assert.Equal(t, depth-1, n)
 		}
 		assert.Equal(t, int64(0), e.int(t, "EXISTS", "order:42"))
-		assert.Equal(t, "0", receive(t, msgs))
+		// "0", or "00" where the release told a relock waiter directly:
+		// Redisson reads either as the number 0 (LongCodec), its unlock.
+		msg := receive(t, msgs)
+		n, err := strconv.ParseInt(msg, 10, 64)
+		assert.NoError(t, err, msg)
+		assert.Zero(t, n, msg)
 	})
 }
 

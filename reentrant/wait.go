@@ -37,9 +37,9 @@ type waiting struct {
 	// passOn, for directed wakes, is the lock whose wakes that no local
 	// waiter takes this client passes on (see Client.passOn).
 	passOn string
-	// also is Redisson's lock channel, listened on as well when a lock
-	// with directed wakes is found held by an owner that does not direct
-	// them (see directed.go); alsoOn names it until it is subscribed.
+	// also is Redisson's lock channel, listened on as well by a wait for a
+	// lock with directed wakes, for releases that tell no relock client
+	// directly (see directed.go); alsoOn names it until it is subscribed.
 	also   *pubsub.Waiter
 	alsoOn string
 	woken  *pubsub.Waiter // the subscription whose wake-up the last attempt followed
@@ -81,7 +81,7 @@ func (w *waiting) announcedOn(channel string, wakes pubsub.Wakes, passOn string)
 // listenAlso makes the wait listen on Redisson's lock channel as well, from
 // its next pause on (see waiting.also). It is done once per wait.
 func (w *waiting) listenAlso(channel string) {
-	if w.also == nil && w.alsoOn == "" && w.sub != nil {
+	if w.also == nil && w.alsoOn == "" {
 		w.alsoOn = channel
 	}
 }
@@ -162,6 +162,9 @@ func (w *waiting) pause(attempt int, next func() time.Duration) error {
 	if w.sub == nil && w.wakes != nil {
 		w.subscribe = true
 	}
+	if w.also == nil && w.alsoOn == alsoTried {
+		w.alsoOn = "" // listened on again from the next attempt that calls for it
+	}
 	if hook := w.c.opts.Hooks.Woken; w.woken != nil && hook != nil {
 		hook(w.ctx, w.kind, w.name)
 	}
@@ -174,9 +177,12 @@ func (w *waiting) pause(attempt int, next func() time.Duration) error {
 // and one look serves all the client's waiters on that channel: one that
 // wins moves the client to the end of the waiters' set, one that loses
 // registers it again. So only the waiter the subscriber picked looks (see
-// pubsub.Waiter.Recheck); the others wait for a wake.
+// pubsub.Waiter.Recheck); the others wait for a wake. So too on Redisson's
+// channel (waiting.also): a foreign release wakes one waiter of each
+// client, and one that came while no waiter was queued there is a gap the
+// next subscriber looks into.
 func (w *waiting) recheck() bool {
-	return w.passOn == "" || w.sub == nil || w.also != nil || w.sub.Recheck()
+	return w.passOn == "" || w.sub == nil || w.sub.Recheck() || w.also != nil && w.also.Recheck()
 }
 
 // subscribeNext makes the subscription the wait is due to make, if any:
@@ -189,23 +195,36 @@ func (w *waiting) recheck() bool {
 // instead cost a whole re-poll after the link came back, for everyone
 // queued behind a fair lock's head.
 func (w *waiting) subscribeNext() (subscribed bool, err error) {
-	var sub **pubsub.Waiter
-	var channel string
-	var wakes pubsub.Wakes
-	var unclaimed func()
-	switch {
-	case w.subscribe:
+	alsoDue := w.alsoOn != "" && w.alsoOn != alsoTried
+	if !w.subscribe && !alsoDue {
+		return false, nil
+	}
+	if hook := w.c.hookBeforeSubscribe; hook != nil {
+		hook()
+	}
+	if w.subscribe {
 		w.subscribe = false
-		sub, channel, wakes = &w.sub, w.channel, w.wakes
+		var unclaimed func()
 		if w.passOn != "" {
 			unclaimed = w.c.passOn(w.passOn)
 		}
-	case w.alsoOn != "" && w.alsoOn != alsoTried:
-		sub, channel, wakes = &w.also, w.alsoOn, pubsub.LockWakes
-		w.alsoOn = alsoTried
-	default:
-		return false, nil
+		subscribed, err = w.subscribeTo(&w.sub, w.channel, w.wakes, unclaimed)
+		if !subscribed || !alsoDue {
+			return subscribed, err
+		}
+		// Both channels at once, so that one look after them serves.
 	}
+	channel := w.alsoOn
+	w.alsoOn = alsoTried
+	// A foreign release that no waiter of this client takes needs no
+	// passing on: every client listening heard it. The handler only keeps
+	// the channel lingering, as the wake channel does.
+	alsoSubscribed, err := w.subscribeTo(&w.also, channel, pubsub.LockWakes, func() {})
+	return subscribed || alsoSubscribed, err
+}
+
+// subscribeTo subscribes *sub to channel (see subscribeNext).
+func (w *waiting) subscribeTo(sub **pubsub.Waiter, channel string, wakes pubsub.Wakes, unclaimed func()) (subscribed bool, err error) {
 	if *sub, err = w.c.subscribe(w.ctx, w.name, channel, wakes, unclaimed); err == nil {
 		return true, nil
 	} // else *sub is set if unconfirmed
@@ -339,9 +358,6 @@ func (c *Client) sleep(ctx context.Context, name string, giveUp <-chan time.Time
 // per outage. A subscription not confirmed within RepollInterval is
 // returned with its error (pubsub.ErrUnconfirmed) unless ctx ended.
 func (c *Client) subscribe(ctx context.Context, name, channel string, wakes pubsub.Wakes, unclaimed func()) (*pubsub.Waiter, error) {
-	if hook := c.hookBeforeSubscribe; hook != nil {
-		hook()
-	}
 	// Bounded by the re-poll interval: a waiter whose subscription is not
 	// confirmed by then polls until it is (see waiting.subscribeNext),
 	// rather than wait on.

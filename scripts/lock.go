@@ -217,7 +217,8 @@ type Release struct {
 	LatchTTL time.Duration
 	Publish  Publish
 	// Directed: a freed lock also tells one registered relock client (see
-	// Wake).
+	// Wake), and marks its message on Redisson's channel as told
+	// (pubsub.WakeTold), which relock waiters let pass.
 	Directed bool
 	// Believed: the caller has the hold it gives back and believes it (it
 	// was not found lost, and its local deadline has not passed). Then a
@@ -249,6 +250,7 @@ func (r Release) Run(ctx context.Context, c Conn) (Released, error) {
 	args[4], args[5], args[6] = millis(r.LatchTTL), flag(r.Again), flag(r.Believed)
 	if r.Directed {
 		keys = append(keys, waiters(r.Key))
+		args[0] = pubsub.WakeTold
 	}
 	return releaseReply(releaseScript.exec(ctx, c, keys, args))
 }

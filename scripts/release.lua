@@ -3,7 +3,8 @@
 -- KEYS[1]  the lock hash N
 -- KEYS[2]  the lock channel, redisson_lock__channel:{N}
 -- KEYS[3]  the unlock latch, redisson_unlock_latch:{N}:<request-id>
--- ARGV[1]  the message published when the lock becomes free ("0")
+-- ARGV[1]  the message published when the lock becomes free: "0", or
+--          "00" with directed wakes (Redisson reads both as 0)
 -- ARGV[2]  lease in milliseconds, restored on the hash while holds remain
 -- ARGV[3]  owner field
 -- ARGV[4]  publish command: "publish", "spublish", or "" to announce

@@ -93,13 +93,14 @@ func (c *Client) Lock(ctx context.Context, name string, tid int64) error {
 	return c.wait(ctx, channel(name), func() (time.Duration, error) { return c.TryAcquire(ctx, name, tid) })
 }
 
-// wait runs try until it returns 0, waking on messages on ch.
+// wait runs try until it returns 0, waking on a lock channel's messages
+// on ch (see lockReleases).
 func (c *Client) wait(ctx context.Context, ch string, try func() (time.Duration, error)) error {
 	pttl, err := try()
 	if err != nil || pttl == 0 {
 		return err
 	}
-	sub, err := c.subscribe(ctx, ch)
+	sub, err := c.subscribeWith(ctx, ch, lockReleases)
 	if err != nil {
 		return err
 	}
@@ -116,6 +117,17 @@ func (c *Client) wait(ctx context.Context, ch string, try func() (time.Duration,
 			return err
 		}
 	}
+}
+
+// lockReleases is LockPubSub.onMessage (pubsub/LockPubSub.java): the
+// payload is decoded by LongCodec (client/codec/LongCodec.java,
+// Long.valueOf), and UNLOCK_MESSAGE (0) or READ_UNLOCK_MESSAGE (1) release
+// the entry's latch; any other number does nothing. (A payload that is not
+// a number fails in Redisson's decoder, and wakes nobody.) Go's ParseInt
+// takes what Long.valueOf takes: a sign, leading zeros.
+func lockReleases(message string) bool {
+	n, err := strconv.ParseInt(message, 10, 64)
+	return err == nil && (n == 0 || n == 1)
 }
 
 // subscription is a RedissonLockEntry: a subscribed channel whose messages
@@ -181,6 +193,36 @@ func (s *subscription) acquire(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 	return nil
+}
+
+// ForceUnlock is RedissonLock.forceUnlockAsync: the lock's key is deleted
+// whoever holds it, and only if there was one, UNLOCK_MESSAGE (0) is
+// published on its channel. It reports whether a key was deleted.
+func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
+	for {
+		var deleted bool
+		err := c.rdb.Dedicated(func(d rueidis.DedicatedClient) error {
+			if err := d.Do(ctx, d.B().Watch().Key(name).Build()).Error(); err != nil {
+				return err
+			}
+			n, err := d.Do(ctx, d.B().Exists().Key(name).Build()).AsInt64()
+			if err != nil || n == 0 {
+				d.Do(ctx, d.B().Unwatch().Build())
+				return err
+			}
+			deleted = true
+			res := d.DoMulti(ctx, d.B().Multi().Build(), d.B().Del().Key(name).Build(),
+				d.B().Publish().Channel(channel(name)).Message("0").Build(), d.B().Exec().Build())
+			if rueidis.IsRedisNil(res[len(res)-1].Error()) {
+				return errConflict
+			}
+			return res[len(res)-1].Error()
+		})
+		if errors.Is(err, errConflict) {
+			continue
+		}
+		return deleted, err
+	}
 }
 
 // Unlock releases one hold of thread tid as Redisson does. It reports

@@ -24,6 +24,9 @@ import (
 //     channel, so every waiting client listens there too. A relock release
 //     marks its message there as told (pubsub.WakeTold, which Java reads as
 //     0), and relock waiters let it pass: only the client it told wakes.
+//   - So a release whose message nobody heard on Redisson's channel has
+//     nobody to tell directly, and does not look: each waiting client
+//     subscribed there before its last look at the lock.
 //
 // The scripts must be able to count who hears a channel: so not with
 // classic pub/sub on a cluster, where a subscriber may sit on any node and

@@ -10,3 +10,6 @@ var (
 
 // FairGrants is the key of a fair lock's grants.
 var FairGrants = fairGrants
+
+// Waiters is the key of a plain lock's waiters' set (directed wakes).
+var Waiters = waiters

@@ -15,7 +15,8 @@
 -- ARGV[7]  "1" when the caller believes it has the hold (see
 --          Release.Believed): a release that frees the lock writes no latch
 -- KEYS[4]  with directed wakes (see wakelib.lua), the waiters' set: a
---          freed lock then also tells the longest-registered relock client
+--          freed lock then also tells the longest-registered relock client,
+--          unless no one at all heard the message on KEYS[2]
 --
 -- Reply: 1 when that was the last hold (the hash is deleted and ARGV[1] is
 -- published, unless ARGV[4] is empty); 0 when holds remain (the TTL is reset to the lease); nil when
@@ -40,11 +41,11 @@ if tonumber(count) > 1 then
 	redis.call('pexpire', KEYS[1], ARGV[2])
 else -- the last hold: the key goes, so its count needs no update
 	redis.call('del', KEYS[1])
-	if ARGV[4] ~= '' then
-		redis.call(ARGV[4], KEYS[2], ARGV[1])
-		if KEYS[4] then
-			wakeNext(KEYS[4], ARGV[4])
-		end
+	-- Every relock client that waits for a directed wake listens on
+	-- KEYS[2] too, subscribed before its last look at the lock: nobody
+	-- there, nobody to tell.
+	if ARGV[4] ~= '' and redis.call(ARGV[4], KEYS[2], ARGV[1]) > 0 and KEYS[4] then
+		wakeNext(KEYS[4], ARGV[4])
 	end
 	if ARGV[7] == '1' then
 		return 1

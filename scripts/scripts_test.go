@@ -263,3 +263,54 @@ func TestRateErrorCodes(t *testing.T) {
 		assert.Empty(t, scripts.Code(do("HINCRBY", "rl", "rate", "x").Error()), "a server error has no relock code")
 	})
 }
+
+// A directed release tells the registered client only when someone heard
+// its message on Redisson's channel: a relock client that waits for a
+// directed wake listens there too, so nobody there means nobody to tell,
+// and the release costs no look at the waiters' set. Here the registered
+// client is made up, so telling it drops it from the set (nobody hears its
+// wake channel): the set shows whether the release looked.
+func TestDirectedReleaseTellsOnlyWhenHeard(t *testing.T) {
+	ctx := context.Background()
+	s := redistest.Start(t)
+	rdb := scripts.Conn{Client: s.Client()}
+	waiters := scripts.Waiters("l")
+	release := func() {
+		r, err := scripts.LockAcquire(ctx, rdb, scripts.Acquire{Key: "l", Owner: "o:1", Lease: time.Minute})
+		require.NoError(t, err)
+		require.True(t, r.OK)
+		rel := scripts.Release{Key: "l", Owner: "o:1", RequestID: "r", Lease: time.Minute, LatchTTL: time.Minute,
+			Publish: scripts.PublishClassic, Directed: true, Believed: true}
+		got, err := rel.Run(ctx, rdb)
+		require.NoError(t, err)
+		require.Equal(t, scripts.Freed, got)
+	}
+	require.NoError(t, s.Do("ZADD", waiters, "1", "gone-client").Error())
+
+	release()
+	n, err := s.Do("ZCARD", waiters).AsInt64()
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), n, "nobody on Redisson's channel: the set is not looked at")
+
+	sub := s.Client()
+	subCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- sub.Receive(subCtx, sub.B().Subscribe().Channel(scripts.LockChannel("l")).Build(), func(rueidis.PubSubMessage) {})
+	}()
+	redistest.Eventually(t, 10*time.Second, "the subscription", func() bool {
+		m, err := s.Do("PUBSUB", "NUMSUB", scripts.LockChannel("l")).ToArray()
+		if err != nil || len(m) != 2 {
+			return false
+		}
+		k, _ := m[1].AsInt64()
+		return k == 1
+	})
+	release()
+	n, err = s.Do("ZCARD", waiters).AsInt64()
+	require.NoError(t, err)
+	assert.Zero(t, n, "someone listening: the client registered longest is told (and, unheard, dropped)")
+	cancel()
+	<-done
+}

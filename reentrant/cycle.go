@@ -347,7 +347,7 @@ type lockTry struct {
 // rolled back (see unsynced).
 func (t lockTry) run(ctx context.Context) (r lockAttempt) {
 	l := t.l
-	a := scripts.Acquire{Key: l.name, Owner: t.owner.id, Lease: t.ttl, Fresh: t.private, Wake: t.wake,
+	a := scripts.Acquire{Key: l.name, Owner: t.owner.id, Lease: t.ttl, Wake: t.wake,
 		Turn: l.queueTurn(t.cfg), Join: t.cfg.wait != 0, Publish: l.c.publish, GrantTry: t.grantTry,
 		Priority: t.cfg.priority, Aging: l.c.opts.priorityAging()}
 	r.Acquired, r.err = l.kind.spec().acquire(ctx, l.c.scriptConn(), a)

@@ -190,6 +190,11 @@ func TestWrongType(t *testing.T) {
 		assert.ErrorIs(t, err, reentrant.ErrWrongType)
 		_, _, err = mu.TryLock(bg())
 		assert.ErrorIs(t, err, reentrant.ErrWrongType)
+		// Polling, and a fenced lock: not "held by someone else".
+		_, err = mu.Lock(bg(), reentrant.RetryDelay(10*time.Millisecond), reentrant.WaitAtMost(time.Second))
+		assert.ErrorIs(t, err, reentrant.ErrWrongType)
+		_, err = c.FencedLock("str").Lock(bg())
+		assert.ErrorIs(t, err, reentrant.ErrWrongType)
 		err = mu.Unlock(reentrant.WithOwner(bg(), c.NewOwner()))
 		assert.ErrorIs(t, err, reentrant.ErrWrongType)
 		_, err = mu.ForceUnlock(bg())

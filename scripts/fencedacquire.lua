@@ -3,11 +3,10 @@
 --
 -- KEYS[1]  the lock hash N
 -- KEYS[2]  the token counter, redisson_lock_token:{N}
--- KEYS[3]  the waiters' set, relock_waiters:{N}; only with ARGV[4]
+-- KEYS[3]  the waiters' set, relock_waiters:{N}; only with ARGV[3]
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  owner field
--- ARGV[3]  "1" for a new owner, as in acquire.lua
--- ARGV[4..6]  directed wakes, as in acquire.lua
+-- ARGV[3..5]  directed wakes, as in acquire.lua
 --
 -- Reply: {1, token} when the owner now holds the lock. The token is the
 -- counter after INCR, raised to the server's clock in microseconds if that is
@@ -16,11 +15,10 @@
 -- restart without persistence, a failover that missed it), when a plain INCR
 -- would start again at 1 and a fencing store would refuse every new holder.
 -- Redisson's acquire, a plain INCR of the same counter, stays compatible.
--- {0, pttl} when another owner holds it, pttl as in acquire.lua, and with
--- ARGV[4] {0, pttl, a holder's field}. A key of another type fails with
--- WRONGTYPE.
+-- {0, pttl} when another owner holds it, pttl as in acquire.lua. A key of
+-- another type fails with WRONGTYPE.
 local pttl = redis.call('pttl', KEYS[1])
-if pttl == -2 or (ARGV[3] ~= '1' and redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
+if pttl == -2 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
 	redis.call('hincrby', KEYS[1], ARGV[2], 1)
 	redis.call('pexpire', KEYS[1], ARGV[1])
 	local token = redis.call('incr', KEYS[2])
@@ -32,15 +30,12 @@ if pttl == -2 or (ARGV[3] ~= '1' and redis.call('hexists', KEYS[1], ARGV[2]) == 
 		redis.call('set', KEYS[2], floor)
 		token = tonumber(floor)
 	end
-	if ARGV[4] then
-		settle(KEYS[3], ARGV[4], ARGV[5], ARGV[6])
+	if ARGV[3] then
+		settle(KEYS[3], ARGV[3], ARGV[4], ARGV[5])
 	end
 	return {1, token}
 end
-if not ARGV[4] then
-	return {0, pttl}
+if ARGV[3] and ARGV[5] ~= '0' then
+	register(KEYS[3], ARGV[3], ARGV[5])
 end
-if ARGV[6] ~= '0' then
-	register(KEYS[3], ARGV[4], ARGV[6])
-end
-return {0, pttl, redis.call('hkeys', KEYS[1])[1] or ''}
+return {0, pttl}

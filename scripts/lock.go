@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/relock-go/relock/pubsub"
 )
 
@@ -80,9 +78,6 @@ func keysArgs(nKeys, maxKeys, nArgs int) (keys, args []string) {
 type Acquire struct {
 	Key, Owner string
 	Lease      time.Duration
-	// Fresh: Owner was made for this call, so it cannot hold the lock
-	// already, which saves a check (plain and fenced locks).
-	Fresh bool
 	// Wake asks for directed wakes (plain and fenced locks; see Wake).
 	Wake Wake
 	// Turn is the turn Owner is given in a fair lock's queue (Redisson's
@@ -114,38 +109,17 @@ type Acquired struct {
 	PTTL time.Duration
 	// Token is the fencing token a fenced lock drew (from 1).
 	Token int64
-	// Holder is a holder's field, told with directed wakes.
-	Holder string
 }
 
 // LockAcquire runs acquire.lua (RLock) for a. On a synced [Conn], an
 // acquire that replicas did not confirm returns OK with [ErrNotSynced] or
 // [ErrSyncRefused].
 func LockAcquire(ctx context.Context, c Conn, a Acquire) (Acquired, error) {
-	keys, args := keysArgs(2, 2, 6)
+	keys, args := keysArgs(2, 2, 5)
 	keys[0] = a.Key
-	args[0], args[1], args[2] = millis(a.Lease), a.Owner, flag(a.Fresh)
+	args[0], args[1] = millis(a.Lease), a.Owner
 	keys, args = a.Wake.with(keys, args, a.Key)
-	res, syncErr := acquireScript.exec(ctx, c, keys, args)
-	if a.Wake.Client == "" {
-		return acquireReply(res, syncErr)
-	}
-	if rueidis.IsRedisNil(res.Error()) {
-		return Acquired{OK: true}, syncErr
-	}
-	r, err := res.ToArray()
-	if err != nil {
-		return Acquired{}, err
-	}
-	if len(r) != 2 {
-		return Acquired{}, fmt.Errorf("acquire.lua: unexpected reply %v", r)
-	}
-	ms, err := r[0].AsInt64()
-	if err != nil {
-		return Acquired{}, err
-	}
-	holder, _ := r[1].ToString()
-	return Acquired{PTTL: time.Duration(ms) * time.Millisecond, Holder: holder}, nil
+	return acquireReply(acquireScript.exec(ctx, c, keys, args))
 }
 
 // tokenCounter returns the key of lock name's fencing-token counter:
@@ -157,9 +131,9 @@ func tokenCounter(name string) string {
 // FencedAcquire runs fencedacquire.lua (RFencedLock) for a: LockAcquire,
 // plus a fencing token drawn from the lock's counter on every success.
 func FencedAcquire(ctx context.Context, c Conn, a Acquire) (Acquired, error) {
-	keys, args := keysArgs(3, 3, 6)
+	keys, args := keysArgs(3, 3, 5)
 	keys[0], keys[1] = a.Key, tokenCounter(a.Key)
-	args[0], args[1], args[2] = millis(a.Lease), a.Owner, flag(a.Fresh)
+	args[0], args[1] = millis(a.Lease), a.Owner
 	keys, args = a.Wake.with(keys, args, a.Key)
 	res, syncErr := fencedAcquireScript.exec(ctx, c, keys, args)
 	r, err := res.ToArray()
@@ -180,11 +154,7 @@ func FencedAcquire(ctx context.Context, c Conn, a Acquire) (Acquired, error) {
 	if flag == 1 {
 		return Acquired{OK: true, Token: n}, syncErr
 	}
-	var holder string
-	if len(r) > 2 {
-		holder, _ = r[2].ToString()
-	}
-	return Acquired{PTTL: time.Duration(n) * time.Millisecond, Holder: holder}, nil
+	return Acquired{PTTL: time.Duration(n) * time.Millisecond}, nil
 }
 
 // Released is what a release did.

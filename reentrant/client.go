@@ -314,6 +314,8 @@ func redisError(op, name string, err error) error {
 		return fmt.Errorf("relock: %s %q: %w", op, name, ErrRateNotSet)
 	case scripts.Code(err) == scripts.CodeRateExceeded:
 		return fmt.Errorf("relock: %s %q: %w: more permits asked than the rate", op, name, ErrInvalidArgument)
+	case scripts.Code(err) == scripts.CodeReentry:
+		return fmt.Errorf("relock: %s %q: %w", op, name, ErrReentry)
 	case scripts.IsWrongType(err):
 		return fmt.Errorf("relock: %s %q: %w (%w)", op, name, ErrWrongType, err)
 	case errors.Is(err, rueidis.ErrClosing):

@@ -28,6 +28,11 @@ var (
 	// It is left untouched.
 	ErrWrongType = errors.New("key holds a value of another type")
 
+	// ErrReentry: Lock or TryLock of a non-reentrant lock (see
+	// Client.NonReentrantLock) by an owner that holds it already. It is
+	// returned at once, and the hold stays as it was: one hold.
+	ErrReentry = errors.New("non-reentrant lock already held by this owner")
+
 	// ErrInvalidArgument: a name, duration, count or owner that cannot be
 	// used, such as an empty lock name or a negative lease.
 	ErrInvalidArgument = errors.New("invalid argument")

@@ -157,6 +157,20 @@ func ExampleClient_FencedLock() {
 	// re-entry token is larger: true
 }
 
+func ExampleClient_NonReentrantLock() {
+	rdb, stop := exampleRedis()
+	defer stop()
+	locks, _ := reentrant.New(rdb, reentrant.Options{})
+	defer locks.Close()
+
+	mu := locks.NonReentrantLock("import:daily")
+	held, _ := mu.Lock(context.Background())
+	_, err := mu.Lock(held) // the holder again: refused at once
+	fmt.Println("re-entry refused:", errors.Is(err, reentrant.ErrReentry))
+	mu.Unlock(held)
+	// Output: re-entry refused: true
+}
+
 func ExampleClient_SpinLock() {
 	rdb, stop := exampleRedis()
 	defer stop()

@@ -72,13 +72,14 @@ func (k Kind) holds() bool {
 type lockKind uint8
 
 const (
-	plainLock    lockKind = iota // RLock
-	fencedLock                   // RFencedLock: each acquire draws a token
-	readLock                     // RReadWriteLock's read side
-	writeLock                    // RReadWriteLock's write side
-	fairLock                     // RFairLock: waiters queue in Redis, in order
-	spinLock                     // RSpinLock: RLock's layout, waiters back off
-	priorityLock                 // relock's own: waiters queue by aged priority
+	plainLock        lockKind = iota // RLock
+	fencedLock                       // RFencedLock: each acquire draws a token
+	readLock                         // RReadWriteLock's read side
+	writeLock                        // RReadWriteLock's write side
+	fairLock                         // RFairLock: waiters queue in Redis, in order
+	spinLock                         // RSpinLock: RLock's layout, waiters back off
+	priorityLock                     // relock's own: waiters queue by aged priority
+	nonReentrantLock                 // RNonReentrantLock: RLock's layout, one hold at most
 )
 
 // kind is everything that differs between the kinds of lock; waiting,
@@ -120,6 +121,16 @@ var kinds = [...]kind{
 		field:       ownField,
 		channel:     lockChannel,
 		acquire:     scripts.LockAcquire,
+		release:     runRelease,
+		believes:    true,
+		forceUnlock: forceUnlockOn(scripts.LockChannel, pubsub.WakeOne),
+		directed:    true,
+	},
+	nonReentrantLock: {
+		kind:        KindLock,
+		field:       ownField,
+		channel:     lockChannel,
+		acquire:     scripts.NonReentrantAcquire,
 		release:     runRelease,
 		believes:    true,
 		forceUnlock: forceUnlockOn(scripts.LockChannel, pubsub.WakeOne),

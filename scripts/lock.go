@@ -28,6 +28,10 @@ var (
 	acquireLua    string
 	acquireScript = newScript(wakeLib + acquireLua)
 
+	//go:embed nonreentrantacquire.lua
+	nonReentrantAcquireLua    string
+	nonReentrantAcquireScript = newScript(wakeLib + nonReentrantAcquireLua)
+
 	//go:embed release.lua
 	releaseLua    string
 	releaseScript = newScript(wakeLib + releaseLua)
@@ -120,6 +124,17 @@ func LockAcquire(ctx context.Context, c Conn, a Acquire) (Acquired, error) {
 	args[0], args[1] = millis(a.Lease), a.Owner
 	keys, args = a.Wake.with(keys, args, a.Key)
 	return acquireReply(acquireScript.exec(ctx, c, keys, args))
+}
+
+// NonReentrantAcquire runs nonreentrantacquire.lua (RNonReentrantLock) for
+// a: LockAcquire, but an owner that holds the lock already is refused with
+// the error reply CodeReentry, and nothing changes.
+func NonReentrantAcquire(ctx context.Context, c Conn, a Acquire) (Acquired, error) {
+	keys, args := keysArgs(2, 2, 5)
+	keys[0] = a.Key
+	args[0], args[1] = millis(a.Lease), a.Owner
+	keys, args = a.Wake.with(keys, args, a.Key)
+	return acquireReply(nonReentrantAcquireScript.exec(ctx, c, keys, args))
 }
 
 // tokenCounter returns the key of lock name's fencing-token counter:

@@ -132,6 +132,8 @@ const (
 	CodeRateNotSet = "RELOCK_RATE_NOT_SET"
 	// CodeRateExceeded: more permits were asked than the rate.
 	CodeRateExceeded = "RELOCK_RATE_EXCEEDED"
+	// CodeReentry: the owner holds the non-reentrant lock already.
+	CodeReentry = "RELOCK_REENTRY"
 )
 
 // Code returns the code of an error reply from one of relock's scripts

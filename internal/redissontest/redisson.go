@@ -50,6 +50,25 @@ var errConflict = errors.New("redissontest: watched key changed")
 // TryAcquire makes one attempt for thread tid. It returns 0 when held, else
 // the lock's PTTL.
 func (c *Client) TryAcquire(ctx context.Context, name string, tid int64) (time.Duration, error) {
+	return c.tryAcquire(ctx, name, tid, true)
+}
+
+// ErrReacquire is RedissonNonReentrantLock's refusal of a thread that holds
+// the lock already (the script's error NON_REENTRANT_REACQUIRE, thrown to
+// the caller as IllegalMonitorStateException).
+var ErrReacquire = errors.New("redissontest: NON_REENTRANT_REACQUIRE")
+
+// TryAcquireNonReentrant is one attempt of RedissonNonReentrantLock
+// (RedissonNonReentrantLock.tryLockInnerAsync): a free lock is taken as
+// RLock takes it; a lock thread tid holds already is refused with
+// ErrReacquire and left as it is; otherwise the lock's PTTL.
+func (c *Client) TryAcquireNonReentrant(ctx context.Context, name string, tid int64) (time.Duration, error) {
+	return c.tryAcquire(ctx, name, tid, false)
+}
+
+// tryAcquire is RedissonLock.tryLockInnerAsync, or with reentrant false
+// RedissonNonReentrantLock's.
+func (c *Client) tryAcquire(ctx context.Context, name string, tid int64, reentrant bool) (time.Duration, error) {
 	for {
 		var pttl time.Duration
 		err := c.rdb.Dedicated(func(d rueidis.DedicatedClient) error {
@@ -63,6 +82,10 @@ func (c *Client) TryAcquire(ctx context.Context, name string, tid int64) (time.D
 			mine, err := d.Do(ctx, d.B().Hexists().Key(name).Field(c.Owner(tid)).Build()).AsInt64()
 			if err != nil {
 				return err
+			}
+			if exists == 1 && mine == 1 && !reentrant {
+				d.Do(ctx, d.B().Unwatch().Build())
+				return ErrReacquire
 			}
 			if exists == 1 && mine == 0 {
 				ms, err := d.Do(ctx, d.B().Pttl().Key(name).Build()).AsInt64()

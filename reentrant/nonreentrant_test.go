@@ -1,0 +1,76 @@
+package reentrant_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/redissontest"
+	"github.com/relock-go/relock/reentrant"
+)
+
+// A non-reentrant lock refuses its own holder at once, by Lock and by
+// TryLock, and the one hold stays as it was; a call with a context that
+// carries no owner is another owner, and waits like anyone else until the
+// hold is given back.
+func TestNonReentrantLock(t *testing.T) {
+	onBoth(t, func(t *testing.T, e env) {
+		c := e.client(t)
+		mu := c.NonReentrantLock("single")
+		held, err := mu.Lock(bg())
+		require.NoError(t, err)
+
+		_, err = mu.Lock(held)
+		assert.ErrorIs(t, err, reentrant.ErrReentry)
+		_, ok, err := mu.TryLock(held)
+		assert.ErrorIs(t, err, reentrant.ErrReentry)
+		assert.False(t, ok)
+		owner, _ := reentrant.OwnerFrom(held)
+		n, err := mu.HoldCount(held)
+		require.NoError(t, err)
+		assert.Equal(t, 1, n, "one hold, as before the refused re-entries")
+		count, err := e.do(t, "HGET", "single", owner.String()).ToString()
+		require.NoError(t, err)
+		assert.Equal(t, "1", count)
+		assert.NoError(t, held.Err(), "the hold lives on")
+
+		_, ok, err = mu.TryLock(bg())
+		require.NoError(t, err)
+		assert.False(t, ok, "a context with no owner is another owner: the lock is held")
+		require.NoError(t, mu.Unlock(held))
+		other, err := mu.Lock(bg())
+		require.NoError(t, err)
+		require.NoError(t, mu.Unlock(other))
+		assert.Zero(t, e.int(t, "EXISTS", "single"))
+	})
+}
+
+// A Go service and a Java one share a non-reentrant lock: each waits for
+// the other's hold, and each refuses its own holder's re-entry.
+func TestNonReentrantRedissonInterop(t *testing.T) {
+	e := onRedis(t)
+	java := redissontest.New(e.rdb(t))
+	const name = "shared-single"
+	mu := e.client(t).NonReentrantLock(name)
+
+	held, err := mu.Lock(bg())
+	require.NoError(t, err)
+	pttl, err := java.TryAcquireNonReentrant(bg(), name, 1)
+	require.NoError(t, err)
+	assert.Positive(t, pttl, "Java finds it held")
+	require.NoError(t, mu.Unlock(held))
+
+	pttl, err = java.TryAcquireNonReentrant(bg(), name, 1)
+	require.NoError(t, err)
+	require.Zero(t, pttl, "Java takes it once free")
+	_, err = java.TryAcquireNonReentrant(bg(), name, 1)
+	assert.ErrorIs(t, err, redissontest.ErrReacquire, "and refuses its own re-entry")
+	_, ok, err := mu.TryLock(bg())
+	require.NoError(t, err)
+	assert.False(t, ok, "Go finds it held")
+	released, err := java.Unlock(bg(), name, 1)
+	require.NoError(t, err)
+	assert.True(t, released)
+	assert.Zero(t, e.int(t, "EXISTS", name))
+}

@@ -383,6 +383,7 @@ schedule:
 	t.Logf("%s: %d acquisitions, %d faults %v, %d waits cancelled at random; %d script replies lost; worker errors %v",
 		workload, total, len(r.log), faultCount, cancelled, len(lost), errs)
 	t.Logf("store: %d writes accepted, %d stale reads or writes refused, %d lost updates, value %d", st.accepted, st.stale, st.lost, st.value)
+	assert.Zero(t, errs["reentry"], "ErrReentry for an owner made for one acquisition")
 	// Only a fenced lock can keep a store safe from a holder that lost its
 	// lock without knowing (the inherent faults); without those faults
 	// every lock must.

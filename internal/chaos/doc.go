@@ -3,7 +3,8 @@
 // proxies (one per worker, so one worker can be cut off while the others go
 // on), and checkers that judge the history instead of counting.
 //
-// Workloads, one run each: the fenced lock, the plain lock, the read-write
+// Workloads, one run each: the fenced lock, the plain lock, the
+// non-reentrant lock (each acquisition a new owner), the read-write
 // lock (7 reads in 10), the fair lock, the priority lock (each acquisition
 // at one of four priorities), two plain locks taken by one owner in a
 // random order, so that workers deadlock ("deadlock"), or always in the

@@ -128,8 +128,10 @@ const (
 // same order, so that none may); "semaphore" takes a permit
 // of a PermitExpirableSemaphore of semPermits; "latch" runs latch rounds
 // (see runLatchWorker); "herd" is the plain lock with herdWorkers
-// processes, most of them waiting at any time.
-var workloads = []string{"fenced", "plain", "rw", "fair", "priority", "deadlock", "ordered", "semaphore", "latch", "herd"}
+// processes, most of them waiting at any time; "nonreentrant" is the
+// non-reentrant lock, each acquisition a new owner, so that any
+// ErrReentry is a defect.
+var workloads = []string{"fenced", "plain", "nonreentrant", "rw", "fair", "priority", "deadlock", "ordered", "semaphore", "latch", "herd"}
 
 // workersOf returns how many worker processes workload w runs.
 func workersOf(w string) int {
@@ -248,6 +250,8 @@ func pick(c *reentrant.Client, w string, rng *rand.Rand) (locker, bool) {
 		return &permitLocker{s: c.PermitExpirableSemaphore(lockName)}, true
 	case "plain", "herd":
 		return c.Lock(lockName), false
+	case "nonreentrant":
+		return c.NonReentrantLock(lockName), false
 	case "fair":
 		return c.FairLock(lockName), false
 	case "priority":
@@ -432,6 +436,8 @@ func kind(err error) string {
 		return "not-held"
 	case errors.Is(err, reentrant.ErrDeadlock):
 		return "deadlock"
+	case errors.Is(err, reentrant.ErrReentry):
+		return "reentry"
 	case errors.Is(err, context.DeadlineExceeded):
 		return "timeout"
 	}

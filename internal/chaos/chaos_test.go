@@ -489,8 +489,15 @@ schedule:
 	// A permit whose acquire reply was lost, and whose undo could not reach
 	// Redis either, stays in the timeout set, expired, until a script
 	// reclaims it, as in Redisson: count the permits (which reclaims) before
-	// listing the keys.
-	time.Sleep(timeout)
+	// listing the keys. A priority waiter that could not leave (cut off,
+	// its leave's reply lost) keeps its record, and the queue's keys their
+	// TTL, for its alive window, max(WatchdogTimeout, 3 × RepollInterval):
+	// longer than a TTL.
+	wait := timeout
+	if workload == "priority" {
+		wait = max(timeout, 3*repoll)
+	}
+	time.Sleep(wait)
 	if workload == "semaphore" {
 		available, taken, err := admin.PermitExpirableSemaphore(lockName).Permits(context.Background())
 		require.NoError(t, err)

@@ -119,22 +119,23 @@ type Acquired struct {
 // acquire that replicas did not confirm returns OK with [ErrNotSynced] or
 // [ErrSyncRefused].
 func LockAcquire(ctx context.Context, c Conn, a Acquire) (Acquired, error) {
-	keys, args := keysArgs(2, 2, 5)
-	keys[0] = a.Key
-	args[0], args[1] = millis(a.Lease), a.Owner
-	keys, args = a.Wake.with(keys, args, a.Key)
-	return acquireReply(acquireScript.exec(ctx, c, keys, args))
+	return a.runOn(ctx, c, acquireScript)
 }
 
 // NonReentrantAcquire runs nonreentrantacquire.lua (RNonReentrantLock) for
 // a: LockAcquire, but an owner that holds the lock already is refused with
 // the error reply CodeReentry, and nothing changes.
 func NonReentrantAcquire(ctx context.Context, c Conn, a Acquire) (Acquired, error) {
+	return a.runOn(ctx, c, nonReentrantAcquireScript)
+}
+
+// runOn runs s, an acquire script with acquire.lua's keys and args, for a.
+func (a Acquire) runOn(ctx context.Context, c Conn, s *script) (Acquired, error) {
 	keys, args := keysArgs(2, 2, 5)
 	keys[0] = a.Key
 	args[0], args[1] = millis(a.Lease), a.Owner
 	keys, args = a.Wake.with(keys, args, a.Key)
-	return acquireReply(nonReentrantAcquireScript.exec(ctx, c, keys, args))
+	return acquireReply(s.exec(ctx, c, keys, args))
 }
 
 // tokenCounter returns the key of lock name's fencing-token counter:

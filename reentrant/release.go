@@ -37,9 +37,9 @@ import (
 // error. The last hold's release of a plain, fair or priority lock writes
 // no latch, so when its reply is lost and the retry finds the lock free,
 // Unlock cannot tell that release from the hold lost meanwhile (a restart
-// loses replies and data together), and says ErrLockLost. A hold this client has already declared lost (the held context
-// was cancelled with ErrLockLost) is not sent for: Unlock returns that
-// cause at once.
+// loses replies and data together), and says ErrLockLost. A hold this
+// client has already declared lost (the held context was cancelled with
+// ErrLockLost) is not sent for: Unlock returns that cause at once.
 func (l *Lock) Unlock(ctx context.Context) error {
 	return l.unlock(ctx, releaseWindow)
 }

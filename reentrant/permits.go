@@ -319,7 +319,7 @@ func (s *PermitExpirableSemaphore) TrySetPermits(ctx context.Context, n int64) (
 	if err := checkCount("permits", n, 0); err != nil {
 		return false, err
 	}
-	set, err := scripts.SemaphoreTrySet(ctx, s.c.scriptConn(), s.name, n, s.c.publish)
+	set, err := scripts.SemaphoreTrySet(ctx, s.c.scriptConn(), s.name, n, 0, s.c.publish)
 	return set, changeError("semaphore", s.name, err)
 }
 

@@ -158,16 +158,50 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	}))
 }
 
+// ReleaseIfExists gives back n permits (n >= 1) as Release does, and is
+// tried again as Release is, but only while the semaphore's key exists;
+// it reports whether it gave them back. A semaphore that was deleted, or
+// whose TrySetPermitsFor time ran out, is not brought back by a late
+// release. Redisson's releaseIfExists.
+func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int64) (bool, error) {
+	if err := s.check(ctx); err != nil {
+		return false, err
+	}
+	if err := checkCount("permits", n, 1); err != nil {
+		return false, err
+	}
+	var released bool
+	err := s.c.untilRun(ctx, s.name, func(ctx context.Context) (err error) {
+		released, err = scripts.SemaphoreReleaseIfExists(ctx, s.c.scriptConn(), s.name, n, s.c.publish)
+		return err
+	})
+	return released, changeError("semaphore", s.name, err)
+}
+
 // TrySetPermits sets the available permits to n (n >= 0) if the semaphore
 // has none set yet (its key is missing), and reports whether it did.
 func (s *Semaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
+	return s.trySet(ctx, n, 0)
+}
+
+// TrySetPermitsFor is TrySetPermits for a semaphore that lasts ttl (> 0):
+// its key, and so its permits, taken or not, are deleted ttl after it is
+// set, as with Redisson's trySetPermits(permits, timeToLive).
+func (s *Semaphore) TrySetPermitsFor(ctx context.Context, n int64, ttl time.Duration) (bool, error) {
+	if ttl <= 0 {
+		return false, fmt.Errorf("relock: %w: time to live %v, want > 0", ErrInvalidArgument, ttl)
+	}
+	return s.trySet(ctx, n, ttl)
+}
+
+func (s *Semaphore) trySet(ctx context.Context, n int64, ttl time.Duration) (bool, error) {
 	if err := s.check(ctx); err != nil {
 		return false, err
 	}
 	if err := checkCount("permits", n, 0); err != nil {
 		return false, err
 	}
-	set, err := scripts.SemaphoreTrySet(ctx, s.c.scriptConn(), s.name, n, s.c.publish)
+	set, err := scripts.SemaphoreTrySet(ctx, s.c.scriptConn(), s.name, n, ttl, s.c.publish)
 	return set, changeError("semaphore", s.name, err)
 }
 

@@ -90,6 +90,80 @@ func TestSemaphore(t *testing.T) {
 	})
 }
 
+// ReleaseIfExists gives permits back only to a semaphore whose key exists;
+// TrySetPermitsFor sets permits that expire with their key.
+func TestSemaphoreIfExistsAndTTL(t *testing.T) {
+	onBoth(t, func(t *testing.T, e env) {
+		c := e.client(t)
+		s := c.Semaphore("ttl")
+		released, err := s.ReleaseIfExists(bg(), 2)
+		require.NoError(t, err)
+		assert.False(t, released, "no semaphore yet")
+		assert.Equal(t, int64(0), e.int(t, "EXISTS", "ttl"), "nothing created")
+
+		set, err := s.TrySetPermitsFor(bg(), 1, time.Minute)
+		require.NoError(t, err)
+		assert.True(t, set)
+		pttl := e.int(t, "PTTL", "ttl")
+		assert.True(t, pttl > 0 && pttl <= 60000, "PTTL %d", pttl)
+		set, err = s.TrySetPermitsFor(bg(), 5, time.Minute)
+		require.NoError(t, err)
+		assert.False(t, set, "set only once")
+
+		released, err = s.ReleaseIfExists(bg(), 2)
+		require.NoError(t, err)
+		assert.True(t, released)
+		n, err := s.Available(bg())
+		require.NoError(t, err)
+		assert.Equal(t, int64(3), n)
+
+		_, err = s.ReleaseIfExists(bg(), 0)
+		assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+		_, err = s.TrySetPermitsFor(bg(), 1, 0)
+		assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+		_, err = s.TrySetPermitsFor(bg(), -1, time.Minute)
+		assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+	})
+}
+
+// Java's trySetPermits with a time to live and releaseIfExists share the
+// semaphore with Go's: each side sees the other's key, its expiry, and
+// its release, which wakes the other's waiter.
+func TestSemaphoreIfExistsAcrossClients(t *testing.T) {
+	e := onRedis(t)
+	c := e.client(t, quiet)
+	java := redissontest.New(e.rdb(t))
+	s := c.Semaphore("ifx")
+	ctx, cancel := context.WithTimeout(bg(), 20*time.Second)
+	defer cancel()
+
+	released, err := java.SemaphoreReleaseIfExists(bg(), "ifx", 1)
+	require.NoError(t, err)
+	assert.False(t, released, "Java: no semaphore yet")
+	set, err := java.SemaphoreTrySetPermits(bg(), "ifx", 0, time.Minute)
+	require.NoError(t, err)
+	require.True(t, set)
+	set, err = s.TrySetPermitsFor(bg(), 4, time.Minute)
+	require.NoError(t, err)
+	assert.False(t, set, "Go sees Java's semaphore")
+	pttl := e.int(t, "PTTL", "ifx")
+	assert.True(t, pttl > 0 && pttl <= 60000, "Java's PX: PTTL %d", pttl)
+
+	waiter := async(func() error { return s.Acquire(ctx, 2) })
+	e.subscribed(t, "redisson_sc:{ifx}", 1)
+	released, err = java.SemaphoreReleaseIfExists(bg(), "ifx", 2)
+	require.NoError(t, err)
+	assert.True(t, released)
+	within(t, waiter, 10*time.Second, "Go waiter woken by Java's releaseIfExists")
+
+	javaWaiter := async(func() error { return java.SemaphoreAcquire(ctx, "ifx", 1) })
+	e.subscribed(t, "redisson_sc:{ifx}", 1)
+	released, err = s.ReleaseIfExists(bg(), 1)
+	require.NoError(t, err)
+	assert.True(t, released)
+	within(t, javaWaiter, 10*time.Second, "Java waiter woken by Go's ReleaseIfExists")
+}
+
 // Every increase is published as the new total, a decimal integer, and
 // never a total of 0 or less: Java's waiters parse it as a count of
 // waiters to wake.

@@ -4,6 +4,9 @@ import (
 	"context"
 	_ "embed"
 	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
 )
 
 // RSemaphore (RedissonSemaphore.java): a string key N holding the
@@ -49,7 +52,7 @@ func SemaphoreAcquire(ctx context.Context, c Conn, name string, n int64) (bool, 
 // off) and publishes the new total when it is above 0. It returns the new
 // total.
 func SemaphoreRelease(ctx context.Context, c Conn, name string, n int64, pub Publish) (int64, error) {
-	r, syncErr := semReleaseScript.exec(ctx, c, []string{name, SemaphoreChannel(name)}, []string{itoa(n), string(pub)})
+	r, syncErr := semReleaseScript.exec(ctx, c, []string{name, SemaphoreChannel(name)}, []string{itoa(n), string(pub), ""})
 	total, err := r.AsInt64()
 	if err != nil {
 		return 0, err
@@ -57,10 +60,29 @@ func SemaphoreRelease(ctx context.Context, c Conn, name string, n int64, pub Pub
 	return total, syncErr
 }
 
+// SemaphoreReleaseIfExists runs semrelease.lua as releaseIfExists: it adds
+// n permits only when the semaphore's key exists, and reports whether it
+// did.
+func SemaphoreReleaseIfExists(ctx context.Context, c Conn, name string, n int64, pub Publish) (bool, error) {
+	r, syncErr := semReleaseScript.exec(ctx, c, []string{name, SemaphoreChannel(name)}, []string{itoa(n), string(pub), "1"})
+	switch _, err := r.AsInt64(); {
+	case rueidis.IsRedisNil(err):
+		return false, nil // no key: nothing written, nothing to confirm
+	case err != nil:
+		return false, err
+	}
+	return true, syncErr
+}
+
 // SemaphoreTrySet runs semtryset.lua: it sets the permits of a semaphore
-// (either kind) that has none yet, and reports whether it did.
-func SemaphoreTrySet(ctx context.Context, c Conn, name string, n int64, pub Publish) (bool, error) {
-	r, syncErr := semTrySetScript.exec(ctx, c, []string{name, SemaphoreChannel(name)}, []string{itoa(n), string(pub)})
+// (either kind) that has none yet, to expire after ttl when ttl > 0, and
+// reports whether it did.
+func SemaphoreTrySet(ctx context.Context, c Conn, name string, n int64, ttl time.Duration, pub Publish) (bool, error) {
+	px := ""
+	if ttl > 0 {
+		px = millis(ttl)
+	}
+	r, syncErr := semTrySetScript.exec(ctx, c, []string{name, SemaphoreChannel(name)}, []string{itoa(n), string(pub), px})
 	set, err := r.AsInt64()
 	if err != nil {
 		return false, err

@@ -84,9 +84,30 @@ func (c *Client) SemaphoreRelease(ctx context.Context, name string, permits int6
 	})
 }
 
-// SemaphoreTrySetPermits is RedissonSemaphore.trySetPermitsAsync: when N
-// is missing, SET it and publish the permits.
-func (c *Client) SemaphoreTrySetPermits(ctx context.Context, name string, permits int64) (bool, error) {
+// SemaphoreReleaseIfExists is RedissonSemaphore.releaseIfExistsAsync:
+// when N exists, INCRBY N and publish the new value; reports whether it
+// did.
+func (c *Client) SemaphoreReleaseIfExists(ctx context.Context, name string, permits int64) (bool, error) {
+	var released bool
+	err := c.atomically(ctx, name, func(d rueidis.DedicatedClient) error {
+		value, exists, err := getInt(ctx, d, name)
+		if err != nil {
+			return err
+		}
+		if released = exists; !released {
+			return d.Do(ctx, d.B().Unwatch().Build()).Error()
+		}
+		return exec(ctx, d,
+			d.B().Incrby().Key(name).Increment(permits).Build(),
+			d.B().Publish().Channel(SemaphoreChannel(name)).Message(strconv.FormatInt(value+permits, 10)).Build())
+	})
+	return released, err
+}
+
+// SemaphoreTrySetPermits is RedissonSemaphore.trySetPermitsAsync(int):
+// when N is missing, SET it and publish the permits. With ttl > 0 it is
+// trySetPermitsAsync(int, Duration): the SET carries PX ttl.
+func (c *Client) SemaphoreTrySetPermits(ctx context.Context, name string, permits int64, ttl time.Duration) (bool, error) {
 	var set bool
 	err := c.atomically(ctx, name, func(d rueidis.DedicatedClient) error {
 		_, exists, err := getInt(ctx, d, name)
@@ -97,8 +118,12 @@ func (c *Client) SemaphoreTrySetPermits(ctx context.Context, name string, permit
 			return d.Do(ctx, d.B().Unwatch().Build()).Error()
 		}
 		p := strconv.FormatInt(permits, 10)
+		setCmd := d.B().Set().Key(name).Value(p).Build()
+		if ttl > 0 {
+			setCmd = d.B().Set().Key(name).Value(p).PxMilliseconds(ttl.Milliseconds()).Build()
+		}
 		return exec(ctx, d,
-			d.B().Set().Key(name).Value(p).Build(),
+			setCmd,
 			d.B().Publish().Channel(SemaphoreChannel(name)).Message(p).Build())
 	})
 	return set, err

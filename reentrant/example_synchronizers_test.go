@@ -28,6 +28,27 @@ func ExampleSemaphore() {
 	// Output: slots left: 1
 }
 
+// Every synchronizer's keys can be given a time to live, checked and
+// deleted, as Redisson's RExpirable methods do, on all of its keys at once.
+func ExampleSemaphore_Expire() {
+	rdb, stop := exampleRedis()
+	defer stop()
+	locks, _ := reentrant.New(rdb, reentrant.Options{})
+	defer locks.Close()
+	ctx := context.Background()
+	sem := locks.Semaphore("batch")
+
+	set, err := sem.TrySetPermitsFor(ctx, 3, time.Hour) // trySetPermits(n, ttl)
+	released, err := sem.ReleaseIfExists(ctx, 1)        // releaseIfExists(n)
+	had, err := sem.ClearExpire(ctx)                    // clearExpire()
+	had, err = sem.Expire(ctx, time.Minute)             // expire(Duration)
+	exists, err := sem.Exists(ctx)                      // isExists()
+	deleted, err := sem.Delete(ctx)                     // delete()
+
+	fmt.Println(set, released, had, exists, deleted, err)
+	// Output: true true true true true <nil>
+}
+
 // A permit from a permit-expirable semaphore has an id and, without
 // LeaseFor, is kept by the watchdog for as long as this process lives.
 func ExamplePermitExpirableSemaphore() {

@@ -494,6 +494,24 @@ func TestSynchronizersOutageAndNil(t *testing.T) {
 	assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
 	_, err = zero.PermitExpirableSemaphore("x").Acquire(nil) //nolint:staticcheck // a nil ctx is the point
 	assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+	var nilLatch *reentrant.CountDownLatch
+	var nilRate *reentrant.RateLimiter
+	for _, o := range []expirable{nilSem, nilLatch, nilRate, zero.PermitExpirableSemaphore("x")} {
+		_, err = o.Delete(bg())
+		assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+		_, err = o.Expire(bg(), time.Second)
+		assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+		_, err = o.ClearExpire(bg())
+		assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+		_, err = o.Exists(bg())
+		assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+	}
+	_, err = c.Semaphore("s").Exists(bg())
+	refused(err)
+	_, err = c.RateLimiter("r").Delete(bg())
+	refused(err)
+	_, err = c.CountDownLatch("l").Expire(bg(), time.Second)
+	refused(err)
 }
 
 // Bad input gets an errors.Is-able error and leaves Redis as it was.

@@ -176,3 +176,11 @@ func windowSum(members []string) int64 {
 	}
 	return sum
 }
+
+// RateDelete is RedissonRateLimiter.deleteAsync: DEL of the five names its
+// scripts take, this client's own two among them, true when it deleted any
+// (RedissonObject.deleteAsync(keys...): DEL_OBJECTS, BooleanAmountReplayConvertor).
+func (c *Client) RateDelete(ctx context.Context, name string) (bool, error) {
+	n, err := c.rdb.Do(ctx, c.rdb.B().Del().Key(c.rateKeys(name)...).Build()).AsInt64()
+	return n > 0, err
+}

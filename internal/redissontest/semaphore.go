@@ -329,3 +329,11 @@ func (c *Client) PermitAvailable(ctx context.Context, name string) (int64, error
 	})
 	return n, err
 }
+
+// PermitDelete is RedissonPermitExpirableSemaphore.deleteAsync: DEL of the
+// raw name and the timeout name, true when it deleted any
+// (RedissonObject.deleteAsync(keys...): DEL_OBJECTS, BooleanAmountReplayConvertor).
+func (c *Client) PermitDelete(ctx context.Context, name string) (bool, error) {
+	n, err := c.rdb.Do(ctx, c.rdb.B().Del().Key(name, permitTimeouts(name)).Build()).AsInt64()
+	return n > 0, err
+}

@@ -1,0 +1,8 @@
+-- exists.lua: whether a key exists (RedissonObject.isExistsAsync). A
+-- script, not EXISTS, for count.lua's reason: rueidis sends a read again
+-- and again while the connection is down, until the caller's ctx ends.
+--
+-- KEYS[1]  the key
+--
+-- Reply: 1 when it exists, else 0.
+return redis.call('exists', KEYS[1])

@@ -155,3 +155,31 @@ func (r *RateLimiter) Available(ctx context.Context) (int64, error) {
 	n, err := scripts.RateAvailable(ctx, r.c.scriptConn(), r.name, r.c.id)
 	return n, changeError("rate limiter", r.name, err)
 }
+
+// Release gives n permits (n >= 1) back to the window, up to the rate:
+// for work that took permits and then did not happen. Redisson's release.
+// Waiters are not told (nothing is published): they try again when the
+// limiter told them to. A limiter with no configuration is ErrRateNotSet.
+func (r *RateLimiter) Release(ctx context.Context, n int64) error {
+	if err := r.check(ctx); err != nil {
+		return err
+	}
+	if err := checkCount("permits", n, 1); err != nil {
+		return err
+	}
+	return changeError("rate limiter", r.name, scripts.RateRelease(ctx, r.c.scriptConn(), r.name, r.c.id, n))
+}
+
+// Config returns the limiter's configuration, whoever set it (a Java
+// client's included). A limiter with no configuration is ErrRateNotSet.
+// Redisson's getConfig.
+func (r *RateLimiter) Config(ctx context.Context) (Rate, error) {
+	if err := r.check(ctx); err != nil {
+		return Rate{}, err
+	}
+	rate, err := scripts.RateConfig(ctx, r.c.scriptConn(), r.name)
+	if err != nil {
+		return Rate{}, redisError("rate limiter", r.name, err)
+	}
+	return Rate(rate), nil
+}

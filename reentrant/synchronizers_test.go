@@ -430,6 +430,77 @@ func TestRateLimiter(t *testing.T) {
 	assert.ErrorIs(t, r.SetRate(bg(), reentrant.Rate{Permits: 1}), reentrant.ErrInvalidArgument)
 }
 
+// Release gives permits back, up to the rate; Config reads what was set.
+func TestRateLimiterReleaseAndConfig(t *testing.T) {
+	onBoth(t, func(t *testing.T, e env) {
+		c := e.client(t)
+		r := c.RateLimiter("rr")
+		_, err := r.Config(bg())
+		assert.ErrorIs(t, err, reentrant.ErrRateNotSet)
+		assert.ErrorIs(t, r.Release(bg(), 1), reentrant.ErrRateNotSet)
+
+		rate := reentrant.Rate{Permits: 3, Interval: time.Hour, KeepAlive: 2 * time.Hour}
+		require.NoError(t, r.SetRate(bg(), rate))
+		got, err := r.Config(bg())
+		require.NoError(t, err)
+		assert.Equal(t, rate, got)
+
+		ok, err := r.TryAcquire(bg(), 3)
+		require.NoError(t, err)
+		require.True(t, ok)
+		available := func() int64 {
+			t.Helper()
+			n, err := r.Available(bg())
+			require.NoError(t, err)
+			return n
+		}
+		assert.Equal(t, int64(0), available())
+		require.NoError(t, r.Release(bg(), 2))
+		assert.Equal(t, int64(2), available())
+		require.NoError(t, r.Release(bg(), 5))
+		assert.Equal(t, int64(3), available(), "no more than the rate")
+		assert.ErrorIs(t, r.Release(bg(), 0), reentrant.ErrInvalidArgument)
+
+		perClient := reentrant.Rate{Permits: 1, Interval: time.Minute, PerClient: true}
+		require.NoError(t, c.RateLimiter("pc").SetRate(bg(), perClient))
+		got, err = e.client(t).RateLimiter("pc").Config(bg())
+		require.NoError(t, err)
+		assert.Equal(t, perClient, got, "another client reads it")
+	})
+}
+
+// Java's release and getConfig on a limiter Go uses, and Go's on one Java
+// set.
+func TestRateLimiterReleaseAcrossClients(t *testing.T) {
+	e := onRedis(t)
+	c := e.client(t)
+	java := redissontest.New(e.rdb(t))
+	set, err := java.RateTrySetRate(bg(), "jr", false, 3, time.Hour, 0)
+	require.NoError(t, err)
+	require.True(t, set)
+	r := c.RateLimiter("jr")
+	got, err := r.Config(bg())
+	require.NoError(t, err)
+	assert.Equal(t, reentrant.Rate{Permits: 3, Interval: time.Hour}, got, "Java's configuration")
+
+	ok, err := r.TryAcquire(bg(), 3)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, java.RateRelease(bg(), "jr", 1))
+	n, err := r.Available(bg())
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), n, "Java gave one back")
+	require.NoError(t, r.Release(bg(), 1))
+	wait, err := java.RateTryAcquire(bg(), "jr", 2)
+	require.NoError(t, err)
+	assert.Equal(t, int64(0), wait, "Java takes the two Go and Java gave back")
+
+	require.NoError(t, c.RateLimiter("gr").SetRate(bg(), reentrant.Rate{Permits: 7, Interval: time.Minute, PerClient: true}))
+	perClient, rate, interval, err := java.RateConfig(bg(), "gr")
+	require.NoError(t, err)
+	assert.Equal(t, []any{true, int64(7), time.Minute}, []any{perClient, rate, interval}, "Go's configuration, read by Java")
+}
+
 // Go and Java share one OVERALL window.
 func TestRateLimiterAcrossClients(t *testing.T) {
 	e := onRedis(t)
@@ -512,6 +583,12 @@ func TestSynchronizersOutageAndNil(t *testing.T) {
 	refused(err)
 	_, err = c.CountDownLatch("l").Expire(bg(), time.Second)
 	refused(err)
+	_, err = c.RateLimiter("r").Config(bg())
+	refused(err)
+	refused(c.RateLimiter("r").Release(bg(), 1))
+	_, err = nilRate.Config(bg())
+	assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+	assert.ErrorIs(t, nilRate.Release(bg(), 1), reentrant.ErrInvalidArgument)
 }
 
 // Bad input gets an errors.Is-able error and leaves Redis as it was.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	_ "embed"
+	"fmt"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -35,6 +36,14 @@ var (
 	//go:embed rateset.lua
 	rateSetLua    string
 	rateSetScript = newScript(rateSetLua)
+
+	//go:embed raterelease.lua
+	rateReleaseLua    string
+	rateReleaseScript = newScript(rateLib + rateReleaseLua)
+
+	//go:embed rateconfig.lua
+	rateConfigLua    string
+	rateConfigScript = newScript(rateLib + rateConfigLua)
 )
 
 // Rate is a rate limiter's configuration.
@@ -101,4 +110,33 @@ func RateAcquire(ctx context.Context, c Conn, name, client string, n int64) (acq
 func RateAvailable(ctx context.Context, c Conn, name, client string) (int64, error) {
 	r, _ := rateAvailableScript.exec(ctx, c, rateKeys(name, client), nil)
 	return r.AsInt64()
+}
+
+// RateRelease runs raterelease.lua: client gives n permits back to rate
+// limiter name's window, up to its rate.
+func RateRelease(ctx context.Context, c Conn, name, client string, n int64) error {
+	r, syncErr := rateReleaseScript.exec(ctx, c, rateKeys(name, client), []string{itoa(n)})
+	if err := r.Error(); err != nil && !rueidis.IsRedisNil(err) {
+		return err
+	}
+	return syncErr
+}
+
+// RateConfig runs rateconfig.lua: rate limiter name's configuration.
+func RateConfig(ctx context.Context, c Conn, name string) (Rate, error) {
+	r, _ := rateConfigScript.exec(ctx, Conn{Client: c.Client}, []string{name}, nil)
+	fields, err := r.ToArray()
+	if err != nil {
+		return Rate{}, err
+	}
+	if len(fields) != 4 {
+		return Rate{}, fmt.Errorf("rate limiter %q: %d fields, want 4", name, len(fields))
+	}
+	var n [4]int64
+	for i := range fields {
+		if n[i], err = fields[i].AsInt64(); err != nil && !(i == 3 && rueidis.IsRedisNil(err)) {
+			return Rate{}, fmt.Errorf("rate limiter %q: field %d: %w", name, i, err)
+		}
+	}
+	return Rate{Permits: n[0], Interval: time.Duration(n[1]) * time.Millisecond, PerClient: n[2] == 1, KeepAlive: time.Duration(n[3]) * time.Millisecond}, nil
 }

@@ -3,6 +3,7 @@ package redissontest
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -183,4 +184,49 @@ func windowSum(members []string) int64 {
 func (c *Client) RateDelete(ctx context.Context, name string) (bool, error) {
 	n, err := c.rdb.Do(ctx, c.rdb.B().Del().Key(c.rateKeys(name)...).Build()).AsInt64()
 	return n > 0, err
+}
+
+// RateRelease is RedissonRateLimiter.releaseAsync: read the configuration
+// (the script asserts it is there), set the type's value key to its value
+// (the rate when missing) plus permits, capped at the rate, and keep the
+// keys alive. The window is left as it is.
+func (c *Client) RateRelease(ctx context.Context, name string, permits int64) error {
+	keys := c.rateKeys(name)
+	return c.atomicallyAll(ctx, keys, func(d rueidis.DedicatedClient) error {
+		cfg, err := d.Do(ctx, d.B().Hgetall().Key(name).Build()).AsStrMap()
+		if err != nil {
+			return err
+		}
+		if cfg["rate"] == "" || cfg["interval"] == "" || cfg["type"] == "" {
+			return errors.New("RateLimiter is not initialized")
+		}
+		rate, _ := strconv.ParseInt(cfg["rate"], 10, 64)
+		valueName, permitsName := keys[1], keys[3]
+		if cfg["type"] == "1" {
+			valueName, permitsName = keys[2], keys[4]
+		}
+		current, exists, err := getInt(ctx, d, valueName)
+		if err != nil {
+			return err
+		}
+		if !exists {
+			current = rate
+		}
+		value := min(current+permits, rate)
+		set := d.B().Set().Key(valueName).Value(strconv.FormatInt(value, 10)).Build()
+		return exec(ctx, d, append([]rueidis.Completed{set}, c.keepAlive(ctx, d, name, cfg["keepAliveTime"], valueName, permitsName)...)...)
+	})
+}
+
+// RateConfig is RedissonRateLimiter.getConfigAsync: HGETALL N, decoded as
+// its HGETALL command's decoder does: an empty hash is OVERALL with rate
+// and interval 0; else type, interval and rate from their fields.
+func (c *Client) RateConfig(ctx context.Context, name string) (perClient bool, rate int64, interval time.Duration, err error) {
+	cfg, err := c.rdb.Do(ctx, c.rdb.B().Hgetall().Key(name).Build()).AsStrMap()
+	if err != nil || len(cfg) == 0 {
+		return false, 0, 0, err
+	}
+	rate, _ = strconv.ParseInt(cfg["rate"], 10, 64)
+	ms, _ := strconv.ParseInt(cfg["interval"], 10, 64)
+	return cfg["type"] == "1", rate, time.Duration(ms) * time.Millisecond, nil
 }

@@ -100,7 +100,11 @@ func (p *Permit) Release(ctx context.Context) error {
 // not wait tries that once; if it gets no answer, the permit comes back
 // when its lease ends.
 func (s *PermitExpirableSemaphore) Acquire(ctx context.Context, opts ...LockOption) (*Permit, error) {
-	return s.acquire(ctx, newAcquireConfig(-1, KindPermitSemaphore, opts))
+	p, err := s.acquire(ctx, 1, newAcquireConfig(-1, KindPermitSemaphore, opts))
+	if err != nil {
+		return nil, err
+	}
+	return p[0], nil
 }
 
 // TryAcquire is Acquire with NoWait unless the options say otherwise. It
@@ -108,13 +112,34 @@ func (s *PermitExpirableSemaphore) Acquire(ctx context.Context, opts ...LockOpti
 // long as the limits allowed; any other failure, an outage included, is an
 // error.
 func (s *PermitExpirableSemaphore) TryAcquire(ctx context.Context, opts ...LockOption) (p *Permit, ok bool, err error) {
-	p, err = s.acquire(ctx, newAcquireConfig(0, KindPermitSemaphore, opts))
-	ok, err = tried(err)
+	ps, err := s.acquire(ctx, 1, newAcquireConfig(0, KindPermitSemaphore, opts))
+	if ok, err = tried(err); ok {
+		p = ps[0]
+	}
 	return p, ok, err
 }
 
-func (s *PermitExpirableSemaphore) acquire(ctx context.Context, cfg acquireConfig) (*Permit, error) {
+// AcquireN takes n permits (n >= 1) at once, all or none, as Acquire takes
+// one: it waits until n are available together, and returns them, each
+// with its own id, lease and Context. Redisson's acquire(n).
+func (s *PermitExpirableSemaphore) AcquireN(ctx context.Context, n int, opts ...LockOption) ([]*Permit, error) {
+	return s.acquire(ctx, n, newAcquireConfig(-1, KindPermitSemaphore, opts))
+}
+
+// TryAcquireN is AcquireN with NoWait unless the options say otherwise, as
+// TryAcquire is Acquire's: ok == false and a nil error when n permits were
+// not available together for as long as the limits allowed.
+func (s *PermitExpirableSemaphore) TryAcquireN(ctx context.Context, n int, opts ...LockOption) (ps []*Permit, ok bool, err error) {
+	ps, err = s.acquire(ctx, n, newAcquireConfig(0, KindPermitSemaphore, opts))
+	ok, err = tried(err)
+	return ps, ok, err
+}
+
+func (s *PermitExpirableSemaphore) acquire(ctx context.Context, n int, cfg acquireConfig) ([]*Permit, error) {
 	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	if err := checkCount("permits", int64(n), 1); err != nil {
 		return nil, err
 	}
 	if cfg.err != nil {
@@ -125,42 +150,42 @@ func (s *PermitExpirableSemaphore) acquire(ctx context.Context, cfg acquireConfi
 	if cfg.retryDelay == 0 {
 		w.announcedOn(scripts.SemaphoreChannel(s.name), permitWakes, "")
 	}
-	a := &permitAcquire{s: s, ctx: ctx, cfg: cfg, ttl: cmp.Or(cfg.lease, s.c.opts.WatchdogTimeout), id: newPermitID()}
+	a := &permitAcquire{s: s, ctx: ctx, cfg: cfg, ttl: cmp.Or(cfg.lease, s.c.opts.WatchdogTimeout), ids: newPermitIDs(n)}
 	if err := w.end(w.run(a, undoable, cfg)); err != nil {
 		return nil, err
 	}
-	return a.permit, nil
+	return a.permits, nil
 }
 
 // permitAcquire is one PermitExpirableSemaphore.Acquire call's side of the
-// acquire loop. The permit's id is drawn before the first attempt, so what
-// an attempt whose reply was lost may have taken is undone by id.
+// acquire loop. The permits' ids are drawn before the first attempt, so
+// what an attempt whose reply was lost may have taken is undone by id.
 type permitAcquire struct {
-	s      *PermitExpirableSemaphore
-	ctx    context.Context
-	cfg    acquireConfig
-	ttl    time.Duration
-	id     string
-	redraw bool      // draw a new id before the next attempt
-	sent   time.Time // when the last attempt was sent
-	permit *Permit   // the permit taken
+	s       *PermitExpirableSemaphore
+	ctx     context.Context
+	cfg     acquireConfig
+	ttl     time.Duration
+	ids     []string
+	redraw  bool      // draw new ids before the next attempt
+	sent    time.Time // when the last attempt was sent
+	permits []*Permit // the permits taken
 }
 
 func (a *permitAcquire) try(int) outcome {
 	if a.redraw {
-		a.id, a.redraw = newPermitID(), false
+		a.ids, a.redraw = newPermitIDs(len(a.ids)), false
 	}
 	a.sent = time.Now()
-	acquired, nearest, err := a.s.attempt(a.ctx, a.id, a.ttl)
+	acquired, nearest, err := a.s.attempt(a.ctx, a.ids, a.ttl)
 	return outcome{err: err, taken: acquired, bound: nearest, abandoned: errors.Is(err, errAbandoned)}
 }
 
 func (a *permitAcquire) keep(o outcome) (err error) {
-	a.permit, err = a.s.hold(a.ctx, a.id, a.cfg.lease, a.ttl, a.sent, o.err)
+	a.permits, err = a.s.hold(a.ctx, a.ids, a.cfg.lease, a.ttl, a.sent, o.err)
 	if errors.Is(err, errLateReply) || errors.Is(err, errHoldExpired) {
-		// The expired permit stays in the timeout set until a script
-		// reclaims it, and one reclaims no more than it asks for: taken
-		// over by the next attempt, its count would be taken twice and
+		// The expired permits stay in the timeout set until a script
+		// reclaims them, and one reclaims no more than it asks for: taken
+		// over by the next attempt, their count would be taken twice and
 		// given back once.
 		a.redraw = true
 	}
@@ -181,14 +206,14 @@ func (a *permitAcquire) sleepAfter(o outcome) time.Duration {
 	return d
 }
 
-func (a *permitAcquire) undo(ctx context.Context, _ int) error { return a.s.undo(ctx, a.id) }
+func (a *permitAcquire) undo(ctx context.Context, _ int) error { return a.s.undo(ctx, a.ids) }
 
-// attempt runs the acquire script once for permit id (see attemptOnce): an
-// attempt that ctx cut short is undone once its reply comes, the permit
-// released if it was taken or may have been.
-func (s *PermitExpirableSemaphore) attempt(ctx context.Context, id string, ttl time.Duration) (acquired bool, nearest time.Duration, err error) {
+// attempt runs the acquire script once for permits ids (see attemptOnce):
+// an attempt that ctx cut short is undone once its reply comes, the
+// permits released if they were taken or may have been.
+func (s *PermitExpirableSemaphore) attempt(ctx context.Context, ids []string, ttl time.Duration) (acquired bool, nearest time.Duration, err error) {
 	if ctx.Done() == nil { // nothing can cut it short
-		return scripts.PermitAcquire(ctx, s.c.scriptConn(), s.name, []string{id}, ttl, s.c.publish)
+		return scripts.PermitAcquire(ctx, s.c.scriptConn(), s.name, ids, ttl, s.c.publish)
 	}
 	type result struct {
 		acquired bool
@@ -196,11 +221,11 @@ func (s *PermitExpirableSemaphore) attempt(ctx context.Context, id string, ttl t
 		err      error
 	}
 	r, abandoned := attemptOnce(s.c, ctx, func(ctx context.Context) (r result) {
-		r.acquired, r.nearest, r.err = scripts.PermitAcquire(ctx, s.c.scriptConn(), s.name, []string{id}, ttl, s.c.publish)
+		r.acquired, r.nearest, r.err = scripts.PermitAcquire(ctx, s.c.scriptConn(), s.name, ids, ttl, s.c.publish)
 		return r
 	}, func(ctx context.Context, r result) {
 		if r.acquired || (r.err != nil && !scripts.IsReply(r.err) && !scripts.NotSent(r.err)) {
-			_ = s.undo(ctx, id) // one try: if it fails, the lease ends the permit
+			_ = s.undo(ctx, ids) // one try: if it fails, the lease ends the permits
 		}
 	})
 	if abandoned {
@@ -209,31 +234,58 @@ func (s *PermitExpirableSemaphore) attempt(ctx context.Context, id string, ttl t
 	return r.acquired, r.nearest, r.err
 }
 
-// undo releases permit id, which an attempt whose reply was lost may have
-// taken, and returns Redis's error.
-func (s *PermitExpirableSemaphore) undo(ctx context.Context, id string) error {
+// undo releases permits ids, which an attempt whose reply was lost may have
+// taken (all of them or none), and returns Redis's error.
+func (s *PermitExpirableSemaphore) undo(ctx context.Context, ids []string) error {
 	ctx, cancel := cleanup(ctx)
 	defer cancel()
-	_, err := scripts.PermitRelease(ctx, s.c.scriptConn(), s.name, id, s.c.publish)
+	_, err := s.releaseIDs(ctx, ids)
 	return err
 }
 
-// hold records permit id, just taken with the given ttl (lease 0: kept by
-// the watchdog), after its replica sync, and returns it.
-func (s *PermitExpirableSemaphore) hold(ctx context.Context, id string, lease, ttl time.Duration, sent time.Time, syncErr error) (*Permit, error) {
+// releaseIDs runs the release script for ids: one, or all of many or none.
+func (s *PermitExpirableSemaphore) releaseIDs(ctx context.Context, ids []string) (released bool, err error) {
+	if len(ids) == 1 {
+		return scripts.PermitRelease(ctx, s.c.scriptConn(), s.name, ids[0], s.c.publish)
+	}
+	n, err := scripts.PermitReleaseAll(ctx, s.c.scriptConn(), s.name, ids, s.c.publish)
+	return n == int64(len(ids)), err
+}
+
+// hold records permits ids, just taken with the given ttl (lease 0: kept
+// by the watchdog), after their replica sync, and returns them.
+func (s *PermitExpirableSemaphore) hold(ctx context.Context, ids []string, lease, ttl time.Duration, sent time.Time, syncErr error) ([]*Permit, error) {
 	err := s.c.confirm(ctx, "semaphore", s.name, syncErr, func(ctx context.Context) error {
-		_, err := scripts.PermitRelease(ctx, s.c.scriptConn(), s.name, id, s.c.publish)
+		_, err := s.releaseIDs(ctx, ids)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	held, err := s.c.holds.keep(taken{parent: ctx, given: ctx, kind: KindPermitSemaphore, key: holdKey{s.name, id},
-		group: renewGroupOf(s.name, renewPermit), lease: lease, ttl: ttl, sent: sent})
-	if err != nil {
-		return nil, err
+	permits := make([]*Permit, len(ids))
+	for i, id := range ids {
+		held, err := s.c.holds.keep(taken{parent: ctx, given: ctx, kind: KindPermitSemaphore, key: holdKey{s.name, id},
+			group: renewGroupOf(s.name, renewPermit), lease: lease, ttl: ttl, sent: sent})
+		if err != nil {
+			// A reply so late that this permit's lease may have ended (see
+			// holdTable.keep): the ones kept go back, and the acquire loop
+			// tries again with new ids.
+			if i > 0 {
+				_ = s.Release(ctx, ids[:i]...)
+			}
+			return nil, err
+		}
+		permits[i] = &Permit{s: s, id: id, ctx: held}
 	}
-	return &Permit{s: s, id: id, ctx: held}, nil
+	return permits, nil
+}
+
+func newPermitIDs(n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = newPermitID()
+	}
+	return ids
 }
 
 func newPermitID() string {
@@ -255,10 +307,8 @@ func (s *PermitExpirableSemaphore) Release(ctx context.Context, ids ...string) (
 	if len(ids) == 0 {
 		return fmt.Errorf("relock: %w: no permit ids", ErrInvalidArgument)
 	}
-	for _, id := range ids {
-		if _, err := hex.DecodeString(id); err != nil || len(id) != 32 {
-			return fmt.Errorf("relock: %w: permit id %q is not 32 hex digits", ErrInvalidArgument, id)
-		}
+	if err := checkIDs(ids); err != nil {
+		return err
 	}
 	start := time.Now()
 	for _, id := range ids {
@@ -269,16 +319,9 @@ func (s *PermitExpirableSemaphore) Release(ctx context.Context, ids ...string) (
 			}()
 		}
 	}
-	var released bool
 	ctx, cancel := cleanup(ctx)
 	defer cancel()
-	if len(ids) == 1 {
-		released, err = scripts.PermitRelease(ctx, s.c.scriptConn(), s.name, ids[0], s.c.publish)
-	} else {
-		var n int64
-		n, err = scripts.PermitReleaseAll(ctx, s.c.scriptConn(), s.name, ids, s.c.publish)
-		released = n == int64(len(ids))
-	}
+	released, err := s.releaseIDs(ctx, ids)
 	switch {
 	case err != nil && !errors.Is(err, ErrNotSynced):
 		return redisError("semaphore", s.name, err)
@@ -286,6 +329,49 @@ func (s *PermitExpirableSemaphore) Release(ctx context.Context, ids ...string) (
 		return fmt.Errorf("relock: semaphore %q: %w: a permit is not taken", s.name, ErrNotHeld)
 	}
 	return nil
+}
+
+// checkIDs returns an ErrInvalidArgument error for the first id that is not
+// 32 hex digits.
+func checkIDs(ids []string) error {
+	for _, id := range ids {
+		if _, err := hex.DecodeString(id); err != nil || len(id) != 32 {
+			return fmt.Errorf("relock: %w: permit id %q is not 32 hex digits", ErrInvalidArgument, id)
+		}
+	}
+	return nil
+}
+
+// TryRelease is Release reporting "not taken" as false with a nil error
+// instead of ErrNotHeld: Redisson's tryRelease.
+func (s *PermitExpirableSemaphore) TryRelease(ctx context.Context, ids ...string) (bool, error) {
+	err := s.Release(ctx, ids...)
+	if errors.Is(err, ErrNotHeld) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// LeaseTime returns how long permit id's lease has left (for a permit a
+// watchdog keeps, until the end of its last renewal: at most
+// WatchdogTimeout), or -1 for a permit taken with no lease at all (by
+// Java, without one). A permit that is not taken is ErrNotHeld.
+// Redisson's getLeaseTime.
+func (s *PermitExpirableSemaphore) LeaseTime(ctx context.Context, id string) (time.Duration, error) {
+	if err := s.check(ctx); err != nil {
+		return 0, err
+	}
+	if err := checkIDs([]string{id}); err != nil {
+		return 0, err
+	}
+	left, taken, err := scripts.PermitLeaseTime(ctx, s.c.scriptConn(), s.name, id, s.c.publish)
+	switch {
+	case err != nil:
+		return 0, redisError("semaphore", s.name, err)
+	case !taken:
+		return 0, fmt.Errorf("relock: semaphore %q: %w: permit %s is not taken", s.name, ErrNotHeld, id)
+	}
+	return left, nil
 }
 
 // UpdateLease gives permit id a lease of d (at least 1ms) from now, and

@@ -671,6 +671,16 @@ func TestPermitLostReply(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, [2]int64{1, 1}, [2]int64{available, taken}, "the lost attempt's permit was given back")
 	require.NoError(t, p.Release(bg()))
+
+	// Two at once: the lost attempt's two come back together.
+	armed.Store(1)
+	ps, err := sem.AcquireN(bg(), 2)
+	require.NoError(t, err, "the wait goes on after the lost reply")
+	assert.Zero(t, armed.Load(), "a reply was lost")
+	available, taken, err = sem.Permits(bg())
+	require.NoError(t, err)
+	assert.Equal(t, [2]int64{0, 2}, [2]int64{available, taken}, "two permits taken, not four")
+	require.NoError(t, sem.Release(bg(), ps[0].ID(), ps[1].ID()))
 }
 
 // A count-down or a release whose reply was lost is not sent again: the

@@ -39,6 +39,10 @@ var (
 	permitLeaseLua    string
 	permitLeaseScript = newScript(permitLib + permitLeaseLua)
 
+	//go:embed permitleasetime.lua
+	permitLeaseTimeLua    string
+	permitLeaseTimeScript = newScript(permitLib + permitLeaseTimeLua)
+
 	//go:embed permitrenew.lua
 	permitRenewLua    string
 	permitRenewScript = newScript(permitRenewLua)
@@ -145,6 +149,26 @@ func PermitLease(ctx context.Context, c Conn, name, id string, lease time.Durati
 		return false, err
 	}
 	return n == 1, okIf(n == 1, syncErr)
+}
+
+// PermitLeaseTime runs permitleasetime.lua: how long permit id's lease has
+// left, -1 when it has no lease; taken reports whether it is taken.
+func PermitLeaseTime(ctx context.Context, c Conn, name, id string, pub Publish) (left time.Duration, taken bool, err error) {
+	raw, err := rawIDs([]string{id})
+	if err != nil {
+		return 0, false, err
+	}
+	r, _ := permitLeaseTimeScript.exec(ctx, c, permitKeys(name), []string{string(pub), raw[0]})
+	ms, err := r.AsInt64()
+	switch {
+	case rueidis.IsRedisNil(err):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, err
+	case ms < 0:
+		return -1, true, nil
+	}
+	return time.Duration(ms) * time.Millisecond, true, nil
 }
 
 // PermitRenew runs permitrenew.lua once per batch, all in one pipeline:

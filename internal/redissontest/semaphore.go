@@ -3,6 +3,7 @@ package redissontest
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -336,4 +337,71 @@ func (c *Client) PermitAvailable(ctx context.Context, name string) (int64, error
 func (c *Client) PermitDelete(ctx context.Context, name string) (bool, error) {
 	n, err := c.rdb.Do(ctx, c.rdb.B().Del().Key(name, permitTimeouts(name)).Build()).AsInt64()
 	return n > 0, err
+}
+
+// PermitLeaseTime is RedissonPermitExpirableSemaphore.getLeaseTimeAsync:
+// reclaim every expired permit, then ZSCORE the id: -1 when it has no
+// lease (nonExpirableTimeout), else its lease end minus now (ms, this
+// client's clock); a missing id is the script's 0, which the Java side
+// throws on (IllegalArgumentException): an error here.
+func (c *Client) PermitLeaseTime(ctx context.Context, name, id string) (int64, error) {
+	raw, err := hex.DecodeString(id)
+	if err != nil {
+		return 0, err
+	}
+	now := time.Now().UnixMilli()
+	var left int64
+	err = c.atomicallyAll(ctx, []string{name, permitTimeouts(name)}, func(d rueidis.DedicatedClient) error {
+		cmds, _, _, err := reclaim(ctx, d, name, now, -1)
+		if err != nil {
+			return err
+		}
+		score, err := d.Do(ctx, d.B().Zscore().Key(permitTimeouts(name)).Member(string(raw)).Build()).AsFloat64()
+		switch {
+		case rueidis.IsRedisNil(err):
+			left = 0
+		case err != nil:
+			return err
+		case int64(score) == nonExpirable:
+			left = -1
+		default:
+			left = int64(score) - now
+		}
+		return exec(ctx, d, cmds...)
+	})
+	if err == nil && left == 0 {
+		err = errors.New("Permit with id " + id + " has already been released or doesn't exist")
+	}
+	return left, err
+}
+
+// PermitUpdateLease is RedissonPermitExpirableSemaphore.updateLeaseTimeAsync:
+// reclaim every expired permit, then, when the id is taken, ZADD it with
+// the new lease end (calcTimeout: now + lease on this client's clock);
+// true when it was taken.
+func (c *Client) PermitUpdateLease(ctx context.Context, name, id string, lease time.Duration) (bool, error) {
+	raw, err := hex.DecodeString(id)
+	if err != nil {
+		return false, err
+	}
+	now := time.Now().UnixMilli()
+	var updated bool
+	err = c.atomicallyAll(ctx, []string{name, permitTimeouts(name)}, func(d rueidis.DedicatedClient) error {
+		cmds, _, _, err := reclaim(ctx, d, name, now, -1)
+		if err != nil {
+			return err
+		}
+		_, err = d.Do(ctx, d.B().Zscore().Key(permitTimeouts(name)).Member(string(raw)).Build()).AsFloat64()
+		switch {
+		case rueidis.IsRedisNil(err):
+			updated = false
+		case err != nil:
+			return err
+		default:
+			updated = true
+			cmds = append(cmds, d.B().Zadd().Key(permitTimeouts(name)).ScoreMember().ScoreMember(float64(now+lease.Milliseconds()), string(raw)).Build())
+		}
+		return exec(ctx, d, cmds...)
+	})
+	return updated, err
 }

@@ -1,0 +1,117 @@
+package reentrant_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/redissontest"
+	"github.com/relock-go/relock/reentrant"
+)
+
+// AcquireN takes n permits together or none, each with its own id and
+// context; a waiter for n is woken when n are back. TryRelease says "not
+// taken" as false; LeaseTime reads what is left of a lease.
+func TestPermitsAtOnce(t *testing.T) {
+	e := onRedis(t)
+	c := e.client(t, quiet)
+	s := c.PermitExpirableSemaphore("many")
+	require.NoError(t, s.SetPermits(bg(), 3))
+	counts := func() [2]int64 {
+		t.Helper()
+		available, taken, err := s.Permits(bg())
+		require.NoError(t, err)
+		return [2]int64{available, taken}
+	}
+
+	_, ok, err := s.TryAcquireN(bg(), 4)
+	require.NoError(t, err)
+	assert.False(t, ok, "4 of 3")
+	assert.Equal(t, [2]int64{3, 0}, counts(), "none taken")
+
+	two, err := s.AcquireN(bg(), 2, reentrant.LeaseFor(time.Hour))
+	require.NoError(t, err)
+	require.Len(t, two, 2)
+	assert.NotEqual(t, two[0].ID(), two[1].ID())
+	for _, p := range two {
+		assert.Regexp(t, permitID, p.ID())
+		left, err := s.LeaseTime(bg(), p.ID())
+		require.NoError(t, err)
+		assert.True(t, left > 59*time.Minute && left <= time.Hour, "lease left %v", left)
+	}
+	assert.Equal(t, [2]int64{1, 2}, counts())
+	_, ok, err = s.TryAcquireN(bg(), 2)
+	require.NoError(t, err)
+	assert.False(t, ok, "2 of 1")
+
+	ctx, cancel := context.WithTimeout(bg(), 20*time.Second)
+	defer cancel()
+	var got []*reentrant.Permit
+	waiter := async(func() (err error) {
+		got, err = s.AcquireN(ctx, 2)
+		return err
+	})
+	e.subscribed(t, "redisson_sc:{many}", 1)
+	released, err := s.TryRelease(bg(), two[0].ID())
+	require.NoError(t, err)
+	assert.True(t, released)
+	within(t, waiter, 10*time.Second, "a waiter for 2 woken when 2 are back")
+	require.Len(t, got, 2)
+	assert.ErrorIs(t, context.Cause(two[0].Context()), context.Canceled, "released")
+	assert.NoError(t, two[1].Context().Err(), "each permit its own context")
+
+	left, err := s.LeaseTime(bg(), got[0].ID())
+	require.NoError(t, err)
+	assert.True(t, left > 0 && left <= 30*time.Second, "kept by the watchdog: %v", left)
+
+	released, err = s.TryRelease(bg(), two[0].ID())
+	require.NoError(t, err)
+	assert.False(t, released, "not taken any more")
+	_, err = s.LeaseTime(bg(), two[0].ID())
+	assert.ErrorIs(t, err, reentrant.ErrNotHeld)
+	_, err = s.LeaseTime(bg(), "xyz")
+	assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+	_, err = s.AcquireN(bg(), 0)
+	assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+	_, _, err = s.TryAcquireN(bg(), -1)
+	assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+
+	released, err = s.TryRelease(bg(), got[0].ID(), got[1].ID(), two[1].ID())
+	require.NoError(t, err)
+	assert.True(t, released)
+	assert.Equal(t, [2]int64{3, 0}, counts())
+}
+
+// Java's getLeaseTime reads a Go permit's lease, and Go's LeaseTime a Java
+// permit's, the one Java took without a lease included.
+func TestPermitLeaseTimeAcrossClients(t *testing.T) {
+	e := onRedis(t)
+	c := e.client(t)
+	java := redissontest.New(e.rdb(t))
+	s := c.PermitExpirableSemaphore("lt")
+	require.NoError(t, s.SetPermits(bg(), 3))
+
+	leased, err := s.Acquire(bg(), reentrant.LeaseFor(time.Minute))
+	require.NoError(t, err)
+	left, err := java.PermitLeaseTime(bg(), "lt", leased.ID())
+	require.NoError(t, err)
+	assert.True(t, left > 55000 && left <= 60000, "Java reads %d ms", left)
+
+	forever, err := java.PermitAcquire(bg(), "lt", 0)
+	require.NoError(t, err)
+	d, err := s.LeaseTime(bg(), forever)
+	require.NoError(t, err)
+	assert.Equal(t, time.Duration(-1), d, "Java's permit without a lease")
+
+	javaLeased, err := java.PermitAcquire(bg(), "lt", 10*time.Second)
+	require.NoError(t, err)
+	d, err = s.LeaseTime(bg(), javaLeased)
+	require.NoError(t, err)
+	assert.True(t, d > 5*time.Second && d <= 10*time.Second, "Go reads %v", d)
+
+	_, err = java.PermitLeaseTime(bg(), "lt", "00000000000000000000000000000000")
+	assert.Error(t, err, "Java throws on an id not taken")
+}

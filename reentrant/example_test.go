@@ -171,6 +171,20 @@ func ExampleClient_NonReentrantLock() {
 	// Output: re-entry refused: true
 }
 
+func ExampleClient_NonReentrantFairLock() {
+	rdb, stop := exampleRedis()
+	defer stop()
+	locks, _ := reentrant.New(rdb, reentrant.Options{})
+	defer locks.Close()
+
+	mu := locks.NonReentrantFairLock("ledger:close")
+	held, _ := mu.Lock(context.Background())
+	_, ok, err := mu.TryLock(held) // the holder again: refused, not queued
+	fmt.Println("taken again:", ok, "re-entry refused:", errors.Is(err, reentrant.ErrReentry))
+	mu.Unlock(held)
+	// Output: taken again: false re-entry refused: true
+}
+
 func ExampleClient_SpinLock() {
 	rdb, stop := exampleRedis()
 	defer stop()

@@ -72,14 +72,15 @@ func (k Kind) holds() bool {
 type lockKind uint8
 
 const (
-	plainLock        lockKind = iota // RLock
-	fencedLock                       // RFencedLock: each acquire draws a token
-	readLock                         // RReadWriteLock's read side
-	writeLock                        // RReadWriteLock's write side
-	fairLock                         // RFairLock: waiters queue in Redis, in order
-	spinLock                         // RSpinLock: RLock's layout, waiters back off
-	priorityLock                     // relock's own: waiters queue by aged priority
-	nonReentrantLock                 // RNonReentrantLock: RLock's layout, one hold at most
+	plainLock            lockKind = iota // RLock
+	fencedLock                           // RFencedLock: each acquire draws a token
+	readLock                             // RReadWriteLock's read side
+	writeLock                            // RReadWriteLock's write side
+	fairLock                             // RFairLock: waiters queue in Redis, in order
+	spinLock                             // RSpinLock: RLock's layout, waiters back off
+	priorityLock                         // relock's own: waiters queue by aged priority
+	nonReentrantLock                     // RNonReentrantLock: RLock's layout, one hold at most
+	nonReentrantFairLock                 // RNonReentrantFairLock: RFairLock's layout, one hold at most
 )
 
 // kind is everything that differs between the kinds of lock; waiting,
@@ -173,12 +174,22 @@ var kinds = [...]kind{
 		believes: true,
 		// Waiters listen on their own channels: the head of the queue is
 		// told.
-		forceUnlock: func(ctx context.Context, rdb scripts.Conn, name string, pub scripts.Publish, _ bool) (bool, error) {
-			return scripts.FairForceUnlock(ctx, rdb, name, pub)
-		},
-		queued: true,
-		leave:  scripts.FairLeave,
-		turn:   (*Lock).fairTurn,
+		forceUnlock: fairForceUnlock,
+		queued:      true,
+		leave:       scripts.FairLeave,
+		turn:        (*Lock).fairTurn,
+	},
+	nonReentrantFairLock: {
+		kind:        KindFair,
+		field:       ownField,
+		channel:     scripts.FairChannel,
+		acquire:     scripts.NonReentrantFairAcquire,
+		release:     scripts.FairRelease,
+		believes:    true,
+		forceUnlock: fairForceUnlock,
+		queued:      true,
+		leave:       scripts.FairLeave,
+		turn:        (*Lock).fairTurn,
 	},
 	priorityLock: {
 		kind:     KindPriority,
@@ -214,6 +225,11 @@ func (k lockKind) spec() *kind          { return &kinds[k] }
 // runRelease runs the RLock release script, which the fenced lock shares.
 func runRelease(ctx context.Context, rdb scripts.Conn, r scripts.Release) (scripts.Released, error) {
 	return r.Run(ctx, rdb)
+}
+
+// fairForceUnlock deletes a fair lock and tells the head of its queue.
+func fairForceUnlock(ctx context.Context, rdb scripts.Conn, name string, pub scripts.Publish, _ bool) (bool, error) {
+	return scripts.FairForceUnlock(ctx, rdb, name, pub)
 }
 
 // forceUnlockOn deletes a lock and publishes message on its channel.

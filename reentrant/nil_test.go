@@ -35,6 +35,8 @@ func TestNilAndZeroValues(t *testing.T) {
 			invalid(t, err)
 			_, err = nilClient.NonReentrantLock("x").Lock(bg())
 			invalid(t, err)
+			_, err = nilClient.NonReentrantFairLock("x").Lock(bg())
+			invalid(t, err)
 			_, err = nilClient.FairLock("x").Lock(bg())
 			invalid(t, err)
 			_, err = nilClient.ReadWriteLock("x").WriteLock().Lock(bg())

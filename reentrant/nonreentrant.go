@@ -12,3 +12,12 @@ package reentrant
 func (c *Client) NonReentrantLock(name string) *Lock {
 	return &Lock{c: c, name: name, kind: nonReentrantLock}
 }
+
+// NonReentrantFairLock returns a handle on the non-reentrant fair lock
+// name, Redisson's RNonReentrantFairLock (Redisson 4.4): FairLock's layout,
+// queue and hand-over, shared with Java clients as a fair lock is, but an
+// owner holds it once at most, as with NonReentrantLock. A refused
+// re-entry (ErrReentry) does not join the queue.
+func (c *Client) NonReentrantFairLock(name string) *Lock {
+	return &Lock{c: c, name: name, kind: nonReentrantFairLock}
+}

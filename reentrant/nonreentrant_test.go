@@ -2,6 +2,7 @@ package reentrant_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -70,6 +71,72 @@ func TestNonReentrantRedissonInterop(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, ok, "Go finds it held")
 	released, err := java.Unlock(bg(), name, 1)
+	require.NoError(t, err)
+	assert.True(t, released)
+	assert.Zero(t, e.int(t, "EXISTS", name))
+}
+
+// A non-reentrant fair lock refuses its own holder at once, without
+// joining the queue; another owner queues and is handed the lock in turn.
+func TestNonReentrantFairLock(t *testing.T) {
+	e := onRedis(t)
+	c := e.client(t, quiet)
+	mu := c.NonReentrantFairLock("fair-single")
+	held, err := mu.Lock(bg())
+	require.NoError(t, err)
+
+	_, err = mu.Lock(held)
+	assert.ErrorIs(t, err, reentrant.ErrReentry)
+	_, ok, err := mu.TryLock(held)
+	assert.ErrorIs(t, err, reentrant.ErrReentry)
+	assert.False(t, ok)
+	assert.Zero(t, e.int(t, "EXISTS", "redisson_lock_queue:{fair-single}"), "a refused re-entry does not queue")
+	n, err := mu.HoldCount(held)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	assert.NoError(t, held.Err(), "the hold lives on")
+
+	waiter := async(func() error {
+		h, err := mu.Lock(bg())
+		if err == nil {
+			err = mu.Unlock(h)
+		}
+		return err
+	})
+	eventually(t, "the other owner to queue", func() bool {
+		return e.int(t, "LLEN", "redisson_lock_queue:{fair-single}") == 1
+	})
+	require.NoError(t, mu.Unlock(held))
+	within(t, waiter, 10*time.Second, "the next owner is handed the lock")
+	assert.Zero(t, e.int(t, "EXISTS", "fair-single"))
+}
+
+// A Go service and a Java one share a non-reentrant fair lock: one queue,
+// and each refuses its own holder's re-entry.
+func TestNonReentrantFairRedissonInterop(t *testing.T) {
+	e := onRedis(t)
+	java := redissontest.New(e.rdb(t))
+	const name = "shared-fair-single"
+	mu := e.client(t).NonReentrantFairLock(name)
+
+	held, err := mu.Lock(bg())
+	require.NoError(t, err)
+	acquired, ttl, err := java.FairTryAcquireNonReentrant(bg(), name, 1, 0, true)
+	require.NoError(t, err)
+	assert.False(t, acquired)
+	assert.Positive(t, ttl, "Java finds it held, and queues")
+	assert.Equal(t, int64(1), e.int(t, "LLEN", "redisson_lock_queue:{"+name+"}"))
+	require.NoError(t, mu.Unlock(held))
+
+	acquired, _, err = java.FairTryAcquireNonReentrant(bg(), name, 1, 0, true)
+	require.NoError(t, err)
+	require.True(t, acquired, "Java, at the head, takes it once free")
+	_, _, err = java.FairTryAcquireNonReentrant(bg(), name, 1, 0, true)
+	assert.ErrorIs(t, err, redissontest.ErrReacquire, "and refuses its own re-entry")
+	_, ok, err := mu.TryLock(bg())
+	require.NoError(t, err)
+	assert.False(t, ok, "Go finds it held")
+	released, err := java.FairUnlock(bg(), name, 1)
 	require.NoError(t, err)
 	assert.True(t, released)
 	assert.Zero(t, e.int(t, "EXISTS", name))

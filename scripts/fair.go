@@ -65,7 +65,19 @@ func fairKeys(name string) []string {
 // a [pubsub.Granted] message naming that attempt on Owner's channel; an
 // attempt after a grant whose message was missed takes the grant.
 func FairAcquire(ctx context.Context, c Conn, a Acquire) (Acquired, error) {
-	args := []string{millis(a.Lease), a.Owner, millis(a.Turn), flag(a.Join), string(a.Publish), pubsub.WakeOne, strconv.Itoa(a.GrantTry)}
+	return fairAcquire(ctx, c, a, false)
+}
+
+// NonReentrantFairAcquire runs fairacquire.lua (RNonReentrantFairLock) for
+// a: FairAcquire, but an owner that holds the lock already is refused with
+// the error reply CodeReentry, and the queue is left as it was (but for
+// the expired heads dropped on the way).
+func NonReentrantFairAcquire(ctx context.Context, c Conn, a Acquire) (Acquired, error) {
+	return fairAcquire(ctx, c, a, true)
+}
+
+func fairAcquire(ctx context.Context, c Conn, a Acquire, once bool) (Acquired, error) {
+	args := []string{millis(a.Lease), a.Owner, millis(a.Turn), flag(a.Join), string(a.Publish), pubsub.WakeOne, strconv.Itoa(a.GrantTry), flag(once)}
 	return acquireReply(fairAcquireScript.exec(ctx, c, fairKeys(a.Key), args))
 }
 

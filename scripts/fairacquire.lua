@@ -19,6 +19,11 @@
 --          second attempt on it takes a hold it finds (see claim in
 --          fairlib.lua). Only a waiter whose owner was made for this one
 --          call may: any hold of that owner is this call's.
+-- ARGV[8]  "1" for a non-reentrant fair lock (RNonReentrantFairLock): an
+--          owner that holds the lock already is refused with the error
+--          RELOCK_REENTRY and nothing else changes (Redisson's
+--          RedissonNonReentrantFairLock.tryLockInnerAsync replies the error
+--          NON_REENTRANT_REACQUIRE at the same step); "0" takes it again
 --
 -- One step more than Redisson: when the lock is free but the turn is
 -- another waiter's, that waiter is told (see handOff). A release
@@ -59,6 +64,9 @@ if free then
 	handOff(ARGV[5], ARGV[6])
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+	if ARGV[8] == '1' then
+		return redis.error_reply('RELOCK_REENTRY this owner holds the non-reentrant lock already')
+	end
 	redis.call('hincrby', KEYS[1], ARGV[2], 1)
 	redis.call('pexpire', KEYS[1], ARGV[1])
 	return nil

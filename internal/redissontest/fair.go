@@ -104,6 +104,19 @@ func (c *Client) fairWait(wait time.Duration) int64 {
 // EVAL_NULL_BOOLEAN one (tryLock()). It returns acquired, or the ttl the
 // script replies (for the EVAL_NULL_BOOLEAN script, 1).
 func (c *Client) FairTryAcquire(ctx context.Context, name string, tid int64, wait time.Duration, join bool) (acquired bool, ttl int64, err error) {
+	return c.fairTryAcquire(ctx, name, tid, wait, join, true)
+}
+
+// FairTryAcquireNonReentrant runs RedissonNonReentrantFairLock
+// .tryLockInnerAsync once: FairTryAcquire's steps, but where RFairLock
+// takes a re-entry, the script replies the error NON_REENTRANT_REACQUIRE
+// (ErrReacquire) after dropping the stale waiters, and changes nothing
+// else.
+func (c *Client) FairTryAcquireNonReentrant(ctx context.Context, name string, tid int64, wait time.Duration, join bool) (acquired bool, ttl int64, err error) {
+	return c.fairTryAcquire(ctx, name, tid, wait, join, false)
+}
+
+func (c *Client) fairTryAcquire(ctx context.Context, name string, tid int64, wait time.Duration, join, reentrant bool) (acquired bool, ttl int64, err error) {
 	owner := c.Owner(tid)
 	waitMs := c.fairWait(wait)
 	err = c.atomicallyAll(ctx, []string{name, fairQueue(name), fairTimeouts(name)}, func(d rueidis.DedicatedClient) error {
@@ -145,7 +158,15 @@ func (c *Client) FairTryAcquire(ctx context.Context, name string, tid int64, wai
 				d.B().Pexpire().Key(name).Milliseconds(c.Lease.Milliseconds()).Build())
 			return exec(ctx, d, cmds...)
 		}
-		// "check if the lock is already held, and this is a re-entry"
+		// "check if the lock is already held, and this is a re-entry";
+		// the non-reentrant one: "same-thread reacquire is rejected", the
+		// stale waiters' removal kept (an error reply undoes no write).
+		if mine == 1 && !reentrant {
+			if err := exec(ctx, d, cmds...); err != nil {
+				return err
+			}
+			return ErrReacquire
+		}
 		if mine == 1 {
 			acquired = true
 			cmds = append(cmds,

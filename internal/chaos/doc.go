@@ -5,7 +5,8 @@
 //
 // Workloads, one run each: the fenced lock, the plain lock, the
 // non-reentrant lock (each acquisition a new owner), the read-write
-// lock (7 reads in 10), the fair lock, the priority lock (each acquisition
+// lock (7 reads in 10), the fair lock (half its acquisitions through the
+// non-reentrant fair lock, which shares its keys), the priority lock (each acquisition
 // at one of four priorities), two plain locks taken by one owner in a
 // random order, so that workers deadlock ("deadlock"), or always in the
 // same order ("ordered"), a permit-expirable semaphore, latch

@@ -9,10 +9,8 @@ require (
 	github.com/redis/rueidis v1.0.79
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
+	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/sys v0.47.0
 )
 
-require (
-	github.com/yuin/gopher-lua v1.1.1 // indirect
-	go.yaml.in/yaml/v3 v3.0.5 // indirect
-)
+require github.com/yuin/gopher-lua v1.1.1 // indirect

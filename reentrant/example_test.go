@@ -335,3 +335,35 @@ func ExampleClient_PriorityLock() {
 	// priority 4 runs
 	// priority 1 runs
 }
+
+// A Go service reads the Java service's Redisson YAML config, and connects
+// where it does with its lock settings.
+func ExampleFromRedissonConfig() {
+	m, _ := miniredis.Run()
+	defer m.Close()
+	yaml := []byte(`
+singleServerConfig:
+  address: "redis://` + m.Addr() + `"
+  connectionPoolSize: 64
+lockWatchdogTimeout: 20000
+`)
+	cfg, err := reentrant.FromRedissonConfig(yaml)
+	if err != nil {
+		log.Fatal(err)
+	}
+	opt := cfg.Client
+	opt.DisableCache = true
+	opt.ForceSingleClient = true // miniredis; not needed with Redis
+	rdb, _ := rueidis.NewClient(opt)
+	defer rdb.Close()
+	locks, _ := reentrant.New(rdb, cfg.Options)
+	defer locks.Close()
+
+	fmt.Println("watchdog:", cfg.Options.WatchdogTimeout, "ignored:", cfg.Ignored)
+	held, err := locks.Lock("report").Lock(context.Background())
+	fmt.Println("locked:", err == nil)
+	locks.Lock("report").Unlock(held)
+	// Output:
+	// watchdog: 20s ignored: [singleServerConfig.connectionPoolSize]
+	// locked: true
+}

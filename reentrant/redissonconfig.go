@@ -1,0 +1,410 @@
+package reentrant
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+	"go.yaml.in/yaml/v3"
+)
+
+// RedissonConfig is what FromRedissonConfig reads from a Redisson YAML
+// config: how to connect, and the Options Redisson's settings map to.
+type RedissonConfig struct {
+	// Client connects to the server, servers or sentinels the config
+	// names, with its credentials, database, client name, timeouts and
+	// TLS. Pass it to rueidis.NewClient; set DisableCache or anything else
+	// you need first.
+	Client rueidis.ClientOption
+	// Options carry lockWatchdogTimeout, lockWatchdogBatchSize,
+	// fairLockWaitTimeout, a cluster's shardedSubscriptionMode, and
+	// checkLockSyncedSlaves with slavesSyncTimeout (see FromRedissonConfig).
+	Options Options
+	// Ignored lists, as dotted paths ("singleServerConfig.connectionPoolSize"),
+	// the keys that were read but change nothing here: Java pool, thread,
+	// codec and retry settings, Java keystores, and keys this reader does
+	// not know.
+	Ignored []string
+}
+
+// FromRedissonConfig reads a Redisson YAML config (Config.fromYAML's
+// format) so that a Go service connects where its Java peers do, with the
+// same lock settings. It reads the singleServerConfig, clusterServersConfig,
+// sentinelServersConfig and masterSlaveServersConfig modes (one of them);
+// replicatedServersConfig and the multi-cluster modes are an error. As
+// Redisson does, it first replaces ${NAME} and ${NAME:-default} with the
+// environment variable NAME.
+//
+// From each mode: the addresses ("redis://" or, with TLS, "rediss://";
+// user and password in the URL too), username, password, database,
+// clientName, connectTimeout (the dial timeout), timeout (rueidis's
+// ConnWriteTimeout) and sslVerificationMode (NONE, CA_ONLY, STRICT);
+// for sentinels, masterName, sentinelUsername and sentinelPassword. The
+// top level's username, password and sslVerificationMode (Redisson 3.40+)
+// apply where the mode sets none, as in Redisson.
+//
+// checkLockSyncedSlaves is Redisson's default, but relock turns replica
+// sync on only when the config says "checkLockSyncedSlaves: true" for a
+// mode with replicas (cluster, sentinel, master-slave): then every lock
+// write waits for at least one replica (Redisson waits for every replica
+// it sees), for slavesSyncTimeout (default 1s). See Options.ReplicaSync.
+//
+// A key of the wrong type or an impossible value (a negative timeout, an
+// address without a scheme, no server at all) is an error naming the key;
+// malformed YAML is an error too.
+func FromRedissonConfig(config []byte) (RedissonConfig, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(expandEnv(string(config))), &doc); err != nil {
+		return RedissonConfig{}, fmt.Errorf("relock: %w: Redisson config: %w", ErrInvalidArgument, err)
+	}
+	r := configReader{out: RedissonConfig{Client: rueidis.ClientOption{}}}
+	top, err := r.mapping(&doc, "")
+	if err != nil {
+		return RedissonConfig{}, err
+	}
+	if err := r.read(top); err != nil {
+		return RedissonConfig{}, err
+	}
+	return r.out, nil
+}
+
+// envParam is ConfigSupport's ENV_PARAM_PATTERN.
+var envParam = regexp.MustCompile(`\$\{([\w.]+)(:-.+?)?\}`)
+
+// expandEnv is ConfigSupport.resolveEnvParams: ${NAME} becomes NAME's
+// value, or the default after ":-" when NAME is not set; with neither, it
+// is left as it is.
+func expandEnv(s string) string {
+	return envParam.ReplaceAllStringFunc(s, func(m string) string {
+		parts := envParam.FindStringSubmatch(m)
+		if v, ok := os.LookupEnv(parts[1]); ok {
+			return v
+		}
+		if parts[2] != "" {
+			return parts[2][2:]
+		}
+		return m
+	})
+}
+
+// configReader walks the YAML tree, filling out and noting what it skips.
+type configReader struct {
+	out RedissonConfig
+	// the top level's credentials and TLS mode, which a mode's own override
+	username, password, verify *yaml.Node
+}
+
+// entry is one key of a YAML mapping and its value.
+type entry struct {
+	key, path string
+	value     *yaml.Node
+}
+
+// mapping returns the entries of n, which must be a mapping (a document's
+// root is unwrapped); path names n in errors.
+func (r *configReader) mapping(n *yaml.Node, path string) ([]entry, error) {
+	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		n = n.Content[0]
+	}
+	if n.Kind != yaml.MappingNode {
+		if path == "" {
+			return nil, fmt.Errorf("relock: %w: Redisson config: not a mapping of settings", ErrInvalidArgument)
+		}
+		return nil, badValue(path, n, "a mapping")
+	}
+	entries := make([]entry, 0, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key := n.Content[i].Value
+		p := key
+		if path != "" {
+			p = path + "." + key
+		}
+		entries = append(entries, entry{key: key, path: p, value: n.Content[i+1]})
+	}
+	return entries, nil
+}
+
+// modes are the server modes relock reads: the key of each one's address
+// or addresses, and whether it is a list.
+var modes = map[string]struct {
+	addresses string
+	list      bool
+}{
+	"singleServerConfig":       {"address", false},
+	"masterSlaveServersConfig": {"masterAddress", false},
+	"clusterServersConfig":     {"nodeAddresses", true},
+	"sentinelServersConfig":    {"sentinelAddresses", true},
+}
+
+func (r *configReader) read(top []entry) error {
+	var mode *entry
+	sync, syncTimeout := (*yaml.Node)(nil), time.Second
+	for i, e := range top {
+		var err error
+		switch e.key {
+		case "singleServerConfig", "masterSlaveServersConfig", "clusterServersConfig", "sentinelServersConfig":
+			if isNull(e.value) {
+				continue
+			}
+			if mode != nil {
+				return fmt.Errorf("relock: %w: Redisson config: both %s and %s", ErrInvalidArgument, mode.key, e.key)
+			}
+			mode = &top[i]
+		case "replicatedServersConfig", "multiClusterServersConfig", "multiSentinelServersConfig":
+			if !isNull(e.value) {
+				return fmt.Errorf("relock: %w: Redisson config: %s is not supported: connect with rueidis yourself", ErrInvalidArgument, e.key)
+			}
+		case "username":
+			r.username = e.value
+		case "password":
+			r.password = e.value
+		case "sslVerificationMode":
+			r.verify = e.value
+		case "lockWatchdogTimeout":
+			r.out.Options.WatchdogTimeout, err = millisOf(e)
+		case "lockWatchdogBatchSize":
+			r.out.Options.RenewBatchSize, err = intOf(e, 1)
+		case "fairLockWaitTimeout":
+			r.out.Options.FairWaitTimeout, err = millisOf(e)
+		case "checkLockSyncedSlaves":
+			sync = e.value
+			_, err = boolOf(e)
+		case "slavesSyncTimeout":
+			syncTimeout, err = millisOf(e)
+		default:
+			r.out.Ignored = append(r.out.Ignored, e.path)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if mode == nil {
+		return fmt.Errorf("relock: %w: Redisson config: no server mode (singleServerConfig, clusterServersConfig, sentinelServersConfig or masterSlaveServersConfig)", ErrInvalidArgument)
+	}
+	if err := r.readMode(*mode); err != nil {
+		return err
+	}
+	if sync != nil && sync.Value == "true" && mode.key != "singleServerConfig" {
+		r.out.Options.ReplicaSync = ReplicaSync{Replicas: 1, Timeout: syncTimeout}
+	}
+	return nil
+}
+
+// readMode reads one server mode's settings.
+func (r *configReader) readMode(m entry) error {
+	entries, err := r.mapping(m.value, m.path)
+	if err != nil {
+		return err
+	}
+	o := &r.out.Client
+	var username, password, verify *yaml.Node
+	var addrs []string
+	for _, e := range entries {
+		var err error
+		switch e.key {
+		case modes[m.key].addresses:
+			addrs, err = addressesOf(e, modes[m.key].list)
+		case "masterName":
+			o.Sentinel.MasterSet, err = stringOf(e)
+		case "sentinelUsername":
+			o.Sentinel.Username, err = stringOf(e)
+		case "sentinelPassword":
+			o.Sentinel.Password, err = stringOf(e)
+		case "database":
+			o.SelectDB, err = intOf(e, 0)
+		case "clientName":
+			o.ClientName, err = stringOf(e)
+		case "connectTimeout":
+			o.Dialer.Timeout, err = millisOf(e)
+		case "timeout":
+			o.ConnWriteTimeout, err = millisOf(e)
+		case "username":
+			username = e.value
+		case "password":
+			password = e.value
+		case "sslVerificationMode":
+			verify = e.value
+		case "shardedSubscriptionMode":
+			r.out.Options.PubSub, err = shardedOf(e)
+		default:
+			r.out.Ignored = append(r.out.Ignored, e.path)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if len(addrs) == 0 {
+		return fmt.Errorf("relock: %w: Redisson config: %s names no server address", ErrInvalidArgument, m.key)
+	}
+	if m.key == "sentinelServersConfig" && o.Sentinel.MasterSet == "" {
+		return fmt.Errorf("relock: %w: Redisson config: %s.masterName is missing", ErrInvalidArgument, m.key)
+	}
+	return r.connect(addrs, firstSet(username, r.username), firstSet(password, r.password), firstSet(verify, r.verify))
+}
+
+// firstSet returns the first node that says something: the mode's own setting
+// over the top level's, as Redisson's Objects.toString(serviceCfg.x,
+// config.x).
+func firstSet(nodes ...*yaml.Node) *yaml.Node {
+	for _, n := range nodes {
+		if n != nil && !isNull(n) {
+			return n
+		}
+	}
+	return nil
+}
+
+// connect fills the addresses, credentials and TLS in. Every address was
+// checked by addressesOf; credentials in a URL count where no key sets
+// them.
+func (r *configReader) connect(addrs []string, username, password, verify *yaml.Node) error {
+	o := &r.out.Client
+	tlsOn := false
+	for _, a := range addrs {
+		u, _ := url.Parse(a)
+		o.InitAddress = append(o.InitAddress, hostPort(u))
+		tlsOn = tlsOn || u.Scheme == "rediss"
+		if u.User != nil && o.Password == "" {
+			o.Username = u.User.Username()
+			o.Password, _ = u.User.Password()
+		}
+	}
+	if username != nil {
+		o.Username = username.Value
+	}
+	if password != nil {
+		o.Password = password.Value
+	}
+	if !tlsOn {
+		return nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	verifyMode := "STRICT"
+	if verify != nil {
+		verifyMode = verify.Value
+	}
+	switch verifyMode {
+	case "STRICT":
+	case "NONE":
+		cfg.InsecureSkipVerify = true
+	case "CA_ONLY":
+		cfg.InsecureSkipVerify = true // the chain is checked below, the host name not
+		cfg.VerifyConnection = verifyChainOnly
+	default:
+		return fmt.Errorf("relock: %w: Redisson config: sslVerificationMode %q, want NONE, CA_ONLY or STRICT", ErrInvalidArgument, verifyMode)
+	}
+	o.TLSConfig = cfg
+	return nil
+}
+
+// verifyChainOnly is sslVerificationMode CA_ONLY: the server's chain must
+// lead to a trusted root, whatever host name it is for.
+func verifyChainOnly(cs tls.ConnectionState) error {
+	if len(cs.PeerCertificates) == 0 {
+		return errors.New("relock: the server sent no certificate")
+	}
+	opts := x509.VerifyOptions{Intermediates: x509.NewCertPool()}
+	for _, c := range cs.PeerCertificates[1:] {
+		opts.Intermediates.AddCert(c)
+	}
+	_, err := cs.PeerCertificates[0].Verify(opts)
+	return err
+}
+
+// hostPort is u's host:port, 6379 when it names no port.
+func hostPort(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = "6379"
+	}
+	return net.JoinHostPort(u.Hostname(), port)
+}
+
+func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
+
+func badValue(path string, n *yaml.Node, want string) error {
+	return fmt.Errorf("relock: %w: Redisson config: %s is %q, want %s", ErrInvalidArgument, path, n.Value, want)
+}
+
+func stringOf(e entry) (string, error) {
+	if isNull(e.value) {
+		return "", nil
+	}
+	if e.value.Kind != yaml.ScalarNode {
+		return "", badValue(e.path, e.value, "a string")
+	}
+	return e.value.Value, nil
+}
+
+func intOf(e entry, least int) (int, error) {
+	n, err := strconv.Atoi(e.value.Value)
+	if e.value.Kind != yaml.ScalarNode || err != nil || n < least {
+		return 0, badValue(e.path, e.value, fmt.Sprintf("an integer of at least %d", least))
+	}
+	return n, nil
+}
+
+func millisOf(e entry) (time.Duration, error) {
+	n, err := strconv.ParseInt(e.value.Value, 10, 64)
+	if e.value.Kind != yaml.ScalarNode || err != nil || n < 0 {
+		return 0, badValue(e.path, e.value, "milliseconds, 0 or more")
+	}
+	return time.Duration(n) * time.Millisecond, nil
+}
+
+func boolOf(e entry) (bool, error) {
+	switch e.value.Value {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, badValue(e.path, e.value, "true or false")
+}
+
+// shardedOf is ClusterServersConfig.shardedSubscriptionMode: AUTO detects
+// (the zero PubSubMode), ON is sharded, OFF classic.
+func shardedOf(e entry) (PubSubMode, error) {
+	switch e.value.Value {
+	case "AUTO":
+		return 0, nil
+	case "ON":
+		return PubSubSharded, nil
+	case "OFF":
+		return PubSubClassic, nil
+	}
+	return 0, badValue(e.path, e.value, "AUTO, ON or OFF")
+}
+
+// addressesOf reads one address, or a list of them (list), each a
+// "redis://" or "rediss://" URL with a host.
+func addressesOf(e entry, list bool) ([]string, error) {
+	var values []*yaml.Node
+	switch {
+	case list && e.value.Kind == yaml.SequenceNode:
+		values = e.value.Content
+	case !list && e.value.Kind == yaml.ScalarNode:
+		values = []*yaml.Node{e.value}
+	default:
+		return nil, badValue(e.path, e.value, map[bool]string{true: "a list of addresses", false: "an address"}[list])
+	}
+	var addrs []string
+	for _, v := range values {
+		u, err := url.Parse(v.Value)
+		if v.Kind != yaml.ScalarNode || err != nil || !slices.Contains([]string{"redis", "rediss"}, u.Scheme) || u.Hostname() == "" || strings.ContainsAny(u.Port(), "-+") {
+			return nil, badValue(e.path, v, `an address such as "redis://host:6379" or "rediss://host:6379"`)
+		}
+		addrs = append(addrs, v.Value)
+	}
+	return addrs, nil
+}

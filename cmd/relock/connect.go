@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -25,6 +26,8 @@ const exitNoPerm = 77
 // connFlags are the flags every command takes to reach Redis.
 type connFlags struct {
 	url, addr, user, sentinelMaster string
+	redissonConfig                  string
+	redisson                        reentrant.Options // what --redisson-config sets
 	db                              int
 	tls, tlsInsecure                bool
 	tlsCA, tlsCert, tlsKey          string
@@ -38,6 +41,7 @@ func newConnFlags(fs *flag.FlagSet) *connFlags {
 	if addr == "" {
 		addr = "127.0.0.1:6379"
 	}
+	fs.StringVar(&c.redissonConfig, "redisson-config", "", "connect, and set the lock options, as the Redisson YAML config in this `file` does; other flags given add to it")
 	fs.StringVar(&c.url, "url", os.Getenv("REDIS_URL"), "a redis:// or rediss:// `URL` (user, password, host, port, db); other flags given add to it (default $REDIS_URL)")
 	fs.StringVar(&c.addr, "addr", addr, "Redis `host:port`; a comma-separated list for a cluster's seeds or the sentinels (default $REDIS_ADDR)")
 	fs.StringVar(&c.user, "user", os.Getenv("REDIS_USERNAME"), "ACL user `name` (default $REDIS_USERNAME; the password is read from $REDIS_PASSWORD)")
@@ -58,28 +62,47 @@ func (c *connFlags) options() (rueidis.ClientOption, error) {
 	set := map[string]bool{}
 	c.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var o rueidis.ClientOption
-	if c.url != "" {
+	base := c.url != "" || c.redissonConfig != "" // flags given add to it
+	switch {
+	case c.url != "" && c.redissonConfig != "":
+		return o, errExit{exitUsage, errors.New("--url and --redisson-config: give one")}
+	case c.url != "":
 		var err error
 		if o, err = rueidis.ParseURL(c.url); err != nil {
 			return o, errExit{exitUsage, fmt.Errorf("--url: %w", err)}
 		}
+	case c.redissonConfig != "":
+		b, err := os.ReadFile(c.redissonConfig)
+		if err != nil {
+			return o, errExit{exitUsage, fmt.Errorf("--redisson-config: %w", err)}
+		}
+		cfg, err := reentrant.FromRedissonConfig(b)
+		if err != nil {
+			return o, errExit{exitUsage, fmt.Errorf("--redisson-config %s: %w", c.redissonConfig, err)}
+		}
+		o, c.redisson = cfg.Client, cfg.Options
 	}
-	if c.url == "" || set["addr"] {
+	if !base || set["addr"] {
 		o.InitAddress = strings.Split(c.addr, ",")
 	}
-	if c.url == "" || set["user"] {
+	if !base || set["user"] {
 		o.Username = c.user
 	}
-	if pw := os.Getenv("REDIS_PASSWORD"); pw != "" && (c.url == "" || o.Password == "") {
+	if pw := os.Getenv("REDIS_PASSWORD"); pw != "" && (!base || o.Password == "") {
 		o.Password = pw
 	}
-	if c.url == "" || set["db"] {
+	if !base || set["db"] {
 		o.SelectDB = c.db
 	}
 	o.DisableCache = true
-	o.Dialer = net.Dialer{Timeout: c.timeout}
-	o.ConnWriteTimeout = c.timeout
-	if c.tls || o.TLSConfig != nil {
+	if c.redissonConfig == "" || set["connect-timeout"] {
+		o.Dialer = net.Dialer{Timeout: c.timeout}
+		o.ConnWriteTimeout = c.timeout
+	}
+	o.Dialer.Timeout = cmp.Or(o.Dialer.Timeout, c.timeout)
+	o.ConnWriteTimeout = cmp.Or(o.ConnWriteTimeout, c.timeout)
+	// A Redisson config's TLS settings stand unless TLS flags are given.
+	if c.tls || (o.TLSConfig != nil && c.redissonConfig == "") {
 		cfg, err := c.tlsConfig(o)
 		if err != nil {
 			return o, errExit{exitUsage, err}
@@ -168,6 +191,7 @@ func (c *connFlags) locks(e env, opts reentrant.Options) (*reentrant.Client, fun
 		return nil, nil, err
 	}
 	opts.Logger = slog.New(dropLost{e.log.Handler()})
+	opts = withRedisson(opts, c.redisson)
 	locks, err := reentrant.New(rdb, opts)
 	if err != nil {
 		rdb.Close()
@@ -180,6 +204,17 @@ func (c *connFlags) locks(e env, opts reentrant.Options) (*reentrant.Client, fun
 		return nil, nil, connectError(c.addr, c.tls, err)
 	}
 	return locks, func() { locks.Close(); rdb.Close() }, nil
+}
+
+// withRedisson fills in the lock options a command left at their defaults
+// from those --redisson-config set.
+func withRedisson(opts, r reentrant.Options) reentrant.Options {
+	opts.WatchdogTimeout = cmp.Or(opts.WatchdogTimeout, r.WatchdogTimeout)
+	opts.RenewBatchSize = cmp.Or(opts.RenewBatchSize, r.RenewBatchSize)
+	opts.FairWaitTimeout = cmp.Or(opts.FairWaitTimeout, r.FairWaitTimeout)
+	opts.PubSub = cmp.Or(opts.PubSub, r.PubSub)
+	opts.ReplicaSync = cmp.Or(opts.ReplicaSync, r.ReplicaSync)
+	return opts
 }
 
 // dropLost is a log handler that leaves out the library's "lock lost"

@@ -572,3 +572,40 @@ func TestDeadlocks(t *testing.T) {
 	code, _, _ = result(t, exec.Command(binary, "deadlocks", "--addr", "127.0.0.1:1", "--connect-timeout", "1s"))
 	assert.Equal(t, 69, code)
 }
+
+// --redisson-config connects where a Java service's Redisson YAML says,
+// with its credentials and database; flags given add to it; a bad config
+// is a usage error naming the key.
+func TestRedissonConfigFlag(t *testing.T) {
+	s, relock := server(t)
+	require.NoError(t, s.Do("ACL", "SETUSER", "java", "on", ">from-yaml", "~*", "&*", "+@all").Error())
+	dir := t.TempDir()
+	file := func(name, yaml string) string {
+		path := dir + "/" + name
+		require.NoError(t, os.WriteFile(path, []byte(yaml), 0o600))
+		return path
+	}
+	cfg := file("redisson.yaml", "singleServerConfig:\n  address: \"redis://"+s.Addr+"\"\n  database: 5\nusername: java\npassword: from-yaml\nlockWatchdogTimeout: 20000\n")
+
+	rdb := s.Client(func(o *rueidis.ClientOption) { o.SelectDB = 5 })
+	locks, err := reentrant.New(rdb, reentrant.Options{})
+	require.NoError(t, err)
+	defer locks.Close()
+	_, err = locks.Lock("in-db-5").Lock(context.Background())
+	require.NoError(t, err)
+
+	code, stdout, stderr := result(t, relock("inspect", "--redisson-config", cfg, "in-db-5"))
+	assert.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "in-db-5")
+	code, _, _ = result(t, relock("inspect", "--redisson-config", cfg, "--db", "0", "in-db-5"))
+	assert.Equal(t, 1, code, "--db given: not in db 0")
+	code, _, stderr = result(t, relock("run", "--redisson-config", cfg, "job", "--", "true"))
+	assert.Equal(t, 0, code, stderr)
+
+	bad := file("bad.yaml", "singleServerConfig:\n  address: \"redis://"+s.Addr+"\"\nlockWatchdogTimeout: soon\n")
+	code, _, stderr = result(t, relock("list", "--redisson-config", bad))
+	assert.Equal(t, 2, code, "usage")
+	assert.Contains(t, stderr, "lockWatchdogTimeout")
+	code, _, stderr = result(t, relock("list", "--redisson-config", cfg, "--url", "redis://"+s.Addr))
+	assert.Equal(t, 2, code, stderr)
+}

@@ -292,6 +292,14 @@ func (c *Client) scriptConn() scripts.Conn { return *c.conn.Load() }
 // usable reports whether c was made by New: not nil, not a zero Client.
 func (c *Client) usable() bool { return c != nil && c.done != nil }
 
+// key returns name's key in Redis: name mapped by Options.NameMapper.
+func (c *Client) key(name string) string {
+	if c == nil || c.opts.NameMapper == nil {
+		return name
+	}
+	return c.opts.NameMapper(name)
+}
+
 // errClosed is what calls on a closed Client return.
 var errClosed = fmt.Errorf("relock: %w", ErrClosed)
 

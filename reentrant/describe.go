@@ -62,7 +62,8 @@ type Holder struct {
 	Since    time.Time
 }
 
-// Inspect reads what is at name: the kind of lock or synchronizer, its
+// Inspect reads what is at name (mapped by Options.NameMapper; the
+// KeyInfo's Name is the key): the kind of lock or synchronizer, its
 // holders, TTL, queue and counts. It changes nothing. Kinds that share a
 // layout are told apart by the keys beside it (a fair lock's queue, a
 // fenced lock's token counter), so a fair or fenced lock that was never
@@ -74,6 +75,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (KeyInfo, error) {
 	case c.checkOpen() != nil:
 		return KeyInfo{}, fmt.Errorf("relock: inspect %q: %w", name, ErrClosed)
 	}
+	name = c.key(name)
 	in := inspection{c: c, ctx: ctx, derived: scripts.DerivedNames(name), info: KeyInfo{Name: name}}
 	if err := in.run(); err != nil {
 		return KeyInfo{}, redisError("inspect", name, err)

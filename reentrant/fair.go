@@ -36,7 +36,7 @@ import (
 // without a wait tries once and never queues. Deadlines are Redis's clock;
 // see docs/migrating-from-redisson.md for mixing with Java waiters.
 func (c *Client) FairLock(name string) *Lock {
-	return &Lock{c: c, name: name, kind: fairLock}
+	return c.newLock(name, fairLock)
 }
 
 // fairTurn is the turn a fair lock's waiter is given in the queue,

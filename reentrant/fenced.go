@@ -11,7 +11,7 @@ import "context"
 // holder whose lock has expired meanwhile (a paused process, a lost lease).
 // See docs/fencing.md.
 func (c *Client) FencedLock(name string) *Lock {
-	return &Lock{c: c, name: name, kind: fencedLock}
+	return c.newLock(name, fencedLock)
 }
 
 type tokenKey struct{}

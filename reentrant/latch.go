@@ -17,23 +17,25 @@ import (
 // missing key is a count of 0: an open latch. Get one from
 // Client.CountDownLatch; its methods are safe for concurrent use.
 type CountDownLatch struct {
-	c    *Client
-	name string
+	c     *Client
+	name  string // the key: given, mapped by Options.NameMapper
+	given string
 }
 
 // CountDownLatch returns a handle on the latch stored at key name. It is
 // cheap and does nothing on Redis. On a cluster the name may not contain
 // "{": Redisson's latch channel braces the whole name.
 func (c *Client) CountDownLatch(name string) *CountDownLatch {
-	return &CountDownLatch{c: c, name: name}
+	return &CountDownLatch{c: c, name: c.key(name), given: name}
 }
 
-// Name returns the latch's key ("" for a nil CountDownLatch).
+// Name returns the latch's name as given ("" for a nil CountDownLatch):
+// its key, unless Options.NameMapper maps it.
 func (l *CountDownLatch) Name() string {
 	if l == nil {
 		return ""
 	}
-	return l.name
+	return l.given
 }
 
 func (l *CountDownLatch) check(ctx context.Context) error {

@@ -13,18 +13,20 @@ import (
 // count. Get one from Client.Lock. A Lock has no state of its own; all its
 // methods are safe for concurrent use.
 type Lock struct {
-	c    *Client
-	name string
-	kind lockKind
-	spin Backoff // a spin lock's waits (SpinLock)
+	c     *Client
+	name  string // the key: given, mapped by Options.NameMapper
+	given string
+	kind  lockKind
+	spin  Backoff // a spin lock's waits (SpinLock)
 }
 
-// Name returns the lock's key ("" for a nil Lock).
+// Name returns the lock's name as given to the Client ("" for a nil Lock):
+// its key, unless Options.NameMapper maps it.
 func (l *Lock) Name() string {
 	if l == nil {
 		return ""
 	}
-	return l.name
+	return l.given
 }
 
 // Lock takes the lock, waiting as long as it is held by another owner, and
@@ -137,7 +139,12 @@ func (l *Lock) check(ctx context.Context, err error) error {
 // cheap and does nothing on Redis; handles with the same name are
 // interchangeable.
 func (c *Client) Lock(name string) *Lock {
-	return &Lock{c: c, name: name}
+	return c.newLock(name, plainLock)
+}
+
+// newLock returns a handle of kind k on the lock name.
+func (c *Client) newLock(name string, k lockKind) *Lock {
+	return &Lock{c: c, name: c.key(name), given: name, kind: k}
 }
 
 func (l *Lock) field(owner Owner) string { return l.kind.spec().field(owner.id) }

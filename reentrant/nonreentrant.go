@@ -10,7 +10,7 @@ package reentrant
 // owner of its own, as with every lock, so a goroutine that calls Lock
 // again that way waits like anyone else, as with sync.Mutex.
 func (c *Client) NonReentrantLock(name string) *Lock {
-	return &Lock{c: c, name: name, kind: nonReentrantLock}
+	return c.newLock(name, nonReentrantLock)
 }
 
 // NonReentrantFairLock returns a handle on the non-reentrant fair lock
@@ -19,5 +19,5 @@ func (c *Client) NonReentrantLock(name string) *Lock {
 // owner holds it once at most, as with NonReentrantLock. A refused
 // re-entry (ErrReentry) does not join the queue.
 func (c *Client) NonReentrantFairLock(name string) *Lock {
-	return &Lock{c: c, name: name, kind: nonReentrantFairLock}
+	return c.newLock(name, nonReentrantFairLock)
 }

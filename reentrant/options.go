@@ -91,6 +91,17 @@ type Options struct {
 	// ReplicaSync asks replicas to confirm each lock's writes, as
 	// Redisson's checkLockSyncedSlaves does. Off by default.
 	ReplicaSync ReplicaSync
+
+	// NameMapper, if set, maps each name given to this Client (to Lock,
+	// FairLock, Semaphore and the other handles, to Do and to Inspect) to
+	// its key in Redis, as Redisson's NameMapper.map does: give both sides
+	// the same mapping, or a Java service that prefixes its names misses
+	// the Go side's locks. A name is mapped once, when the handle is made;
+	// every key and channel derived from it (queues, channels, latches)
+	// derives from the mapped name, as in Redisson. A handle's Name returns
+	// the name as given; hooks, logs, errors and Inspect show the key.
+	// None by default.
+	NameMapper func(name string) string
 }
 
 // PubSubMode is the kind of pub/sub that lock releases are announced on.

@@ -27,22 +27,24 @@ import (
 // lease never expire), and the permit's context is cancelled with
 // ErrLockLost when it is lost.
 type PermitExpirableSemaphore struct {
-	c    *Client
-	name string
+	c     *Client
+	name  string // the key: given, mapped by Options.NameMapper
+	given string
 }
 
 // PermitExpirableSemaphore returns a handle on the permit-expirable
 // semaphore stored at key name. It is cheap and does nothing on Redis.
 func (c *Client) PermitExpirableSemaphore(name string) *PermitExpirableSemaphore {
-	return &PermitExpirableSemaphore{c: c, name: name}
+	return &PermitExpirableSemaphore{c: c, name: c.key(name), given: name}
 }
 
-// Name returns the semaphore's key ("" for a nil handle).
+// Name returns the semaphore's name as given ("" for a nil handle): its
+// key, unless Options.NameMapper maps it.
 func (s *PermitExpirableSemaphore) Name() string {
 	if s == nil {
 		return ""
 	}
-	return s.name
+	return s.given
 }
 
 func (s *PermitExpirableSemaphore) check(ctx context.Context) error {

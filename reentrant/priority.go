@@ -29,7 +29,7 @@ import (
 // max(WatchdogTimeout, 3 x RepollInterval): a waiter whose process died is
 // skipped when its window ends (30s by default). See docs/priority.md.
 func (c *Client) PriorityLock(name string) *Lock {
-	return &Lock{c: c, name: name, kind: priorityLock}
+	return c.newLock(name, priorityLock)
 }
 
 // maxPriority is the highest priority.

@@ -15,8 +15,9 @@ import (
 // as the limiter says. Get one from Client.RateLimiter; its methods are
 // safe for concurrent use.
 type RateLimiter struct {
-	c    *Client
-	name string
+	c     *Client
+	name  string // the key: given, mapped by Options.NameMapper
+	given string
 }
 
 // Rate is a rate limiter's configuration.
@@ -37,15 +38,16 @@ type Rate struct {
 // configuration hash; the window keys derive from it). It is cheap and
 // does nothing on Redis.
 func (c *Client) RateLimiter(name string) *RateLimiter {
-	return &RateLimiter{c: c, name: name}
+	return &RateLimiter{c: c, name: c.key(name), given: name}
 }
 
-// Name returns the rate limiter's key ("" for a nil RateLimiter).
+// Name returns the rate limiter's name as given ("" for a nil
+// RateLimiter): its key, unless Options.NameMapper maps it.
 func (r *RateLimiter) Name() string {
 	if r == nil {
 		return ""
 	}
-	return r.name
+	return r.given
 }
 
 func (r *RateLimiter) check(ctx context.Context) error {

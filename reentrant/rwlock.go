@@ -18,8 +18,8 @@ type ReadWriteLock struct {
 // ReadWriteLock returns a handle on the read-write lock name.
 func (c *Client) ReadWriteLock(name string) *ReadWriteLock {
 	return &ReadWriteLock{
-		read:  &Lock{c: c, name: name, kind: readLock},
-		write: &Lock{c: c, name: name, kind: writeLock},
+		read:  c.newLock(name, readLock),
+		write: c.newLock(name, writeLock),
 	}
 }
 

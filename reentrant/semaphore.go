@@ -21,22 +21,24 @@ import (
 // or AddPermits. Every increase is published on redisson_sc:{name}, which
 // wakes waiters, Java Redisson's included.
 type Semaphore struct {
-	c    *Client
-	name string
+	c     *Client
+	name  string // the key: given, mapped by Options.NameMapper
+	given string
 }
 
 // Semaphore returns a handle on the semaphore stored at key name. It is
 // cheap and does nothing on Redis.
 func (c *Client) Semaphore(name string) *Semaphore {
-	return &Semaphore{c: c, name: name}
+	return &Semaphore{c: c, name: c.key(name), given: name}
 }
 
-// Name returns the semaphore's key ("" for a nil Semaphore).
+// Name returns the semaphore's name as given ("" for a nil Semaphore):
+// its key, unless Options.NameMapper maps it.
 func (s *Semaphore) Name() string {
 	if s == nil {
 		return ""
 	}
-	return s.name
+	return s.given
 }
 
 func (s *Semaphore) check(ctx context.Context) error {

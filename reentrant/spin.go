@@ -22,5 +22,7 @@ func (c *Client) SpinLock(name string, b Backoff) *Lock {
 		b.Max = defaultSpinMax
 	}
 	b.Max = max(b.Max, b.Min)
-	return &Lock{c: c, name: name, kind: spinLock, spin: b}
+	l := c.newLock(name, spinLock)
+	l.spin = b
+	return l
 }

@@ -64,6 +64,7 @@ type hold struct {
 	t     *holdTable
 	acqs  []acquisition
 	lease *watchdog.Lease
+	token string // a permit's lease end as relock last wrote it; guarded by t.mu
 	// The first acquisition's room, so that it allocates nothing of its
 	// own: most holds never have another. firstValues serves one held
 	// context only, since a released one may still be read.
@@ -181,6 +182,7 @@ type taken struct {
 	group         renewGroup
 	lease, ttl    time.Duration
 	sent          time.Time
+	token         string // a permit's lease end, as written (scripts.Held.Token)
 }
 
 // add records acquisition n, hands it to the watchdog, and returns its
@@ -200,7 +202,7 @@ func (t *holdTable) add(n taken) (context.Context, error) {
 	}
 	var values *heldValues
 	if h == nil {
-		h = &hold{key: n.key, t: t}
+		h = &hold{key: n.key, t: t, token: n.token}
 		h.acqs, values = h.firstAcq[:0], &h.firstValues
 		t.holds[n.key] = h
 	} else {
@@ -236,13 +238,18 @@ func (t *holdTable) keep(n taken) (context.Context, error) {
 	}
 	late := time.Since(n.sent)
 	n.sent = time.Now()
-	renewed, errs := renewers[n.group.renewer](n.parent, t.conn(), n.ttl, [][]scripts.Held{{{Key: n.key.name, Owner: n.key.owner}}})
-	switch {
+	confirm := [][]scripts.Held{{{Key: n.key.name, Owner: n.key.owner, Token: n.token}}}
+	renewed, errs := renewers[n.group.renewer](n.parent, t.conn(), n.ttl, confirm)
+	switch c := confirm[0][0]; {
 	case errs[0] != nil:
 		err = fmt.Errorf("%w; confirming the hold: %w", errLateReply, errs[0])
 	case !renewed[0][0]:
 		err = errHoldExpired
+	case c.Left > 0: // a permit whose lease another client set since
+		n.lease, n.ttl = c.Left, c.Left
+		held, err = t.add(n)
 	default:
+		n.token = c.Token
 		held, err = t.add(n)
 	}
 	t.opts.Logger.Warn("relock: an acquire's reply came after its hold's deadline", "lock", n.key.name, "owner", n.key.owner,
@@ -365,10 +372,13 @@ func (t *holdTable) renew(ctx context.Context, ttl time.Duration, batches [][]*w
 	held := make([][]scripts.Held, len(batches))
 	for i, b := range batches {
 		held[i] = make([]scripts.Held, len(b))
+		r := groupOfID(b[0].Group).renewer
 		for j, l := range b {
 			held[i][j] = scripts.Held{Key: l.Key, Owner: l.Owner}
 		}
-		r := groupOfID(b[0].Group).renewer
+		if r == renewPermit {
+			t.tokens(held[i])
+		}
 		byScript[r] = append(byScript[r], i)
 	}
 	renewed := make([][]bool, len(batches))
@@ -384,12 +394,53 @@ func (t *holdTable) renew(ctx context.Context, ttl time.Duration, batches [][]*w
 		ok, e := renewers[r](ctx, t.conn(), ttl, sub)
 		for k, i := range idx {
 			renewed[i], errs[i] = ok[k], e[k]
+			if renewer(r) == renewPermit && e[k] == nil {
+				t.renewedPermits(batches[i], held[i], start)
+			}
 		}
 	}
 	if hook := t.opts.Hooks.Renewed; hook != nil {
 		hook(renewal(time.Since(start), batches, renewed, errs))
 	}
 	return renewed, errs
+}
+
+// tokens fills in the lease end relock last wrote for each permit of a
+// batch (see scripts.PermitRenew).
+func (t *holdTable) tokens(batch []scripts.Held) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for j := range batch {
+		if h := t.holds[holdKey{batch[j].Key, batch[j].Owner}]; h != nil {
+			batch[j].Token = h.token
+		}
+	}
+}
+
+// renewedPermits records what a renewal of a batch of permits found: each
+// renewed permit's new lease end, and, for a permit whose lease another
+// client set since (Redisson's updateLeaseTime), that lease: such a hold
+// is no longer renewed, and ends with that lease, as after UpdateLease,
+// or, since nothing watches it any more, a renewal's deadline after this
+// round, whichever is first (the watchdog keeps the earlier deadline of a
+// lease that stopped being renewed during a round).
+func (t *holdTable) renewedPermits(leases []*watchdog.Lease, batch []scripts.Held, sent time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for j, p := range batch {
+		h := t.holds[holdKey{p.Key, p.Owner}]
+		if h == nil || h.lease != leases[j] {
+			continue
+		}
+		if p.Left == 0 {
+			h.token = p.Token
+			continue
+		}
+		for i := range h.acqs {
+			h.acqs[i].lease = p.Left
+		}
+		t.watchdog.Update(h.lease, false, watchdog.Deadline(sent, p.Left))
+	}
 }
 
 // renewal sums up a renewal round for the Renewed hook.

@@ -170,6 +170,7 @@ type permitAcquire struct {
 	ids     []string
 	redraw  bool      // draw new ids before the next attempt
 	sent    time.Time // when the last attempt was sent
+	score   string    // the lease end the last attempt wrote
 	permits []*Permit // the permits taken
 }
 
@@ -178,12 +179,13 @@ func (a *permitAcquire) try(int) outcome {
 		a.ids, a.redraw = newPermitIDs(len(a.ids)), false
 	}
 	a.sent = time.Now()
-	acquired, nearest, err := a.s.attempt(a.ctx, a.ids, a.ttl)
+	acquired, score, nearest, err := a.s.attempt(a.ctx, a.ids, a.ttl)
+	a.score = score
 	return outcome{err: err, taken: acquired, bound: nearest, abandoned: errors.Is(err, errAbandoned)}
 }
 
 func (a *permitAcquire) keep(o outcome) (err error) {
-	a.permits, err = a.s.hold(a.ctx, a.ids, a.cfg.lease, a.ttl, a.sent, o.err)
+	a.permits, err = a.s.hold(a.ctx, a.ids, a.score, a.cfg.lease, a.ttl, a.sent, o.err)
 	if errors.Is(err, errLateReply) || errors.Is(err, errHoldExpired) {
 		// The expired permits stay in the timeout set until a script
 		// reclaims them, and one reclaims no more than it asks for: taken
@@ -213,17 +215,18 @@ func (a *permitAcquire) undo(ctx context.Context, _ int) error { return a.s.undo
 // attempt runs the acquire script once for permits ids (see attemptOnce):
 // an attempt that ctx cut short is undone once its reply comes, the
 // permits released if they were taken or may have been.
-func (s *PermitExpirableSemaphore) attempt(ctx context.Context, ids []string, ttl time.Duration) (acquired bool, nearest time.Duration, err error) {
+func (s *PermitExpirableSemaphore) attempt(ctx context.Context, ids []string, ttl time.Duration) (acquired bool, score string, nearest time.Duration, err error) {
 	if ctx.Done() == nil { // nothing can cut it short
 		return scripts.PermitAcquire(ctx, s.c.scriptConn(), s.name, ids, ttl, s.c.publish)
 	}
 	type result struct {
 		acquired bool
+		score    string
 		nearest  time.Duration
 		err      error
 	}
 	r, abandoned := attemptOnce(s.c, ctx, func(ctx context.Context) (r result) {
-		r.acquired, r.nearest, r.err = scripts.PermitAcquire(ctx, s.c.scriptConn(), s.name, ids, ttl, s.c.publish)
+		r.acquired, r.score, r.nearest, r.err = scripts.PermitAcquire(ctx, s.c.scriptConn(), s.name, ids, ttl, s.c.publish)
 		return r
 	}, func(ctx context.Context, r result) {
 		if r.acquired || (r.err != nil && !scripts.IsReply(r.err) && !scripts.NotSent(r.err)) {
@@ -231,9 +234,9 @@ func (s *PermitExpirableSemaphore) attempt(ctx context.Context, ids []string, tt
 		}
 	})
 	if abandoned {
-		return false, 0, abandonedError(ctx)
+		return false, "", 0, abandonedError(ctx)
 	}
-	return r.acquired, r.nearest, r.err
+	return r.acquired, r.score, r.nearest, r.err
 }
 
 // undo releases permits ids, which an attempt whose reply was lost may have
@@ -255,8 +258,9 @@ func (s *PermitExpirableSemaphore) releaseIDs(ctx context.Context, ids []string)
 }
 
 // hold records permits ids, just taken with the given ttl (lease 0: kept
-// by the watchdog), after their replica sync, and returns them.
-func (s *PermitExpirableSemaphore) hold(ctx context.Context, ids []string, lease, ttl time.Duration, sent time.Time, syncErr error) ([]*Permit, error) {
+// by the watchdog) and lease end score, after their replica sync, and
+// returns them.
+func (s *PermitExpirableSemaphore) hold(ctx context.Context, ids []string, score string, lease, ttl time.Duration, sent time.Time, syncErr error) ([]*Permit, error) {
 	err := s.c.confirm(ctx, "semaphore", s.name, syncErr, func(ctx context.Context) error {
 		_, err := s.releaseIDs(ctx, ids)
 		return err
@@ -267,7 +271,7 @@ func (s *PermitExpirableSemaphore) hold(ctx context.Context, ids []string, lease
 	permits := make([]*Permit, len(ids))
 	for i, id := range ids {
 		held, err := s.c.holds.keep(taken{parent: ctx, given: ctx, kind: KindPermitSemaphore, key: holdKey{s.name, id},
-			group: renewGroupOf(s.name, renewPermit), lease: lease, ttl: ttl, sent: sent})
+			group: renewGroupOf(s.name, renewPermit), lease: lease, ttl: ttl, sent: sent, token: score})
 		if err != nil {
 			// A reply so late that this permit's lease may have ended (see
 			// holdTable.keep): the ones kept go back, and the acquire loop

@@ -2,6 +2,7 @@ package reentrant_test
 
 import (
 	"context"
+	"encoding/hex"
 	"testing"
 	"time"
 
@@ -114,4 +115,79 @@ func TestPermitLeaseTimeAcrossClients(t *testing.T) {
 
 	_, err = java.PermitLeaseTime(bg(), "lt", "00000000000000000000000000000000")
 	assert.Error(t, err, "Java throws on an id not taken")
+}
+
+// A lease a Java client gives a permit this client holds
+// (updateLeaseTime) stands: the watchdog stops renewing the permit rather
+// than write over it, and the permit's Context ends with that lease, or a
+// renewal's span after the watchdog saw it, whichever is first.
+func TestPermitJavaLeaseStands(t *testing.T) {
+	e := onRedis(t)
+	rounds := make(chan struct{}, 100)
+	c := e.client(t, reentrant.Options{WatchdogTimeout: 600 * time.Millisecond, Hooks: reentrant.Hooks{
+		Renewed: func(reentrant.Renewal) {
+			select {
+			case rounds <- struct{}{}:
+			default:
+			}
+		},
+	}})
+	java := redissontest.New(e.rdb(t))
+	s := c.PermitExpirableSemaphore("js")
+	require.NoError(t, s.SetPermits(bg(), 2))
+	score := func(p *reentrant.Permit) string {
+		t.Helper()
+		raw, _ := hex.DecodeString(p.ID())
+		v, err := e.do(t, "ZSCORE", "{js}:timeout", string(raw)).ToString()
+		require.NoError(t, err)
+		return v
+	}
+	awaitRounds := func(n int) {
+		t.Helper()
+		for len(rounds) > 0 {
+			<-rounds
+		}
+		for range n {
+			select {
+			case <-rounds:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no renewal round")
+			}
+		}
+	}
+
+	long, err := s.Acquire(bg())
+	require.NoError(t, err)
+	first := score(long)
+	awaitRounds(3)
+	assert.NotEqual(t, first, score(long), "renewed by the watchdog")
+	assert.NoError(t, long.Context().Err(), "each renewal knows the lease end the last one wrote")
+	updated, err := java.PermitUpdateLease(bg(), "js", long.ID(), time.Hour)
+	require.NoError(t, err)
+	require.True(t, updated)
+	javas := score(long)
+	select {
+	case <-long.Context().Done():
+		assert.ErrorIs(t, context.Cause(long.Context()), reentrant.ErrLeaseEnded)
+		assert.NotErrorIs(t, context.Cause(long.Context()), reentrant.ErrLockLost)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the permit's context outlived a renewal's span after the watchdog let it go")
+	}
+	assert.Equal(t, javas, score(long), "Java's lease stands: not written over by a renewal, and the permit still taken")
+
+	short, err := s.Acquire(bg())
+	require.NoError(t, err)
+	updated, err = java.PermitUpdateLease(bg(), "js", short.ID(), 300*time.Millisecond)
+	require.NoError(t, err)
+	require.True(t, updated)
+	select {
+	case <-short.Context().Done():
+		assert.ErrorIs(t, context.Cause(short.Context()), reentrant.ErrLeaseEnded)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the permit's context outlived Java's short lease")
+	}
+	eventually(t, "the short-leased permit back", func() bool {
+		available, taken, err := s.Permits(bg())
+		return err == nil && available == 1 && taken == 1
+	})
 }

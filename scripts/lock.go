@@ -245,7 +245,16 @@ func (r Release) Run(ctx context.Context, c Conn) (Released, error) {
 type Held struct {
 	Key   string
 	Owner string
+	// For a permit (PermitRenew): Token is the score relock last wrote for
+	// it, which a renewal replaces with the new one; Left, set by a
+	// renewal that found a lease someone else set, is what is left of it
+	// (the permit was not renewed; [NoLease]: none).
+	Token string
+	Left  time.Duration
 }
+
+// NoLease is the Left of a permit whose lease another client removed.
+const NoLease time.Duration = 1<<63 - 1
 
 // Renew runs renew.lua once per batch, all batches in one pipeline, setting
 // each held key's TTL to ttl if its owner still holds it. Every key of one

@@ -7,7 +7,8 @@
 -- ARGV[3]   publish command: "publish", "spublish", or "" to announce nothing
 -- ARGV[4..] the new permits' ids, 16 raw bytes each, ARGV[1] of them
 --
--- Reply: {1} when taken; else {0, ms} with ms until the nearest lease ends
+-- Reply: {1, score} when taken (score: the lease end written, as ZADD got
+-- it); else {0, ms} with ms until the nearest lease ends
 -- (a permit may come back then without any message), or {0} when no
 -- taken permit has a lease.
 local t = now()
@@ -23,7 +24,7 @@ if value ~= false and tonumber(value) >= tonumber(ARGV[1]) then
 	if ttl > 0 then
 		redis.call('pexpire', KEYS[2], ttl)
 	end
-	return {1}
+	return {1, score}
 end
 local nearest = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
 if nearest[1] ~= nil and nearest[2] ~= noLease then

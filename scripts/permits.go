@@ -5,6 +5,8 @@ import (
 	_ "embed"
 	"encoding/hex"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -83,27 +85,35 @@ func rawIDs(ids []string) ([]string, error) {
 
 // PermitAcquire runs permitacquire.lua: it takes len(ids) permits under
 // ids (32 hex digits each), leased for lease (0: no lease), or none. When
-// it takes none, nearest is the time until the nearest lease ends, or -1
-// when no taken permit has a lease.
-func PermitAcquire(ctx context.Context, c Conn, name string, ids []string, lease time.Duration, pub Publish) (acquired bool, nearest time.Duration, err error) {
+// it takes them, score is the lease end it wrote for each (see
+// Held.Token); when it takes none, nearest is the time until the nearest
+// lease ends, or -1 when no taken permit has a lease.
+func PermitAcquire(ctx context.Context, c Conn, name string, ids []string, lease time.Duration, pub Publish) (acquired bool, score string, nearest time.Duration, err error) {
 	raw, err := rawIDs(ids)
 	if err != nil {
-		return false, 0, err
+		return false, "", 0, err
 	}
 	args := append([]string{itoa(int64(len(ids))), millis(lease), string(pub)}, raw...)
 	r, syncErr := permitAcquireScript.exec(ctx, c, permitKeys(name), args)
-	reply, err := r.AsIntSlice()
-	switch {
-	case err != nil:
-		return false, 0, err
-	case len(reply) == 0:
-		return false, 0, fmt.Errorf("permitacquire.lua: empty reply")
-	case reply[0] == 1:
-		return true, 0, syncErr
-	case len(reply) == 2:
-		return false, time.Duration(reply[1]) * time.Millisecond, nil
+	reply, err := r.ToArray()
+	if err != nil {
+		return false, "", 0, err
 	}
-	return false, -1, nil
+	if len(reply) == 0 {
+		return false, "", 0, fmt.Errorf("permitacquire.lua: empty reply")
+	}
+	switch taken, _ := reply[0].AsInt64(); {
+	case taken == 1 && len(reply) == 2:
+		score, err := reply[1].ToString()
+		if err != nil {
+			return false, "", 0, err
+		}
+		return true, score, 0, syncErr
+	case len(reply) == 2:
+		ms, _ := reply[1].AsInt64()
+		return false, "", time.Duration(ms) * time.Millisecond, nil
+	}
+	return false, "", -1, nil
 }
 
 // PermitRelease runs permitrelease.lua: it gives back permit id and
@@ -172,23 +182,56 @@ func PermitLeaseTime(ctx context.Context, c Conn, name, id string, pub Publish) 
 }
 
 // PermitRenew runs permitrenew.lua once per batch, all in one pipeline:
-// each permit (Key the semaphore's name, Owner the permit id in hex) whose
-// lease has not ended gets a lease of ttl from now. Every semaphore of one
-// batch must be in the same cluster slot. For each batch it returns whether
-// each permit was renewed, or the batch's error.
+// each permit (Key the semaphore's name, Owner the permit id in hex, Token
+// the score relock last wrote for it) whose lease has not ended and whose
+// score is still Token gets a lease of ttl from now, and its new score in
+// Token. A permit whose score someone else changed is left as it is: it
+// counts as held, with Left set to what is left of that lease. Every
+// semaphore of one batch must be in the same cluster slot. For each batch
+// it returns whether each permit is still taken, or the batch's error.
 func PermitRenew(ctx context.Context, c Conn, ttl time.Duration, batches [][]Held) (renewed [][]bool, errs []error) {
-	zsets := make([][]Held, len(batches))
+	calls := make([]call, len(batches))
 	for i, b := range batches {
-		zsets[i] = make([]Held, len(b))
+		keys := make([]string, len(b))
+		args := make([]string, 1, 1+2*len(b))
+		args[0] = millis(ttl)
 		for j, h := range b {
 			raw, err := rawIDs([]string{h.Owner})
 			if err != nil {
 				raw = []string{h.Owner} // never taken: renews nothing
 			}
-			zsets[i][j] = Held{Key: permitTimeouts(h.Key), Owner: raw[0]}
+			keys[j] = permitTimeouts(h.Key)
+			args = append(args, raw[0], h.Token)
+		}
+		calls[i] = call{keys: keys, args: args}
+	}
+	renewed = make([][]bool, len(batches))
+	errs = make([]error, len(batches))
+	for i, r := range permitRenewScript.execMulti(ctx, c, calls) {
+		replies, err := r.AsStrSlice()
+		if err == nil && len(replies) != len(batches[i]) {
+			err = fmt.Errorf("permitrenew.lua: %d replies for %d permits", len(replies), len(batches[i]))
+		}
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		renewed[i] = make([]bool, len(replies))
+		for j, reply := range replies {
+			h := &batches[i][j]
+			switch left, leased := strings.CutPrefix(reply, "leased:"); {
+			case reply == "0":
+			case leased && left == "none":
+				renewed[i][j], h.Left = true, NoLease
+			case leased:
+				ms, _ := strconv.ParseInt(left, 10, 64)
+				renewed[i][j], h.Left = true, time.Duration(ms)*time.Millisecond
+			default:
+				renewed[i][j], h.Token = true, reply
+			}
 		}
 	}
-	return renewWith(permitRenewScript, ctx, c, ttl, zsets)
+	return renewed, errs
 }
 
 // PermitSet runs permitset.lua: the semaphore's size, available plus taken,

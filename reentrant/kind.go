@@ -95,7 +95,7 @@ type kind struct {
 	// releases.
 	channel func(name, owner string) string
 	// acquire runs the acquire script once.
-	acquire func(ctx context.Context, rdb scripts.Conn, a scripts.Acquire) (scripts.Acquired, error)
+	acquire acquirer
 	// release runs the release script once; believes: it reads
 	// scripts.Release.Believed.
 	release  func(ctx context.Context, rdb scripts.Conn, r scripts.Release) (scripts.Released, error)
@@ -117,36 +117,9 @@ type kind struct {
 }
 
 var kinds = [...]kind{
-	plainLock: {
-		kind:        KindLock,
-		field:       ownField,
-		channel:     lockChannel,
-		acquire:     scripts.LockAcquire,
-		release:     runRelease,
-		believes:    true,
-		forceUnlock: forceUnlockOn(scripts.LockChannel, pubsub.WakeOne),
-		directed:    true,
-	},
-	nonReentrantLock: {
-		kind:        KindLock,
-		field:       ownField,
-		channel:     lockChannel,
-		acquire:     scripts.NonReentrantAcquire,
-		release:     runRelease,
-		believes:    true,
-		forceUnlock: forceUnlockOn(scripts.LockChannel, pubsub.WakeOne),
-		directed:    true,
-	},
-	fencedLock: {
-		kind:        KindFenced,
-		field:       ownField,
-		channel:     lockChannel,
-		acquire:     scripts.FencedAcquire,
-		release:     runRelease,
-		believes:    true,
-		forceUnlock: forceUnlockOn(scripts.LockChannel, pubsub.WakeOne),
-		directed:    true,
-	},
+	plainLock:        rlockKind(KindLock, scripts.LockAcquire),
+	nonReentrantLock: rlockKind(KindLock, scripts.NonReentrantAcquire),
+	fencedLock:       rlockKind(KindFenced, scripts.FencedAcquire),
 	readLock: {
 		kind:        KindRead,
 		field:       ownField,
@@ -165,32 +138,8 @@ var kinds = [...]kind{
 		release:     scripts.WriteRelease,
 		forceUnlock: forceUnlockOn(scripts.RWChannel, pubsub.WakeAll),
 	},
-	fairLock: {
-		kind:     KindFair,
-		field:    ownField,
-		channel:  scripts.FairChannel,
-		acquire:  scripts.FairAcquire,
-		release:  scripts.FairRelease,
-		believes: true,
-		// Waiters listen on their own channels: the head of the queue is
-		// told.
-		forceUnlock: fairForceUnlock,
-		queued:      true,
-		leave:       scripts.FairLeave,
-		turn:        (*Lock).fairTurn,
-	},
-	nonReentrantFairLock: {
-		kind:        KindFair,
-		field:       ownField,
-		channel:     scripts.FairChannel,
-		acquire:     scripts.NonReentrantFairAcquire,
-		release:     scripts.FairRelease,
-		believes:    true,
-		forceUnlock: fairForceUnlock,
-		queued:      true,
-		leave:       scripts.FairLeave,
-		turn:        (*Lock).fairTurn,
-	},
+	fairLock:             fairKind(scripts.FairAcquire),
+	nonReentrantFairLock: fairKind(scripts.NonReentrantFairAcquire),
 	priorityLock: {
 		kind:     KindPriority,
 		field:    ownField,
@@ -215,6 +164,43 @@ var kinds = [...]kind{
 		forceUnlock: forceUnlockOn(scripts.LockChannel, pubsub.WakeOne),
 		spins:       true,
 	},
+}
+
+// acquirer runs a kind's acquire script once.
+type acquirer = func(ctx context.Context, rdb scripts.Conn, a scripts.Acquire) (scripts.Acquired, error)
+
+// rlockKind is a kind of RLock's layout and wake-ups (the plain,
+// non-reentrant and fenced locks), reported as k, taken with acquire.
+func rlockKind(k Kind, acquire acquirer) kind {
+	return kind{
+		kind:        k,
+		field:       ownField,
+		channel:     lockChannel,
+		acquire:     acquire,
+		release:     runRelease,
+		believes:    true,
+		forceUnlock: forceUnlockOn(scripts.LockChannel, pubsub.WakeOne),
+		directed:    true,
+	}
+}
+
+// fairKind is a kind of RFairLock's layout and queue (the fair and
+// non-reentrant fair locks), taken with acquire.
+func fairKind(acquire acquirer) kind {
+	return kind{
+		kind:     KindFair,
+		field:    ownField,
+		channel:  scripts.FairChannel,
+		acquire:  acquire,
+		release:  scripts.FairRelease,
+		believes: true,
+		// Waiters listen on their own channels: the head of the queue is
+		// told.
+		forceUnlock: fairForceUnlock,
+		queued:      true,
+		leave:       scripts.FairLeave,
+		turn:        (*Lock).fairTurn,
+	}
 }
 
 func ownField(owner string) string      { return owner }

@@ -86,6 +86,23 @@ func (r *RateLimiter) SetRate(ctx context.Context, rate Rate) error {
 	return err
 }
 
+// UpdateRate gives a configured limiter the configuration rate and keeps
+// the permits taken in its window: the permits available become the new
+// rate less those taken within the new interval. It reports whether the
+// limiter was configured (if not, nothing changes). A change between
+// OVERALL and PerClient empties every window instead. Redisson's
+// updateRate with keepState.
+func (r *RateLimiter) UpdateRate(ctx context.Context, rate Rate) (bool, error) {
+	if err := r.check(ctx); err != nil {
+		return false, err
+	}
+	if err := rate.check(); err != nil {
+		return false, err
+	}
+	updated, err := scripts.RateUpdate(ctx, r.c.scriptConn(), r.name, r.c.id, rate.wire())
+	return updated, changeError("rate limiter", r.name, err)
+}
+
 func (r *RateLimiter) set(ctx context.Context, rate Rate, only bool) (bool, error) {
 	if err := r.check(ctx); err != nil {
 		return false, err

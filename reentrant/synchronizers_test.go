@@ -501,6 +501,81 @@ func TestRateLimiterReleaseAcrossClients(t *testing.T) {
 	assert.Equal(t, []any{true, int64(7), time.Minute}, []any{perClient, rate, interval}, "Go's configuration, read by Java")
 }
 
+// UpdateRate changes a configured limiter and keeps what its window took.
+func TestRateLimiterUpdateRate(t *testing.T) {
+	onBoth(t, func(t *testing.T, e env) {
+		c := e.client(t)
+		r := c.RateLimiter("ur")
+		available := func() int64 {
+			t.Helper()
+			n, err := r.Available(bg())
+			require.NoError(t, err)
+			return n
+		}
+		updated, err := r.UpdateRate(bg(), reentrant.Rate{Permits: 5, Interval: time.Hour})
+		require.NoError(t, err)
+		assert.False(t, updated, "not configured")
+		assert.Zero(t, e.int(t, "EXISTS", "ur"))
+
+		require.NoError(t, r.SetRate(bg(), reentrant.Rate{Permits: 10, Interval: time.Hour}))
+		ok, err := r.TryAcquire(bg(), 4)
+		require.NoError(t, err)
+		require.True(t, ok)
+		updated, err = r.UpdateRate(bg(), reentrant.Rate{Permits: 5, Interval: time.Hour})
+		require.NoError(t, err)
+		assert.True(t, updated)
+		assert.Equal(t, int64(1), available(), "5 less the 4 taken")
+		_, err = r.UpdateRate(bg(), reentrant.Rate{Permits: 2, Interval: time.Hour})
+		require.NoError(t, err)
+		assert.Equal(t, int64(0), available(), "never below 0")
+		got, err := r.Config(bg())
+		require.NoError(t, err)
+		assert.Equal(t, reentrant.Rate{Permits: 2, Interval: time.Hour}, got)
+
+		_, err = r.UpdateRate(bg(), reentrant.Rate{Permits: 2, Interval: time.Hour, PerClient: true})
+		require.NoError(t, err)
+		assert.Equal(t, int64(2), available(), "a change of type empties the windows")
+		_, err = r.UpdateRate(bg(), reentrant.Rate{Permits: 0, Interval: time.Hour})
+		assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+	})
+}
+
+// Java's updateRate keeps the window Go took from, and Go's the one Java
+// took from.
+func TestRateLimiterUpdateAcrossClients(t *testing.T) {
+	e := onRedis(t)
+	c := e.client(t)
+	java := redissontest.New(e.rdb(t))
+
+	g := c.RateLimiter("gu")
+	require.NoError(t, g.SetRate(bg(), reentrant.Rate{Permits: 10, Interval: time.Hour}))
+	ok, err := g.TryAcquire(bg(), 3)
+	require.NoError(t, err)
+	require.True(t, ok)
+	updated, err := java.RateUpdate(bg(), "gu", false, 4, time.Hour, 0)
+	require.NoError(t, err)
+	require.True(t, updated)
+	n, err := g.Available(bg())
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), n, "Java's 4 less Go's 3")
+
+	set, err := java.RateTrySetRate(bg(), "ju", false, 10, time.Hour, 0)
+	require.NoError(t, err)
+	require.True(t, set)
+	wait, err := java.RateTryAcquire(bg(), "ju", 6)
+	require.NoError(t, err)
+	require.Zero(t, wait)
+	updated, err = c.RateLimiter("ju").UpdateRate(bg(), reentrant.Rate{Permits: 8, Interval: time.Hour})
+	require.NoError(t, err)
+	require.True(t, updated)
+	wait, err = java.RateTryAcquire(bg(), "ju", 3)
+	require.NoError(t, err)
+	assert.Positive(t, wait, "Go's 8 less Java's 6 leaves 2")
+	wait, err = java.RateTryAcquire(bg(), "ju", 2)
+	require.NoError(t, err)
+	assert.Zero(t, wait)
+}
+
 // Go and Java share one OVERALL window.
 func TestRateLimiterAcrossClients(t *testing.T) {
 	e := onRedis(t)

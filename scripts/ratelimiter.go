@@ -37,6 +37,10 @@ var (
 	rateSetLua    string
 	rateSetScript = newScript(rateSetLua)
 
+	//go:embed rateupdate.lua
+	rateUpdateLua    string
+	rateUpdateScript = newScript(rateLib + rateUpdateLua)
+
 	//go:embed raterelease.lua
 	rateReleaseLua    string
 	rateReleaseScript = newScript(rateLib + rateReleaseLua)
@@ -139,4 +143,16 @@ func RateConfig(ctx context.Context, c Conn, name string) (Rate, error) {
 		}
 	}
 	return Rate{Permits: n[0], Interval: time.Duration(n[1]) * time.Millisecond, PerClient: n[2] == 1, KeepAlive: time.Duration(n[3]) * time.Millisecond}, nil
+}
+
+// RateUpdate runs rateupdate.lua: rate limiter name, if configured, takes
+// configuration r and keeps its window's state; it reports whether it was
+// configured.
+func RateUpdate(ctx context.Context, c Conn, name, client string, r Rate) (bool, error) {
+	res, syncErr := rateUpdateScript.exec(ctx, c, rateKeys(name, client), r.args())
+	n, err := res.AsInt64()
+	if err != nil {
+		return false, err
+	}
+	return n == 1, okIf(n == 1, syncErr)
 }

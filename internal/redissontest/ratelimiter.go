@@ -230,3 +230,62 @@ func (c *Client) RateConfig(ctx context.Context, name string) (perClient bool, r
 	ms, _ := strconv.ParseInt(cfg["interval"], 10, 64)
 	return cfg["type"] == "1", rate, time.Duration(ms) * time.Millisecond, nil
 }
+
+// RateUpdate is RedissonRateLimiter.setOrUpdateAsync with requireExist 1
+// and keepState 1, as updateRate(RateLimiterArgs...keepState(true)) calls
+// it: nothing when N is missing; else HSET the four fields and PEXPIRE N
+// by keepAlive when set; on a change of type, DEL every value and window
+// key; otherwise drop the window's members older than interval, SET the
+// type's value to rate less the permits the rest record (0 at least), and
+// keep the keys alive. True when N existed.
+func (c *Client) RateUpdate(ctx context.Context, name string, perClient bool, rate int64, interval, keepAlive time.Duration) (bool, error) {
+	keys := c.rateKeys(name)
+	kind := "0"
+	if perClient {
+		kind = "1"
+	}
+	var updated bool
+	err := c.atomicallyAll(ctx, keys, func(d rueidis.DedicatedClient) error {
+		now := time.Now().UnixMilli() // ARGV[5]: System.currentTimeMillis()
+		exists, err := d.Do(ctx, d.B().Exists().Key(name).Build()).AsInt64()
+		if err != nil {
+			return err
+		}
+		if updated = exists == 1; !updated {
+			return d.Do(ctx, d.B().Unwatch().Build()).Error()
+		}
+		valueName, permitsName := keys[1], keys[3]
+		if perClient {
+			valueName, permitsName = keys[2], keys[4]
+		}
+		oldType, err := d.Do(ctx, d.B().Hget().Key(name).Field("type").Build()).ToString()
+		if err != nil && !rueidis.IsRedisNil(err) {
+			return err
+		}
+		keep := strconv.FormatInt(keepAlive.Milliseconds(), 10)
+		cmds := []rueidis.Completed{
+			d.B().Hset().Key(name).FieldValue().FieldValue("rate", strconv.FormatInt(rate, 10)).Build(),
+			d.B().Hset().Key(name).FieldValue().FieldValue("interval", strconv.FormatInt(interval.Milliseconds(), 10)).Build(),
+			d.B().Hset().Key(name).FieldValue().FieldValue("type", kind).Build(),
+			d.B().Hset().Key(name).FieldValue().FieldValue("keepAliveTime", keep).Build(),
+		}
+		if keepAlive > 0 {
+			cmds = append(cmds, d.B().Pexpire().Key(name).Milliseconds(keepAlive.Milliseconds()).Build())
+		}
+		if oldType != "" && oldType != kind {
+			return exec(ctx, d, append(cmds, d.B().Del().Key(keys[1:]...).Build())...)
+		}
+		cut := strconv.FormatInt(now-interval.Milliseconds(), 10)
+		kept, err := d.Do(ctx, d.B().Zrangebyscore().Key(permitsName).Min("("+cut).Max("+inf").Build()).AsStrSlice()
+		if err != nil {
+			return err
+		}
+		value := max(rate-windowSum(kept), 0)
+		cmds = append(cmds,
+			d.B().Zremrangebyscore().Key(permitsName).Min("0").Max(cut).Build(),
+			d.B().Set().Key(valueName).Value(strconv.FormatInt(value, 10)).Build())
+		// keepAlive reads keepAliveTime as written above.
+		return exec(ctx, d, append(cmds, c.keepAlive(ctx, d, name, keep, valueName, permitsName)...)...)
+	})
+	return updated, err
+}

@@ -184,18 +184,18 @@ func serverInfo(ctx context.Context, rdb rueidis.Client) (string, error) {
 }
 
 // startSync sets the script runner. With replica sync asked for, it sends
-// WAIT 0 0 once: a server that refuses it turns sync off with a warning, or
+// WAIT 0 0 once (and ROLE, for ConnectedReplicas): a server that refuses it turns sync off with a warning, or
 // fails New with ErrSyncUnavailable when sync is required. A server that
 // cannot be reached now is tried as configured.
 func (c *Client) startSync() error {
 	rs := c.opts.ReplicaSync
-	c.conn.Store(&scripts.Conn{Client: c.rdb, Replicas: rs.Replicas, Timeout: rs.Timeout})
+	c.conn.Store(&scripts.Conn{Client: c.rdb, Replicas: rs.Replicas, Timeout: rs.Timeout, Seen: &scripts.ReplicaCounts{}})
 	if rs.Replicas == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := scripts.ProbeWait(ctx, c.rdb); scripts.IsReply(err) {
+	if err := scripts.ProbeWait(ctx, c.rdb, rs.Replicas == ConnectedReplicas); scripts.IsReply(err) {
 		return c.syncRefused(err)
 	}
 	return nil
@@ -207,8 +207,8 @@ func (c *Client) syncRefused(err error) error {
 	if c.opts.ReplicaSync.Required {
 		return fmt.Errorf("relock: %w: %v", ErrSyncUnavailable, err)
 	}
-	if old := c.conn.Swap(&scripts.Conn{Client: c.rdb}); old.Replicas > 0 {
-		c.opts.Logger.Warn("relock: the server refuses WAIT; replica sync is off (set ReplicaSync.Required to fail instead)", "error", err)
+	if old := c.conn.Swap(&scripts.Conn{Client: c.rdb}); old.Replicas != 0 {
+		c.opts.Logger.Warn("relock: the server refuses WAIT (or ROLE, which ConnectedReplicas needs); replica sync is off (set ReplicaSync.Required to fail instead)", "error", err)
 	}
 	return nil
 }

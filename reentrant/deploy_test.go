@@ -106,31 +106,11 @@ func TestCluster(t *testing.T) {
 		assert.Len(t, victims(t, got), 1, "exactly one victim")
 	})
 
-	t.Run("replica sync on every master", func(t *testing.T) {
-		// 2s: a loaded machine (four copies of the suite under -race) once
-		// kept a healthy replica's acknowledgement past 200ms.
-		c := client(t, reentrant.Options{ReplicaSync: reentrant.ReplicaSync{Replicas: 1, Timeout: 2 * time.Second}})
-		require.Equal(t, 1, c.ReplicaSync().Replicas)
-		masters := cl.Masters()
-		for _, m := range masters {
-			l := c.Lock(nameOn(t, m, "synced-"))
-			held, err := l.Lock(bg())
-			require.NoError(t, err, "on %s", m.Addr)
-			require.NoError(t, l.Unlock(held))
-		}
-		m, replica := cl.MasterOf(int(scripts.Slot(nameOn(t, masters[0], "synced-"))))
-		frozen := cl.Server(replica.Addr)
-		frozen.Pause()
-		_, err := c.Lock(nameOn(t, m, "synced-")).Lock(bg())
-		assert.ErrorIs(t, err, reentrant.ErrNotSynced, "the frozen replica's master")
-		held, err := c.Lock(nameOn(t, masters[1], "synced-")).Lock(bg())
-		assert.NoError(t, err, "another master")
-		if err == nil {
-			require.NoError(t, c.Lock(nameOn(t, masters[1], "synced-")).Unlock(held))
-		}
-		frozen.Resume()
-		cl.WaitHealthy()
-	})
+	// Each master's own replica, as at least one and as Redisson counts
+	// (ConnectedReplicas: read per slot's master with ROLE).
+	for name, replicas := range map[string]int{"at least one": 1, "as Redisson": reentrant.ConnectedReplicas} {
+		t.Run("replica sync on every master, "+name, func(t *testing.T) { replicaSyncOnEveryMaster(t, cl, client, replicas) })
+	}
 
 	// Three clients contend for locks on each master; the in-section flag
 	// catches any overlap.
@@ -317,4 +297,33 @@ func TestSentinelFailover(t *testing.T) {
 	h, err := holder.Lock("sentinel").Lock(bg())
 	require.NoError(t, err)
 	require.NoError(t, holder.Lock("sentinel").Unlock(h))
+}
+
+// replicaSyncOnEveryMaster: a lock on each master is confirmed by that
+// master's replica; with one replica frozen, its master's acquires are
+// refused and the others' go on.
+func replicaSyncOnEveryMaster(t *testing.T, cl *redistest.Cluster, client func(*testing.T, reentrant.Options) *reentrant.Client, replicas int) {
+	// 2s: a loaded machine (four copies of the suite under -race) once
+	// kept a healthy replica's acknowledgement past 200ms.
+	c := client(t, reentrant.Options{ReplicaSync: reentrant.ReplicaSync{Replicas: replicas, Timeout: 2 * time.Second}})
+	require.Equal(t, replicas, c.ReplicaSync().Replicas)
+	masters := cl.Masters()
+	for _, m := range masters {
+		l := c.Lock(nameOn(t, m, "synced-"))
+		held, err := l.Lock(bg())
+		require.NoError(t, err, "on %s", m.Addr)
+		require.NoError(t, l.Unlock(held))
+	}
+	m, replica := cl.MasterOf(int(scripts.Slot(nameOn(t, masters[0], "synced-"))))
+	frozen := cl.Server(replica.Addr)
+	frozen.Pause()
+	_, err := c.Lock(nameOn(t, m, "synced-")).Lock(bg())
+	assert.ErrorIs(t, err, reentrant.ErrNotSynced, "the frozen replica's master")
+	held, err := c.Lock(nameOn(t, masters[1], "synced-")).Lock(bg())
+	assert.NoError(t, err, "another master")
+	if err == nil {
+		require.NoError(t, c.Lock(nameOn(t, masters[1], "synced-")).Unlock(held))
+	}
+	frozen.Resume()
+	cl.WaitHealthy()
 }

@@ -72,7 +72,7 @@ var (
 
 	// ErrSyncUnavailable: Options.ReplicaSync.Required is set and the
 	// server refuses WAIT, so no lock can be confirmed on replicas.
-	ErrSyncUnavailable = errors.New("the server refuses WAIT; replica sync unavailable")
+	ErrSyncUnavailable = errors.New("the server refuses WAIT (or ROLE); replica sync unavailable")
 )
 
 // errLateReply: an acquire's reply came after the deadline its new hold

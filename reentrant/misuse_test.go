@@ -66,7 +66,7 @@ func TestMisuse(t *testing.T) {
 				assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
 			}
 			for _, o := range []reentrant.Options{{WatchdogTimeout: -1}, {RepollInterval: -1}, {RenewBatchSize: -1},
-				{FairWaitTimeout: time.Millisecond}, {ReplicaSync: reentrant.ReplicaSync{Replicas: -1}},
+				{FairWaitTimeout: time.Millisecond}, {ReplicaSync: reentrant.ReplicaSync{Replicas: -2}},
 				{ReplicaSync: reentrant.ReplicaSync{Replicas: 1, Timeout: -time.Second}},
 				{ReplicaSync: reentrant.ReplicaSync{Replicas: 1, Timeout: time.Microsecond}}} {
 				_, err := reentrant.New(e.admin, o)

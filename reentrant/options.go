@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/relock-go/relock/pubsub"
+	"github.com/relock-go/relock/scripts"
 )
 
 // Options configure a Client. The zero value is ready to use.
@@ -124,7 +125,7 @@ const (
 // only bring the hold back until its TTL ends. See docs/deployment.md.
 type ReplicaSync struct {
 	// Replicas is how many replicas must confirm: 1 for "at least one".
-	// 0 turns sync off.
+	// 0 turns sync off. ConnectedReplicas does as Redisson does.
 	Replicas int
 
 	// Timeout is how long WAIT waits for them. Default 1s (Redisson's
@@ -191,14 +192,23 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
+// ConnectedReplicas, as ReplicaSync.Replicas, is Redisson's
+// checkLockSyncedSlaves: WAIT asks for every replica the lock's master has
+// connected (relock reads how many with ROLE, again when WAIT's count
+// differs, and every 10s while it is 0), and the writes count as confirmed
+// when at least one replica confirmed them. A master with no replica needs
+// none and gets no WAIT, so the setting fits every deployment: on a single
+// node it costs one ROLE every 10s.
+const ConnectedReplicas = scripts.Connected
+
 // check returns the first reason s cannot be used.
 func (s ReplicaSync) check() error {
 	switch {
-	case s.Replicas < 0:
+	case s.Replicas < 0 && s.Replicas != ConnectedReplicas:
 		return fmt.Errorf("relock: %w: ReplicaSync.Replicas %d is negative", ErrInvalidArgument, s.Replicas)
 	case s.Timeout < 0:
 		return fmt.Errorf("relock: %w: ReplicaSync.Timeout %v is negative", ErrInvalidArgument, s.Timeout)
-	case s.Replicas > 0 && s.Timeout > 0 && s.Timeout < time.Millisecond:
+	case s.Replicas != 0 && s.Timeout > 0 && s.Timeout < time.Millisecond:
 		return fmt.Errorf("relock: %w: ReplicaSync.Timeout %v is below 1ms (WAIT counts milliseconds; 0 would wait forever)", ErrInvalidArgument, s.Timeout)
 	}
 	return nil
@@ -206,7 +216,7 @@ func (s ReplicaSync) check() error {
 
 // withDefaults fills in the timeout when sync is on.
 func (s ReplicaSync) withDefaults() ReplicaSync {
-	if s.Replicas > 0 && s.Timeout == 0 {
+	if s.Replicas != 0 && s.Timeout == 0 {
 		s.Timeout = time.Second
 	}
 	return s

@@ -53,11 +53,10 @@ type RedissonConfig struct {
 // top level's username, password and sslVerificationMode (Redisson 3.40+)
 // apply where the mode sets none, as in Redisson.
 //
-// checkLockSyncedSlaves is Redisson's default, but relock turns replica
-// sync on only when the config says "checkLockSyncedSlaves: true" for a
-// mode with replicas (cluster, sentinel, master-slave): then every lock
-// write waits for at least one replica (Redisson waits for every replica
-// it sees), for slavesSyncTimeout (default 1s). See Options.ReplicaSync.
+// checkLockSyncedSlaves, on unless the config says false, as in Redisson,
+// is ReplicaSync{Replicas: ConnectedReplicas, Timeout: slavesSyncTimeout}
+// (default 1s): every lock write waits for the replicas its master has,
+// if it has any.
 //
 // A key of the wrong type or an impossible value (a negative timeout, an
 // address without a scheme, no server at all) is an error naming the key;
@@ -194,8 +193,8 @@ func (r *configReader) read(top []entry) error {
 	if err := r.readMode(*mode); err != nil {
 		return err
 	}
-	if sync != nil && sync.Value == "true" && mode.key != "singleServerConfig" {
-		r.out.Options.ReplicaSync = ReplicaSync{Replicas: 1, Timeout: syncTimeout}
+	if sync == nil || sync.Value == "true" { // Redisson's default: on
+		r.out.Options.ReplicaSync = ReplicaSync{Replicas: ConnectedReplicas, Timeout: syncTimeout}
 	}
 	return nil
 }

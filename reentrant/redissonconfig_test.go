@@ -14,6 +14,9 @@ import (
 	"github.com/relock-go/relock/reentrant"
 )
 
+// asRedisson is checkLockSyncedSlaves with its default slavesSyncTimeout.
+var asRedisson = reentrant.ReplicaSync{Replicas: reentrant.ConnectedReplicas, Timeout: time.Second}
+
 func readConfig(t *testing.T, file string) reentrant.RedissonConfig {
 	t.Helper()
 	b, err := os.ReadFile(file)
@@ -33,7 +36,7 @@ func TestRedissonConfigExamples(t *testing.T) {
 	assert.Zero(t, single.Client.SelectDB)
 	assert.Empty(t, single.Client.Password)
 	assert.Nil(t, single.Client.TLSConfig)
-	assert.Equal(t, reentrant.Options{}, single.Options, "no lock settings: relock's defaults, which are Redisson's")
+	assert.Equal(t, reentrant.Options{ReplicaSync: asRedisson}, single.Options, "no lock settings: relock's defaults, which are Redisson's, and Redisson's replica sync")
 	for _, key := range []string{"singleServerConfig.connectionPoolSize", "singleServerConfig.retryDelay", "threads", "codec", "transportMode"} {
 		assert.Contains(t, single.Ignored, key)
 	}
@@ -42,7 +45,7 @@ func TestRedissonConfigExamples(t *testing.T) {
 	cluster := readConfig(t, "testdata/redisson-cluster.yaml")
 	assert.Equal(t, []string{"127.0.0.1:7004", "127.0.0.1:7001", "127.0.0.1:7000"}, cluster.Client.InitAddress)
 	assert.Contains(t, cluster.Ignored, "clusterServersConfig.readMode")
-	assert.Zero(t, cluster.Options.ReplicaSync, "checkLockSyncedSlaves not written: off")
+	assert.Equal(t, asRedisson, cluster.Options.ReplicaSync, "checkLockSyncedSlaves not written: on, as in Redisson")
 
 	sentinel := readConfig(t, "testdata/redisson-sentinel.yaml")
 	assert.Equal(t, []string{"127.0.0.1:26379", "127.0.0.1:26389"}, sentinel.Client.InitAddress)
@@ -81,13 +84,12 @@ someFutureSetting: 1
 		RenewBatchSize:  50,
 		FairWaitTimeout: time.Minute,
 		PubSub:          reentrant.PubSubClassic,
-		ReplicaSync:     reentrant.ReplicaSync{Replicas: 1, Timeout: 2500 * time.Millisecond},
+		ReplicaSync:     reentrant.ReplicaSync{Replicas: reentrant.ConnectedReplicas, Timeout: 2500 * time.Millisecond},
 	}, cfg.Options)
 	assert.Equal(t, []string{"someFutureSetting"}, cfg.Ignored)
 
-	// A single server has no replicas: checkLockSyncedSlaves changes
-	// nothing, as in Redisson.
-	cfg, err = reentrant.FromRedissonConfig([]byte("singleServerConfig: {address: 'redis://h', database: 3}\ncheckLockSyncedSlaves: true\n"))
+	// Said false, it is off.
+	cfg, err = reentrant.FromRedissonConfig([]byte("singleServerConfig: {address: 'redis://h', database: 3}\ncheckLockSyncedSlaves: false\n"))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"h:6379"}, cfg.Client.InitAddress)
 	assert.Equal(t, 3, cfg.Client.SelectDB)

@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"regexp"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -92,6 +94,18 @@ func TestReplicaSyncRefusedWait(t *testing.T) {
 
 	_, err = reentrant.New(rdb, reentrant.Options{ReplicaSync: reentrant.ReplicaSync{Replicas: 1, Required: true}})
 	assert.ErrorIs(t, err, reentrant.ErrSyncUnavailable)
+
+	// ConnectedReplicas needs ROLE as well.
+	require.NoError(t, s.Do("ACL", "SETUSER", "default", "+wait", "-role").Error())
+	c, err = reentrant.New(rdb, reentrant.Options{ReplicaSync: reentrant.ReplicaSync{Replicas: reentrant.ConnectedReplicas}})
+	require.NoError(t, err)
+	assert.Zero(t, c.ReplicaSync().Replicas, "sync off without ROLE")
+	held, err = c.Lock("no-role").Lock(bg())
+	require.NoError(t, err)
+	require.NoError(t, c.Lock("no-role").Unlock(held))
+	c.Close()
+	_, err = reentrant.New(rdb, reentrant.Options{ReplicaSync: reentrant.ReplicaSync{Replicas: reentrant.ConnectedReplicas, Required: true}})
+	assert.ErrorIs(t, err, reentrant.ErrSyncUnavailable)
 }
 
 // The lock a failover loses: the only replica is frozen and its link cut, a
@@ -163,4 +177,60 @@ func TestReplicaSyncRenewal(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("a hold whose renewals no replica confirms was kept")
 	}
+}
+
+// ConnectedReplicas does as Redisson's checkLockSyncedSlaves: a master
+// with no replica gets no WAIT (one ROLE finds there is none); with
+// replicas, WAIT asks for all of them and one confirmation is enough;
+// with every replica frozen, the acquire is refused and rolled back.
+func TestReplicaSyncConnected(t *testing.T) {
+	connected := reentrant.Options{ReplicaSync: reentrant.ReplicaSync{Replicas: reentrant.ConnectedReplicas, Timeout: 200 * time.Millisecond}}
+	calls := func(t *testing.T, s *redistest.Server, cmd string) int64 {
+		t.Helper()
+		info, err := s.Do("INFO", "commandstats").ToString()
+		require.NoError(t, err)
+		m := regexp.MustCompile(`(?m)^cmdstat_` + cmd + `:calls=(\d+)`).FindStringSubmatch(info)
+		if m == nil {
+			return 0
+		}
+		n, _ := strconv.ParseInt(m[1], 10, 64)
+		return n
+	}
+
+	alone := redistest.Start(t)
+	c, err := reentrant.New(alone.Client(), connected)
+	require.NoError(t, err)
+	defer c.Close()
+	assert.Equal(t, reentrant.ConnectedReplicas, c.ReplicaSync().Replicas)
+	require.NoError(t, alone.Do("CONFIG", "RESETSTAT").Error())
+	for range 3 {
+		held, err := c.Lock("alone").Lock(bg())
+		require.NoError(t, err, "a master with no replica needs none")
+		require.NoError(t, c.Lock("alone").Unlock(held))
+	}
+	assert.Zero(t, calls(t, alone, "wait"), "no WAIT to a master with no replica")
+	assert.Equal(t, int64(1), calls(t, alone, "role"), "one ROLE found there is none")
+
+	r := redistest.StartReplicated(t, 2)
+	c2, err := reentrant.New(r.Master.Client(), connected)
+	require.NoError(t, err)
+	defer c2.Close()
+	l := c2.Lock("replicated")
+	held, err := l.Lock(bg())
+	require.NoError(t, err)
+	require.NoError(t, l.Unlock(held))
+	assert.Positive(t, calls(t, r.Master, "wait"), "WAIT for the replicas")
+
+	r.Replicas[0].Pause()
+	held, err = l.Lock(bg())
+	require.NoError(t, err, "one replica of two confirming is enough")
+	require.NoError(t, l.Unlock(held))
+	r.Replicas[1].Pause()
+	_, err = l.Lock(bg())
+	require.ErrorIs(t, err, reentrant.ErrNotSynced, "no replica confirmed")
+	n, err := r.Master.Do("HLEN", "replicated").AsInt64()
+	require.NoError(t, err)
+	assert.Zero(t, n, "the refused acquire was rolled back")
+	r.Replicas[0].Resume()
+	r.Replicas[1].Resume()
 }

@@ -37,7 +37,7 @@ func (s *script) eval(c Conn, keys, args []string) rueidis.Completed {
 // sending it again as EVAL is safe; nothing else is resent. On a synced [Conn]
 // client, syncErr says whether replicas confirmed the script's writes.
 func (s *script) exec(ctx context.Context, c Conn, keys, args []string) (r rueidis.RedisResult, syncErr error) {
-	if c.Replicas > 0 {
+	if c.Replicas != 0 {
 		return s.execSynced(ctx, c, keys, args)
 	}
 	r = c.Do(ctx, s.evalsha(c, keys, args))
@@ -57,7 +57,7 @@ type call struct {
 // On a synced [Conn] client each call gets its own WAIT, and a call whose writes
 // replicas did not confirm gets an error result.
 func (s *script) execMulti(ctx context.Context, c Conn, calls []call) []rueidis.RedisResult {
-	if c.Replicas > 0 {
+	if c.Replicas != 0 {
 		return s.execMultiSynced(ctx, c, calls)
 	}
 	cmds := make(rueidis.Commands, len(calls))

@@ -24,29 +24,48 @@ var ErrSyncRefused = errors.New("the server refused WAIT")
 // says whether the script's writes reached that many replicas (WAIT sent
 // apart would run on another connection and prove nothing about this one's
 // writes), and a script whose writes were not confirmed reports
-// [ErrNotSynced] or [ErrSyncRefused] beside its result.
+// [ErrNotSynced] or [ErrSyncRefused] beside its result. With Replicas
+// [Connected], the WAIT asks for every replica the master has.
 type Conn struct {
 	rueidis.Client
-	Replicas int // 0: no sync
+	Replicas int // 0: no sync; [Connected]: as Redisson
 	Timeout  time.Duration
+	// Seen counts each master's replicas for [Connected]; New makes one.
+	Seen *ReplicaCounts
 }
 
-func (s Conn) wait() rueidis.Completed {
-	return s.B().Wait().Numreplicas(int64(s.Replicas)).Timeout(s.Timeout.Milliseconds()).Build()
+// Connected, as [Conn].Replicas, is Redisson's checkLockSyncedSlaves: WAIT
+// for every replica the keys' master has connected (ROLE says how many),
+// and count the writes confirmed when at least one replica confirmed them.
+// A master with no replica needs none, and gets no WAIT. A server that
+// refuses ROLE is one that refuses sync: [ErrSyncRefused].
+const Connected = -1
+
+func (s Conn) wait(n int) rueidis.Completed {
+	return s.B().Wait().Numreplicas(int64(n)).Timeout(s.Timeout.Milliseconds()).Build()
 }
 
-// check turns WAIT's reply into nil, ErrNotSynced (with the count) or
-// ErrSyncRefused (with the server's words). An error that is not a reply
-// leaves the count unknown: reported as not synced.
-func (s Conn) check(r rueidis.RedisResult) error {
+// check turns WAIT's reply, for a WAIT that asked for want replicas, into
+// nil, ErrNotSynced (with the count) or ErrSyncRefused (with the server's
+// words). An error that is not a reply leaves the count unknown: reported
+// as not synced. With [Connected], one replica is enough, and a count other
+// than want makes the count be read again.
+func (s Conn) check(r rueidis.RedisResult, want int, key string) error {
 	n, err := r.AsInt64()
+	need := int64(want)
+	if s.Replicas == Connected {
+		need = 1
+		if err == nil && n != int64(want) {
+			s.Seen.forget(s.slotOf(key))
+		}
+	}
 	switch {
 	case IsReply(err):
 		return fmt.Errorf("%w: %v", ErrSyncRefused, err)
 	case err != nil:
 		return fmt.Errorf("%w: %v", ErrNotSynced, err)
-	case n < int64(s.Replicas):
-		return fmt.Errorf("%w: %d of %d", ErrNotSynced, n, s.Replicas)
+	case n < need:
+		return fmt.Errorf("%w: %d of %d", ErrNotSynced, n, want)
 	}
 	return nil
 }
@@ -55,14 +74,101 @@ func (s Conn) check(r rueidis.RedisResult) error {
 // when the server did not know the script. syncErr is nil when the script's
 // reply is an error or unknown: then there is nothing to confirm.
 func (s *script) execSynced(ctx context.Context, c Conn, keys, args []string) (r rueidis.RedisResult, syncErr error) {
-	rs := c.pipeline(ctx, keys, func() rueidis.Commands { return rueidis.Commands{s.evalsha(c, keys, args), c.wait()} })
+	want := c.Replicas
+	if want == Connected {
+		n, err := c.Seen.count(ctx, c, keys[0])
+		switch {
+		case IsReply(err): // ROLE refused: no way to count, as with WAIT refused
+			r, _ := s.exec(ctx, Conn{Client: c.Client}, keys, args)
+			if r.Error() != nil {
+				return r, nil
+			}
+			return r, fmt.Errorf("%w: ROLE: %v", ErrSyncRefused, err)
+		case err != nil: // the script was not sent
+			return rueidis.NewErrorResult(err), nil
+		case n == 0:
+			return s.exec(ctx, Conn{Client: c.Client}, keys, args)
+		}
+		want = n
+	}
+	rs := c.pipeline(ctx, keys, func() rueidis.Commands { return rueidis.Commands{s.evalsha(c, keys, args), c.wait(want)} })
 	if isNoScript(rs[0].Error()) {
-		rs = c.pipeline(ctx, keys, func() rueidis.Commands { return rueidis.Commands{s.eval(c, keys, args), c.wait()} })
+		rs = c.pipeline(ctx, keys, func() rueidis.Commands { return rueidis.Commands{s.eval(c, keys, args), c.wait(want)} })
 	}
 	if rs[0].Error() != nil && !rueidis.IsRedisNil(rs[0].Error()) {
 		return rs[0], nil
 	}
-	return rs[0], c.check(rs[1])
+	return rs[0], c.check(rs[1], want, keys[0])
+}
+
+// ReplicaCounts remembers how many replicas the master of each slot has
+// connected, for [Connected] sync, as Redisson's MasterSlaveEntry keeps
+// availableSlaves. A count is read (ROLE, on the keys' master) when there
+// is none, after a WAIT that another number of replicas answered, and,
+// when it is 0, again after 10s, so that a replica that joins is waited
+// for. Its methods are safe for concurrent use.
+type ReplicaCounts struct {
+	mu     sync.Mutex
+	bySlot map[uint16]replicaCount
+}
+
+type replicaCount struct {
+	n  int
+	at time.Time
+}
+
+// recountNone is how long a count of 0 is believed.
+const recountNone = 10 * time.Second
+
+// slotOf is key's slot on a cluster, and 0 for every key elsewhere, where
+// one master has them all.
+func (c Conn) slotOf(key string) uint16 {
+	if c.Mode() != rueidis.ClientModeCluster {
+		return 0
+	}
+	return Slot(key)
+}
+
+// count returns how many replicas key's master has connected.
+func (rc *ReplicaCounts) count(ctx context.Context, c Conn, key string) (int, error) {
+	slot := c.slotOf(key)
+	rc.mu.Lock()
+	seen, ok := rc.bySlot[slot]
+	rc.mu.Unlock()
+	if ok && (seen.n > 0 || time.Since(seen.at) < recountNone) {
+		return seen.n, nil
+	}
+	rs := c.pipeline(ctx, []string{key}, func() rueidis.Commands {
+		return rueidis.Commands{c.B().Exists().Key(key).Build(), c.B().Role().Build()}
+	})
+	if err := rs[0].Error(); err != nil {
+		return 0, err
+	}
+	role, err := rs[1].ToArray()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	if len(role) >= 3 {
+		if kind, _ := role[0].ToString(); kind == "master" {
+			replicas, _ := role[2].ToArray()
+			n = len(replicas)
+		}
+	}
+	rc.mu.Lock()
+	if rc.bySlot == nil {
+		rc.bySlot = make(map[uint16]replicaCount)
+	}
+	rc.bySlot[slot] = replicaCount{n: n, at: time.Now()}
+	rc.mu.Unlock()
+	return n, nil
+}
+
+// forget drops slot's count: it is read again before the next script.
+func (rc *ReplicaCounts) forget(slot uint16) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	delete(rc.bySlot, slot)
 }
 
 // pipeline sends the commands build makes in one pipeline on one
@@ -98,23 +204,34 @@ func (c Conn) pipeline(ctx context.Context, keys []string, build func() rueidis.
 }
 
 // ProbeWait sends WAIT 0 0, which returns at once, to find out whether the
-// server accepts WAIT at all; it returns WAIT's error. On a cluster it goes
-// with a keyed command on one dedicated connection, so that it reaches a
+// server accepts WAIT at all, and, with role, ROLE too (which [Connected]
+// sync needs); it returns the first error reply. On a cluster they go
+// with a keyed command on one dedicated connection, so that they reach a
 // master: a replica refuses WAIT.
-func ProbeWait(ctx context.Context, c rueidis.Client) error {
-	wait := c.B().Wait().Numreplicas(0).Timeout(0).Build()
-	if c.Mode() != rueidis.ClientModeCluster {
-		return c.Do(ctx, wait).Error()
+func ProbeWait(ctx context.Context, c rueidis.Client, role bool) error {
+	cmds := rueidis.Commands{c.B().Wait().Numreplicas(0).Timeout(0).Build()}
+	if role {
+		cmds = append(cmds, c.B().Role().Build())
 	}
 	var rs []rueidis.RedisResult
-	err := c.Dedicated(func(d rueidis.DedicatedClient) error {
-		rs = d.DoMulti(ctx, d.B().Exists().Key("relock:probe").Build(), wait)
-		return nil
-	})
-	if err != nil {
-		return err
+	if c.Mode() != rueidis.ClientModeCluster {
+		rs = c.DoMulti(ctx, cmds...)
+	} else {
+		err := c.Dedicated(func(d rueidis.DedicatedClient) error {
+			rs = d.DoMulti(ctx, append(rueidis.Commands{d.B().Exists().Key("relock:probe").Build()}, cmds...)...)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		rs = rs[1:]
 	}
-	return rs[1].Error()
+	for _, r := range rs {
+		if err := r.Error(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // execMultiSynced runs each call with its own WAIT, the calls side by side:

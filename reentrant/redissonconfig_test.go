@@ -100,6 +100,7 @@ someFutureSetting: 1
 func TestRedissonConfigErrors(t *testing.T) {
 	for yaml, want := range map[string]string{
 		"singleServerConfig: [":     "Redisson config",
+		"":                          "not a mapping",
 		"- a\n- b":                  "not a mapping",
 		"lockWatchdogTimeout: 1000": "no server mode",
 		"singleServerConfig: {address: 'redis://h'}\nlockWatchdogTimeout: soon":                "lockWatchdogTimeout",

@@ -29,6 +29,9 @@
 //	                           the server's certificate check
 //	--connect-timeout D        give up connecting after D (default 5s)
 //	--sentinel-master NAME     ask the sentinels at --addr for NAME's master
+//	--redisson-config FILE     connect, and set the lock options, as this
+//	                           Redisson YAML config does (instead of --url);
+//	                           the flags above, when given, override it
 //
 // # run, hold
 //

@@ -129,14 +129,17 @@ func (c Conn) slotOf(key string) uint16 {
 	return Slot(key)
 }
 
-// count returns how many replicas key's master has connected.
+// count returns how many replicas key's master has connected. A nil rc
+// remembers nothing: it asks every time.
 func (rc *ReplicaCounts) count(ctx context.Context, c Conn, key string) (int, error) {
 	slot := c.slotOf(key)
-	rc.mu.Lock()
-	seen, ok := rc.bySlot[slot]
-	rc.mu.Unlock()
-	if ok && (seen.n > 0 || time.Since(seen.at) < recountNone) {
-		return seen.n, nil
+	if rc != nil {
+		rc.mu.Lock()
+		seen, ok := rc.bySlot[slot]
+		rc.mu.Unlock()
+		if ok && (seen.n > 0 || time.Since(seen.at) < recountNone) {
+			return seen.n, nil
+		}
 	}
 	rs := c.pipeline(ctx, []string{key}, func() rueidis.Commands {
 		return rueidis.Commands{c.B().Exists().Key(key).Build(), c.B().Role().Build()}
@@ -155,17 +158,22 @@ func (rc *ReplicaCounts) count(ctx context.Context, c Conn, key string) (int, er
 			n = len(replicas)
 		}
 	}
-	rc.mu.Lock()
-	if rc.bySlot == nil {
-		rc.bySlot = make(map[uint16]replicaCount)
+	if rc != nil {
+		rc.mu.Lock()
+		if rc.bySlot == nil {
+			rc.bySlot = make(map[uint16]replicaCount)
+		}
+		rc.bySlot[slot] = replicaCount{n: n, at: time.Now()}
+		rc.mu.Unlock()
 	}
-	rc.bySlot[slot] = replicaCount{n: n, at: time.Now()}
-	rc.mu.Unlock()
 	return n, nil
 }
 
 // forget drops slot's count: it is read again before the next script.
 func (rc *ReplicaCounts) forget(slot uint16) {
+	if rc == nil {
+		return
+	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	delete(rc.bySlot, slot)

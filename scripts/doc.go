@@ -11,7 +11,8 @@
 // retried automatically: a lock script sent twice could count a hold twice.
 // Callers decide what an error with an unknown outcome means; see [IsReply].
 //
-// A [Conn] with Replicas above 0 follows each script with WAIT in the same
-// pipeline, and the wrappers report writes the replicas did not confirm
-// with [ErrNotSynced] or [ErrSyncRefused] beside their result.
+// A [Conn] with Replicas above 0, or [Connected], follows each script with
+// WAIT in the same pipeline, and the wrappers report writes the replicas
+// did not confirm with [ErrNotSynced] or [ErrSyncRefused] beside their
+// result.
 package scripts

@@ -69,6 +69,19 @@ local function taken(members)
 	return sum
 end
 
+-- writeConfig writes the configuration of ARGV[1..4] (rate, interval,
+-- type, keepAliveTime), and gives N the keep-alive as its TTL when set, as
+-- Redisson's setRate and updateRate scripts do first.
+local function writeConfig()
+	redis.call('hset', KEYS[1], 'rate', ARGV[1])
+	redis.call('hset', KEYS[1], 'interval', ARGV[2])
+	redis.call('hset', KEYS[1], 'type', ARGV[3])
+	redis.call('hset', KEYS[1], 'keepAliveTime', ARGV[4])
+	if tonumber(ARGV[4]) > 0 then
+		redis.call('pexpire', KEYS[1], ARGV[4])
+	end
+end
+
 -- keepAlive renews the keys' TTL as every Redisson script does last: to
 -- keepAliveTime when set, else to the configuration's own TTL.
 local function keepAlive(valueName, permitsName)

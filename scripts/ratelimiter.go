@@ -35,7 +35,7 @@ var (
 
 	//go:embed rateset.lua
 	rateSetLua    string
-	rateSetScript = newScript(rateSetLua)
+	rateSetScript = newScript(rateLib + rateSetLua)
 
 	//go:embed rateupdate.lua
 	rateUpdateLua    string

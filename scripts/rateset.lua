@@ -7,11 +7,5 @@ local valueName, permitsName = KEYS[2], KEYS[4]
 if ARGV[3] == '1' then
 	valueName, permitsName = KEYS[3], KEYS[5]
 end
-redis.call('hset', KEYS[1], 'rate', ARGV[1])
-redis.call('hset', KEYS[1], 'interval', ARGV[2])
-redis.call('hset', KEYS[1], 'type', ARGV[3])
-redis.call('hset', KEYS[1], 'keepAliveTime', ARGV[4])
-if tonumber(ARGV[4]) > 0 then
-	redis.call('pexpire', KEYS[1], ARGV[4])
-end
+writeConfig()
 redis.call('del', valueName, permitsName)

@@ -234,3 +234,29 @@ func TestReplicaSyncConnected(t *testing.T) {
 	r.Replicas[0].Resume()
 	r.Replicas[1].Resume()
 }
+
+// ConnectedReplicas through Sentinel: ROLE and WAIT reach the master the
+// sentinels name, and its replica confirms.
+func TestReplicaSyncConnectedSentinel(t *testing.T) {
+	r := redistest.StartReplicated(t, 1)
+	s := redistest.StartSentinels(t, r.Master, 3, 2)
+	rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: s.Addrs, DisableCache: true,
+		Sentinel: rueidis.SentinelOption{MasterSet: s.Master}})
+	require.NoError(t, err)
+	defer rdb.Close()
+	c, err := reentrant.New(rdb, reentrant.Options{ReplicaSync: reentrant.ReplicaSync{Replicas: reentrant.ConnectedReplicas, Timeout: 200 * time.Millisecond}})
+	require.NoError(t, err)
+	defer c.Close()
+	l := c.Lock("sentinel-synced")
+	held, err := l.Lock(bg())
+	require.NoError(t, err)
+	n, err := r.Replicas[0].Do("HLEN", "sentinel-synced").AsInt64()
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), n, "confirmed by the replica before Lock returned")
+	require.NoError(t, l.Unlock(held))
+
+	r.Replicas[0].Pause()
+	_, err = l.Lock(bg())
+	assert.ErrorIs(t, err, reentrant.ErrNotSynced, "its only replica frozen")
+	r.Replicas[0].Resume()
+}

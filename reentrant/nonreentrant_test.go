@@ -1,6 +1,7 @@
 package reentrant_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -10,6 +11,21 @@ import (
 	"github.com/relock-go/relock/internal/redissontest"
 	"github.com/relock-go/relock/reentrant"
 )
+
+// refusesReentry checks that mu's holder is refused at once, by Lock and
+// by TryLock, with ErrReentry, and that its one hold lives on as it was.
+func refusesReentry(t *testing.T, mu *reentrant.Lock, held context.Context) {
+	t.Helper()
+	_, err := mu.Lock(held)
+	assert.ErrorIs(t, err, reentrant.ErrReentry)
+	_, ok, err := mu.TryLock(held)
+	assert.ErrorIs(t, err, reentrant.ErrReentry)
+	assert.False(t, ok)
+	n, err := mu.HoldCount(held)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "one hold, as before the refused re-entries")
+	assert.NoError(t, held.Err(), "the hold lives on")
+}
 
 // A non-reentrant lock refuses its own holder at once, by Lock and by
 // TryLock, and the one hold stays as it was; a call with a context that
@@ -22,21 +38,13 @@ func TestNonReentrantLock(t *testing.T) {
 		held, err := mu.Lock(bg())
 		require.NoError(t, err)
 
-		_, err = mu.Lock(held)
-		assert.ErrorIs(t, err, reentrant.ErrReentry)
-		_, ok, err := mu.TryLock(held)
-		assert.ErrorIs(t, err, reentrant.ErrReentry)
-		assert.False(t, ok)
+		refusesReentry(t, mu, held)
 		owner, _ := reentrant.OwnerFrom(held)
-		n, err := mu.HoldCount(held)
-		require.NoError(t, err)
-		assert.Equal(t, 1, n, "one hold, as before the refused re-entries")
 		count, err := e.do(t, "HGET", "single", owner.String()).ToString()
 		require.NoError(t, err)
 		assert.Equal(t, "1", count)
-		assert.NoError(t, held.Err(), "the hold lives on")
 
-		_, ok, err = mu.TryLock(bg())
+		_, ok, err := mu.TryLock(bg())
 		require.NoError(t, err)
 		assert.False(t, ok, "a context with no owner is another owner: the lock is held")
 		require.NoError(t, mu.Unlock(held))
@@ -85,16 +93,8 @@ func TestNonReentrantFairLock(t *testing.T) {
 	held, err := mu.Lock(bg())
 	require.NoError(t, err)
 
-	_, err = mu.Lock(held)
-	assert.ErrorIs(t, err, reentrant.ErrReentry)
-	_, ok, err := mu.TryLock(held)
-	assert.ErrorIs(t, err, reentrant.ErrReentry)
-	assert.False(t, ok)
+	refusesReentry(t, mu, held)
 	assert.Zero(t, e.int(t, "EXISTS", "redisson_lock_queue:{fair-single}"), "a refused re-entry does not queue")
-	n, err := mu.HoldCount(held)
-	require.NoError(t, err)
-	assert.Equal(t, 1, n)
-	assert.NoError(t, held.Err(), "the hold lives on")
 
 	waiter := async(func() error {
 		h, err := mu.Lock(bg())

@@ -436,10 +436,7 @@ func (t *holdTable) renewedPermits(leases []*watchdog.Lease, batch []scripts.Hel
 			h.token = p.Token
 			continue
 		}
-		for i := range h.acqs {
-			h.acqs[i].lease = p.Left
-		}
-		t.watchdog.Update(h.lease, false, watchdog.Deadline(sent, p.Left))
+		h.leased(p.Left, sent)
 	}
 }
 
@@ -469,12 +466,16 @@ func renewal(took time.Duration, batches [][]*watchdog.Lease, renewed [][]bool, 
 func (t *holdTable) setLease(key holdKey, d time.Duration, sent time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	h := t.holds[key]
-	if h == nil {
-		return
+	if h := t.holds[key]; h != nil {
+		h.leased(d, sent)
 	}
+}
+
+// leased gives h a lease of d from sent: the watchdog no longer renews it,
+// and ends it then. The caller holds t.mu.
+func (h *hold) leased(d time.Duration, sent time.Time) {
 	for i := range h.acqs {
 		h.acqs[i].lease = d
 	}
-	t.watchdog.Update(h.lease, false, watchdog.Deadline(sent, d))
+	h.t.watchdog.Update(h.lease, false, watchdog.Deadline(sent, d))
 }

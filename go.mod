@@ -6,6 +6,7 @@ require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/google/uuid v1.6.0
+	github.com/minio/highwayhash v1.0.4
 	github.com/redis/rueidis v1.0.79
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0

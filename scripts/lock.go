@@ -101,6 +101,9 @@ type Acquire struct {
 	// PriorityAcquire).
 	Priority int
 	Aging    time.Duration
+	// Fields are a group lock's value fields (GroupAcquire; see
+	// GroupFields).
+	Fields []string
 }
 
 // Acquired is what an acquire script did.
@@ -218,6 +221,8 @@ type Release struct {
 	// FairRelease and PriorityRelease read it; the read-write lock's
 	// releases always write their latch.
 	Believed bool
+	// Fields are a group lock's value fields (GroupRelease).
+	Fields []string
 }
 
 // Latched reports whether the request's latch may exist once it answered
@@ -251,6 +256,8 @@ type Held struct {
 	// (the permit was not renewed; [NoLease]: none).
 	Token string
 	Left  time.Duration
+	// Fields are a group lock's value fields (GroupRenew).
+	Fields []string
 }
 
 // NoLease is the Left of a permit whose lease another client removed.

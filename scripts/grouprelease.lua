@@ -1,0 +1,63 @@
+-- grouprelease.lua: give back one hold of each value of a group lock
+-- (RedissonFasterMultiLock.unlockInnerAsync). See grouplib.lua.
+--
+-- KEYS[1]  the group's hash G
+-- KEYS[2]  the lock channel, redisson_lock__channel:{G}
+-- KEYS[3]  the unlock latch, redisson_unlock_latch:{G}:<request-id>
+-- ARGV[1]  the message published when a value becomes free: "0"
+-- ARGV[2]  lease in milliseconds, for the holds that remain
+-- ARGV[3]  owner
+-- ARGV[4]  publish command: "publish", "spublish", or "" for none
+-- ARGV[5]  latch TTL in milliseconds
+-- ARGV[6]  "1" when this request may have been sent before (read the latch)
+-- ARGV[7]  "1" when the caller believes it has the hold: a release that
+--          frees every value then writes no latch (see release.lua)
+-- ARGV[8..] the values' fields
+--
+-- Reply: 1 when owner's last hold of every value is given back (each is
+-- free, and ARGV[1] is published); 0 when holds of them remain (each
+-- ends no sooner than now + lease; ARGV[1] is published if some value
+-- became free); nil when owner does not hold every value, and then
+-- nothing changed (Redisson gives back the values it does hold first, and
+-- publishes even when nothing became free; Java waiters see no
+-- difference but fewer wake-ups).
+if ARGV[6] == '1' then
+	local earlier = redis.call('get', KEYS[3])
+	if earlier then
+		return tonumber(earlier)
+	end
+end
+local g, lease, owner = KEYS[1], tonumber(ARGV[2]), ARGV[3]
+local now = nowMs()
+local ends = {}
+for i = 8, #ARGV do
+	ends[i] = heldUntil(g, ARGV[i], owner, now)
+	if ends[i] == nil then
+		return nil
+	end
+end
+local all, any = 1, false
+for i = 8, #ARGV do
+	local f = ARGV[i]
+	local ef, cf = expireField(f, owner), countField(f, owner)
+	if redis.call('hincrby', g, cf, -1) <= 0 then
+		redis.call('hdel', g, f, ef, cf)
+		any = true
+	else
+		all = 0
+		if ends[i] < now + lease then
+			redis.call('hset', g, ef, now + lease)
+		end
+	end
+end
+if any and ARGV[4] ~= '' then
+	redis.call(ARGV[4], KEYS[2], ARGV[1])
+end
+if all == 1 and ARGV[7] == '1' then
+	return 1
+end
+redis.call('set', KEYS[3], all, 'px', ARGV[5])
+if all == 0 then
+	extend(g, lease)
+end
+return all

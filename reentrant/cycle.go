@@ -208,13 +208,17 @@ func (l *Lock) startCycle(c *cycle, ctx context.Context, cfg acquireConfig) {
 			}
 		}
 	default:
-		c.announcedOn(l.channel(owner), pubsub.LockWakes, "")
+		wakes := l.kind.spec().wakes
+		if wakes == nil {
+			wakes = pubsub.LockWakes
+		}
+		c.announcedOn(l.channel(owner), wakes, "")
 	}
 	c.owner, c.private, c.key = owner, private, holdKey{l.name, l.field(owner)}
 	c.grants = private && l.takesGrants(cfg)
 	// An owner made for the call holds nothing, so it cannot close a
 	// cycle of waits.
-	if !private && cfg.wait != 0 && l.c.opts.DeadlockTimeout > 0 {
+	if !private && cfg.wait != 0 && l.c.opts.DeadlockTimeout > 0 && !l.kind.spec().noDeadlocks {
 		// In whole milliseconds, as the edge stores it: every member of a
 		// cycle compares the same times when it picks the victim.
 		c.deadlock = deadlockCheck{on: true, since: time.UnixMilli(time.Now().UnixMilli())}
@@ -349,7 +353,7 @@ func (t lockTry) run(ctx context.Context) (r lockAttempt) {
 	l := t.l
 	a := scripts.Acquire{Key: l.name, Owner: t.owner.id, Lease: t.ttl, Wake: t.wake,
 		Turn: l.queueTurn(t.cfg), Join: t.cfg.wait != 0, Publish: l.c.publish, GrantTry: t.grantTry,
-		Priority: t.cfg.priority, Aging: l.c.opts.priorityAging()}
+		Priority: t.cfg.priority, Aging: l.c.opts.priorityAging(), Fields: l.fields}
 	r.Acquired, r.err = l.kind.spec().acquire(ctx, l.c.scriptConn(), a)
 	if r.OK && r.err != nil {
 		r.err = l.unsynced(ctx, t.owner, t.ttl, r.err)

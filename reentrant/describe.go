@@ -3,6 +3,7 @@ package reentrant
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,7 +20,7 @@ import (
 type KeyInfo struct {
 	Name string
 	// Kind is KindLock, KindFair, KindPriority, KindFenced, KindReadWrite,
-	// KindSemaphore, KindPermitSemaphore, KindLatch, KindRate, or:
+	// KindGroup, KindSemaphore, KindPermitSemaphore, KindLatch, KindRate, or:
 	// KindSemaphoreOrLatch for a count no one is waiting on (Redisson
 	// stores both as a number), "" when nothing is there, and KindOther
 	// for a key of any other shape.
@@ -30,8 +31,10 @@ type KeyInfo struct {
 	// there is no key.
 	TTL time.Duration
 	// Holders are a lock's owners with their hold counts (Write marks a
-	// read-write lock's writer), or a permit-expirable semaphore's taken
-	// permits (Owner is the id, Deadline its lease end, zero without).
+	// read-write lock's writer), a group lock's held values (Value) with
+	// each one's owner, count and hold end (Deadline), sorted by Value, or
+	// a permit-expirable semaphore's taken permits (Owner is the id,
+	// Deadline its lease end, zero without).
 	Holders []Holder
 	// Mode is a read-write lock's mode: "read" or "write".
 	Mode string
@@ -56,6 +59,9 @@ type Holder struct {
 	Count    int64
 	Write    bool
 	Deadline time.Time
+	// Value is a group lock's value field (see GroupLock): the hash of
+	// the value, as stored.
+	Value string
 	// Priority and Since are a priority lock's waiter's priority and
 	// arrival, on Redis's clock.
 	Priority int
@@ -145,6 +151,9 @@ func (in *inspection) hash() {
 		in.rate(fields)
 		return
 	}
+	if in.group(fields) {
+		return
+	}
 	in.info.Kind = KindLock
 	if mode, ok := fields["mode"]; ok {
 		in.info.Kind, in.info.Mode = KindReadWrite, mode
@@ -162,6 +171,36 @@ func (in *inspection) hash() {
 	if in.info.Kind == KindLock {
 		in.lockKind()
 	}
+}
+
+// group reads a group lock's hash (see grouplib.lua): every value field
+// names an owner whose expire_time and lock_count fields are there. ok is
+// false, and nothing is set, for any other hash.
+func (in *inspection) group(fields map[string]string) (ok bool) {
+	var holders []Holder
+	for f, owner := range fields {
+		if strings.HasSuffix(f, ":expire_time") || strings.HasSuffix(f, ":lock_count") {
+			continue
+		}
+		if _, err := ParseOwner(owner); err != nil {
+			return false
+		}
+		n, err := strconv.ParseInt(fields[f+":"+owner+":lock_count"], 10, 64)
+		if err != nil {
+			return false
+		}
+		end, err := strconv.ParseInt(fields[f+":"+owner+":expire_time"], 10, 64)
+		if err != nil {
+			return false
+		}
+		holders = append(holders, Holder{Owner: owner, Count: n, Deadline: time.UnixMilli(end), Value: f})
+	}
+	if len(holders) == 0 {
+		return false
+	}
+	slices.SortFunc(holders, func(a, b Holder) int { return strings.Compare(a.Value, b.Value) })
+	in.info.Kind, in.info.Holders = KindGroup, holders
+	return true
 }
 
 // lockKind tells a fair, priority or fenced lock from a plain one by its

@@ -150,7 +150,7 @@ func (h *hold) cancelAll(cause error) {
 func (t *holdTable) ended(key holdKey, a acquisition, cause, err error, releasing time.Duration) {
 	if hook := t.opts.Hooks.HoldEnded; hook != nil {
 		hook(a.parent, HoldEnd{
-			Kind: a.kind, Name: key.name, Owner: Owner{id: key.owner}, Held: time.Since(a.sent),
+			Kind: a.kind, Name: key.name, Owner: Owner{id: holdOwner(key.owner)}, Held: time.Since(a.sent),
 			Cause: cause, Err: err, Releasing: releasing,
 		})
 	}
@@ -238,7 +238,8 @@ func (t *holdTable) keep(n taken) (context.Context, error) {
 	}
 	late := time.Since(n.sent)
 	n.sent = time.Now()
-	confirm := [][]scripts.Held{{{Key: n.key.name, Owner: n.key.owner, Token: n.token}}}
+	confirm := [][]scripts.Held{{heldFor(n.key.name, n.key.owner, n.group.renewer)}}
+	confirm[0][0].Token = n.token
 	renewed, errs := renewers[n.group.renewer](n.parent, t.conn(), n.ttl, confirm)
 	switch c := confirm[0][0]; {
 	case errs[0] != nil:
@@ -252,7 +253,7 @@ func (t *holdTable) keep(n taken) (context.Context, error) {
 		n.token = c.Token
 		held, err = t.add(n)
 	}
-	t.opts.Logger.Warn("relock: an acquire's reply came after its hold's deadline", "lock", n.key.name, "owner", n.key.owner,
+	t.opts.Logger.Warn("relock: an acquire's reply came after its hold's deadline", "lock", n.key.name, "owner", holdOwner(n.key.owner),
 		"reply after", late.Round(time.Millisecond), "ttl", n.ttl, "kept", err == nil, "error", err)
 	return held, err
 }
@@ -307,19 +308,20 @@ func (t *holdTable) lost(h *hold, reason error) {
 		delete(t.holds, h.key)
 	}
 	t.mu.Unlock()
+	owner := holdOwner(h.key.owner)
 	if errors.Is(reason, ErrLeaseEnded) {
 		// How a LeaseFor hold ends when its Unlock did not come first: the
 		// caller asked for a lease that long. Not a loss; the held context
 		// says it ended.
-		h.cancelAll(fmt.Errorf("relock: %q held by %s: %w", h.key.name, h.key.owner, ErrLeaseEnded))
-		t.opts.Logger.Debug("relock: lease ended", "lock", h.key.name, "owner", h.key.owner)
+		h.cancelAll(fmt.Errorf("relock: %q held by %s: %w", h.key.name, owner, ErrLeaseEnded))
+		t.opts.Logger.Debug("relock: lease ended", "lock", h.key.name, "owner", owner)
 		return
 	}
-	cause := fmt.Errorf("relock: %w: %q held by %s: %w", ErrLockLost, h.key.name, h.key.owner, reason)
+	cause := fmt.Errorf("relock: %w: %q held by %s: %w", ErrLockLost, h.key.name, owner, reason)
 	h.cancelAll(cause)
-	t.opts.Logger.Warn("relock: lock lost", "lock", h.key.name, "owner", h.key.owner, "reason", reason.Error())
+	t.opts.Logger.Warn("relock: lock lost", "lock", h.key.name, "owner", owner, "reason", reason.Error())
 	if t.opts.OnLockLost != nil {
-		t.opts.OnLockLost(h.key.name, Owner{id: h.key.owner}, cause)
+		t.opts.OnLockLost(h.key.name, Owner{id: owner}, cause)
 	}
 }
 
@@ -374,7 +376,7 @@ func (t *holdTable) renew(ctx context.Context, ttl time.Duration, batches [][]*w
 		held[i] = make([]scripts.Held, len(b))
 		r := groupOfID(b[0].Group).renewer
 		for j, l := range b {
-			held[i][j] = scripts.Held{Key: l.Key, Owner: l.Owner}
+			held[i][j] = heldFor(l.Key, l.Owner, r)
 		}
 		if r == renewPermit {
 			t.tokens(held[i])

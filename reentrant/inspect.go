@@ -17,6 +17,9 @@ func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
 	if err := l.check(ctx, nil); err != nil {
 		return false, err
 	}
+	if l.kind == groupLock {
+		return l.groupLocked(ctx)
+	}
 	t, err := l.c.rdb.Do(ctx, l.c.rdb.B().Type().Key(l.name).Build()).ToString()
 	switch {
 	case err != nil:
@@ -46,6 +49,9 @@ func (l *Lock) HoldCount(ctx context.Context) (int, error) {
 	if !ok {
 		return 0, nil
 	}
+	if l.kind == groupLock {
+		return l.groupHoldCount(ctx, owner)
+	}
 	n, err := l.c.rdb.Do(ctx, l.c.rdb.B().Hget().Key(l.name).Field(l.field(owner)).Build()).AsInt64()
 	if rueidis.IsRedisNil(err) {
 		return 0, nil
@@ -62,6 +68,9 @@ func (l *Lock) HoldCount(ctx context.Context) (int, error) {
 func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) {
 	if err := l.check(ctx, nil); err != nil {
 		return 0, err
+	}
+	if l.kind == groupLock {
+		return l.groupRemainTTL(ctx)
 	}
 	rs := l.c.rdb.DoMulti(ctx, l.c.rdb.B().Type().Key(l.name).Build(), l.c.rdb.B().Pttl().Key(l.name).Build())
 	t, err := rs[0].ToString()
@@ -96,6 +105,9 @@ func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) {
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := l.check(ctx, nil); err != nil {
 		return false, err
+	}
+	if l.kind == groupLock {
+		return l.groupForceUnlock(ctx)
 	}
 	l.c.holds.lose(func(k holdKey) bool { return k.name == l.name }, ErrLockLost)
 	deleted, err := l.kind.spec().forceUnlock(ctx, l.c.scriptConn(), l.name, l.c.publish, l.directed())

@@ -29,6 +29,7 @@ const (
 	KindPermitSemaphore Kind = "permit-semaphore" // PermitExpirableSemaphore
 	KindLatch           Kind = "latch"            // CountDownLatch: RCountDownLatch
 	KindRate            Kind = "rate"             // RateLimiter: RRateLimiter
+	KindGroup           Kind = "group"            // Client.GroupLock: RedissonFasterMultiLock
 )
 
 // The kinds only Inspect reports, for what a key alone cannot tell apart.
@@ -81,6 +82,7 @@ const (
 	priorityLock                         // relock's own: waiters queue by aged priority
 	nonReentrantLock                     // RNonReentrantLock: RLock's layout, one hold at most
 	nonReentrantFairLock                 // RNonReentrantFairLock: RFairLock's layout, one hold at most
+	groupLock                            // RedissonFasterMultiLock: values of one hash, held all at once
 )
 
 // kind is everything that differs between the kinds of lock; waiting,
@@ -92,8 +94,9 @@ type kind struct {
 	// field is the hash field that records owner's holds.
 	field func(owner string) string
 	// channel is the channel on which owner, waiting for lock name, hears
-	// releases.
+	// releases; wakes reads its messages (nil: pubsub.LockWakes).
 	channel func(name, owner string) string
+	wakes   pubsub.Wakes
 	// acquire runs the acquire script once.
 	acquire acquirer
 	// release runs the release script once; believes: it reads
@@ -114,6 +117,9 @@ type kind struct {
 	// spins: waiters never subscribe but back off (the Lock's Backoff),
 	// and releases announce nothing.
 	spins bool
+	// noDeadlocks: its waits register no edge for deadlock detection,
+	// whose reading of a lock's holders does not fit its layout.
+	noDeadlocks bool
 }
 
 var kinds = [...]kind{
@@ -138,6 +144,7 @@ var kinds = [...]kind{
 		release:     scripts.WriteRelease,
 		forceUnlock: forceUnlockOn(scripts.RWChannel, pubsub.WakeAll),
 	},
+	groupLock:            groupKind(),
 	fairLock:             fairKind(scripts.FairAcquire),
 	nonReentrantFairLock: fairKind(scripts.NonReentrantFairAcquire),
 	priorityLock: {
@@ -235,14 +242,16 @@ type lockAttempt struct {
 type renewer uint8
 
 const (
-	renewLock   renewer = iota // renew.lua: the RLock layout's holds
-	renewRead                  // readrenew.lua: read holds, and their timeout keys
-	renewPermit                // permitrenew.lua: permits
+	renewLock      renewer = iota // renew.lua: the RLock layout's holds
+	renewRead                     // readrenew.lua: read holds, and their timeout keys
+	renewPermit                   // permitrenew.lua: permits
+	renewGroupLock                // grouprenew.lua: group locks' values
 )
 
 // renewers are the renewal scripts, by renewer.
 var renewers = [...]func(context.Context, scripts.Conn, time.Duration, [][]scripts.Held) ([][]bool, []error){
-	renewLock:   scripts.Renew,
-	renewRead:   scripts.ReadRenew,
-	renewPermit: scripts.PermitRenew,
+	renewLock:      scripts.Renew,
+	renewRead:      scripts.ReadRenew,
+	renewPermit:    scripts.PermitRenew,
+	renewGroupLock: scripts.GroupRenew,
 }

@@ -13,11 +13,12 @@ import (
 // count. Get one from Client.Lock. A Lock has no state of its own; all its
 // methods are safe for concurrent use.
 type Lock struct {
-	c     *Client
-	name  string // the key: given, mapped by Options.NameMapper
-	given string
-	kind  lockKind
-	spin  Backoff // a spin lock's waits (SpinLock)
+	c      *Client
+	name   string // the key: given, mapped by Options.NameMapper
+	given  string
+	kind   lockKind
+	spin   Backoff  // a spin lock's waits (SpinLock)
+	fields []string // a group lock's value fields, sorted (GroupLock)
 }
 
 // Name returns the lock's name as given to the Client ("" for a nil Lock):
@@ -125,6 +126,8 @@ func (l *Lock) check(ctx context.Context, err error) error {
 		return fmt.Errorf("relock: %w: nil context", ErrInvalidArgument)
 	case l.name == "":
 		return fmt.Errorf("relock: %w: empty lock name", ErrInvalidArgument)
+	case l.kind == groupLock && len(l.fields) == 0:
+		return fmt.Errorf("relock: %w: group lock %q has no values", ErrInvalidArgument, l.name)
 	case zeroOwner(ctx):
 		return fmt.Errorf("relock: %w: lock %q: the context carries the zero Owner (use one from NewOwner or ParseOwner)", ErrInvalidArgument, l.name)
 	case l.c.cluster && !scripts.SlotSafe(l.name):
@@ -147,6 +150,13 @@ func (c *Client) newLock(name string, k lockKind) *Lock {
 	return &Lock{c: c, name: c.key(name), given: name, kind: k}
 }
 
-func (l *Lock) field(owner Owner) string { return l.kind.spec().field(owner.id) }
+// field is owner's key in the client's hold table: the hash field that
+// records its holds, and for a group lock its values too (see groupHold).
+func (l *Lock) field(owner Owner) string {
+	if l.kind == groupLock {
+		return groupHold(owner.id, l.fields)
+	}
+	return l.kind.spec().field(owner.id)
+}
 
 func (l *Lock) channel(owner Owner) string { return l.kind.spec().channel(l.name, owner.id) }

@@ -204,6 +204,7 @@ func (l *Lock) release(ctx context.Context, owner Owner, restore time.Duration, 
 		Publish:   l.publish(),
 		Directed:  l.directed(),
 		Believed:  believed,
+		Fields:    l.fields,
 	}
 	res, err := l.kind.spec().release(ctx, rdb, rel)
 	if err == nil && rel.Latched(res) {

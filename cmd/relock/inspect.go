@@ -25,6 +25,7 @@ type keyReport struct {
 }
 
 type entry struct {
+	Value    string     `json:"value,omitempty"` // a group lock's value field
 	Owner    string     `json:"owner"`
 	Count    int64      `json:"count,omitempty"`
 	Write    bool       `json:"write,omitempty"`
@@ -62,7 +63,7 @@ func report(k reentrant.KeyInfo) keyReport {
 func entries(hs []reentrant.Holder) []entry {
 	var es []entry
 	for _, h := range hs {
-		e := entry{Owner: h.Owner, Count: h.Count, Write: h.Write}
+		e := entry{Value: h.Value, Owner: h.Owner, Count: h.Count, Write: h.Write}
 		if !h.Deadline.IsZero() {
 			d := h.Deadline.UTC()
 			e.Deadline = &d
@@ -139,6 +140,10 @@ func (r keyReport) write(w io.Writer) {
 		fmt.Fprintf(w, "  fencing token: %d\n", r.Token)
 	}
 	for _, h := range r.Holders {
+		if h.Value != "" {
+			fmt.Fprintf(w, "  value %s: holder %s%s\n", h.Value, h.Owner, h.detail())
+			continue
+		}
 		fmt.Fprintf(w, "  holder %s%s\n", h.Owner, h.detail())
 	}
 	for i, q := range r.Queue {

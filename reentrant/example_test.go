@@ -185,6 +185,25 @@ func ExampleClient_NonReentrantFairLock() {
 	// Output: taken again: false re-entry refused: true
 }
 
+func ExampleClient_GroupLock() {
+	rdb, stop := exampleRedis()
+	defer stop()
+	locks, _ := reentrant.New(rdb, reentrant.Options{})
+	defer locks.Close()
+
+	// One hash for the class; each student is a value in it.
+	held, _ := locks.GroupLock("class_100", "Jack_001", "Mary_002").Lock(context.Background())
+	_, ok, _ := locks.GroupLock("class_100", "Mary_002").TryLock(context.Background())
+	fmt.Println("Mary_002 free:", ok)
+	other, ok, _ := locks.GroupLock("class_100", "Tom_003").TryLock(context.Background())
+	fmt.Println("Tom_003 free:", ok)
+	locks.GroupLock("class_100", "Tom_003").Unlock(other)
+	locks.GroupLock("class_100", "Jack_001", "Mary_002").Unlock(held)
+	// Output:
+	// Mary_002 free: false
+	// Tom_003 free: true
+}
+
 func ExampleClient_SpinLock() {
 	rdb, stop := exampleRedis()
 	defer stop()

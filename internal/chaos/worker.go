@@ -130,8 +130,13 @@ const (
 // (see runLatchWorker); "herd" is the plain lock with herdWorkers
 // processes, most of them waiting at any time; "nonreentrant" is the
 // non-reentrant lock, each acquisition a new owner, so that any
-// ErrReentry is a defect.
-var workloads = []string{"fenced", "plain", "nonreentrant", "rw", "fair", "priority", "deadlock", "ordered", "semaphore", "latch", "herd"}
+// ErrReentry is a defect; "group" takes values of the group lock
+// lockName, a set of groupSets at random, of which any two overlap, so
+// that each hold excludes every other as one lock's would.
+var workloads = []string{"fenced", "plain", "nonreentrant", "rw", "fair", "priority", "deadlock", "ordered", "semaphore", "latch", "herd", "group"}
+
+// groupSets are the group workload's value sets.
+var groupSets = [][]string{{"a", "b"}, {"b", "c"}, {"c", "a"}, {"a", "b", "c"}}
 
 // workersOf returns how many worker processes workload w runs.
 func workersOf(w string) int {
@@ -252,6 +257,8 @@ func pick(c *reentrant.Client, w string, rng *rand.Rand) (locker, bool) {
 		return c.Lock(lockName), false
 	case "nonreentrant":
 		return c.NonReentrantLock(lockName), false
+	case "group":
+		return c.GroupLock(lockName, groupSets[rng.IntN(len(groupSets))]...), false
 	case "fair":
 		// Every other acquisition takes the non-reentrant fair lock: the
 		// same keys and queue, so the two kinds share one lock, as a

@@ -50,7 +50,10 @@
 // shared with other readers as flock -s is; with --permits N one permit
 // of permit-expirable semaphore NAME of N permits (set to N if it has
 // none), so that up to N run at once, as consul lock -n does (CMD's
-// RELOCK_OWNER is then the permit's id). -w and --wait are one flag.
+// RELOCK_OWNER is then the permit's id); with --value V (repeated for
+// more) the values V of group lock NAME, all at once (Redisson's
+// getMultiLock(NAME, values), values as StringCodec writes them). -w and
+// --wait are one flag.
 // -v (--verbose) says who holds the lock when the wait starts, and when it
 // is taken and released.
 //

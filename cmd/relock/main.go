@@ -77,7 +77,7 @@ usage:
   relock CMD --help                            CMD's flags
 
 lock flags (run, hold): -n | -w/--wait DURATION, -E CODE, --lease D | --watchdog D,
-  --fenced | --shared | --permits N, --grace D (run), -v/--verbose
+  --fenced | --shared | --permits N | --value V..., --grace D (run), -v/--verbose
 connection flags (every command): --url, --addr, --db, --user, --tls, --tls-ca,
   --tls-cert, --tls-key, --tls-insecure, --connect-timeout, --sentinel-master;
   $REDIS_URL, $REDIS_ADDR, $REDIS_USERNAME, $REDIS_PASSWORD

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -32,6 +33,7 @@ type lockFlags struct {
 	lease, timeout time.Duration
 	fenced, shared bool
 	permits        int64
+	values         valueList
 	grace          time.Duration
 	verbose        bool
 }
@@ -46,6 +48,7 @@ func (f *lockFlags) register(fs *flag.FlagSet, run bool) {
 	fs.BoolVar(&f.fenced, "fenced", false, "take a fenced lock and give its token in RELOCK_TOKEN")
 	fs.BoolVar(&f.shared, "shared", false, "take the read side of read-write lock NAME: shared with other readers (flock -s)")
 	fs.Int64Var(&f.permits, "permits", 0, "take one permit of a permit-expirable semaphore NAME of `N` permits, so that up to N hold it at once (set if NAME has none)")
+	fs.Var(&f.values, "value", "take `V` of group lock NAME (Redisson's getMultiLock(NAME, values)); repeat for more values, all taken at once")
 	if run {
 		fs.DurationVar(&f.grace, "grace", 10*time.Second, "after the lock is lost, how long CMD has between SIGTERM and SIGKILL")
 	}
@@ -56,7 +59,7 @@ func (f *lockFlags) register(fs *flag.FlagSet, run bool) {
 // check returns what is wrong with the flags' values, if anything.
 func (f *lockFlags) check() error {
 	kinds := 0
-	for _, on := range []bool{f.fenced, f.shared, f.permits != 0} {
+	for _, on := range []bool{f.fenced, f.shared, f.permits != 0, len(f.values) > 0} {
 		if on {
 			kinds++
 		}
@@ -67,7 +70,7 @@ func (f *lockFlags) check() error {
 	case f.wait < 0 || f.lease < 0 || f.grace < 0:
 		return errors.New("durations must not be negative")
 	case kinds > 1:
-		return errors.New("--fenced, --shared and --permits exclude each other")
+		return errors.New("--fenced, --shared, --permits and --value exclude each other")
 	case f.permits < 0:
 		return errors.New("--permits must be positive")
 	}
@@ -148,8 +151,20 @@ func (t taker) lock() *reentrant.Lock {
 		return t.locks.FencedLock(t.name)
 	case t.f.shared:
 		return t.locks.ReadWriteLock(t.name).ReadLock()
+	case len(t.f.values) > 0:
+		return t.locks.GroupLock(t.name, t.f.values...)
 	}
 	return t.locks.Lock(t.name)
+}
+
+// valueList is a repeated flag's values.
+type valueList []string
+
+func (v *valueList) String() string { return strings.Join(*v, ",") }
+
+func (v *valueList) Set(s string) error {
+	*v = append(*v, s)
+	return nil
 }
 
 // lockCommand parses the arguments of run or hold (leading: see parse).

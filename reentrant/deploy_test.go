@@ -60,6 +60,7 @@ func TestCluster(t *testing.T) {
 					"prio":  {c.PriorityLock(name + ":prio"), other.PriorityLock(name + ":prio")},
 					"write": {c.ReadWriteLock(name + ":rw").WriteLock(), other.ReadWriteLock(name + ":rw").WriteLock()},
 					"read":  {c.ReadWriteLock(name + ":rw2").ReadLock(), other.ReadWriteLock(name + ":rw2").WriteLock()},
+					"group": {c.GroupLock(name+":group", "x", "y"), other.GroupLock(name+":group", "y")},
 				}
 				for kind, pair := range locks {
 					held, err := pair[0].Lock(bg())

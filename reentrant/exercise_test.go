@@ -25,6 +25,8 @@ func lockKinds(c, other *reentrant.Client, prefix string) map[string][2]*reentra
 		"spin":   {c.SpinLock(prefix+"spin", reentrant.Backoff{}), other.SpinLock(prefix+"spin", reentrant.Backoff{})},
 		"write":  {c.ReadWriteLock(prefix + "rw").WriteLock(), other.ReadWriteLock(prefix + "rw").WriteLock()},
 		"read":   {c.ReadWriteLock(prefix + "rw2").ReadLock(), other.ReadWriteLock(prefix + "rw2").WriteLock()},
+		// Values that overlap: b waits for a's.
+		"group": {c.GroupLock(prefix+"group", "x", "y"), other.GroupLock(prefix+"group", "y", "z")},
 	}
 }
 

@@ -123,7 +123,7 @@ func TestLostReleaseReply(t *testing.T) {
 	s := redistest.Start(t)
 	c, armed := loseRepliesClient(t, s)
 	rw := c.ReadWriteLock("rw")
-	for _, l := range []*reentrant.Lock{c.Lock("plain"), c.FairLock("fair"), c.PriorityLock("prio"), rw.ReadLock(), rw.WriteLock()} {
+	for _, l := range []*reentrant.Lock{c.Lock("plain"), c.FairLock("fair"), c.PriorityLock("prio"), c.GroupLock("group", "a", "b"), rw.ReadLock(), rw.WriteLock()} {
 		latched := l == rw.ReadLock() || l == rw.WriteLock()
 		outer, err := l.Lock(bg())
 		require.NoError(t, err)
@@ -403,7 +403,7 @@ func TestCancelledAttemptLeavesNoHold(t *testing.T) {
 	delay := new(atomic.Int64)
 	c := wrappedClient(t, s, reentrant.Options{}, func(c net.Conn) net.Conn { return &slowReplies{Conn: c, delay: delay} })
 
-	for _, l := range []*reentrant.Lock{c.Lock("cut"), c.FairLock("cut-fair"), c.PriorityLock("cut-prio")} {
+	for _, l := range []*reentrant.Lock{c.Lock("cut"), c.FairLock("cut-fair"), c.PriorityLock("cut-prio"), c.GroupLock("cut-group", "a", "b")} {
 		// Load the scripts first: a NOSCRIPT reply would mean nothing ran.
 		held, err := l.Lock(bg())
 		require.NoError(t, err)
@@ -578,7 +578,7 @@ func TestUnlockAfterRefusedSendReportsLoss(t *testing.T) {
 	c, err := reentrant.New(s.Client(), reentrant.Options{})
 	require.NoError(t, err)
 	defer c.Close()
-	for _, l := range []*reentrant.Lock{c.Lock("busy"), c.FairLock("busy-fair"), c.PriorityLock("busy-prio")} {
+	for _, l := range []*reentrant.Lock{c.Lock("busy"), c.FairLock("busy-fair"), c.PriorityLock("busy-prio"), c.GroupLock("busy-group", "a")} {
 		held, err := l.Lock(bg())
 		require.NoError(t, err)
 

@@ -11,8 +11,9 @@ import (
 // NoExpiry is what RemainTTL returns for a lock whose key has no TTL.
 const NoExpiry time.Duration = -1
 
-// IsLocked reports whether anyone holds the lock. A key of another type
-// than a lock's hash is ErrWrongType.
+// IsLocked reports whether anyone holds the lock; for a group lock, any of
+// its values (Redisson's isLocked). A key of another type than a lock's
+// hash is ErrWrongType.
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
 	if err := l.check(ctx, nil); err != nil {
 		return false, err
@@ -40,7 +41,8 @@ func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
 }
 
 // HoldCount returns how many times ctx's owner holds the lock, as Redis
-// counts it (0 when it does not).
+// counts it (0 when it does not); for a group lock, the fewest of its
+// counts among the values, 0 unless it holds them all.
 func (l *Lock) HoldCount(ctx context.Context) (int, error) {
 	if err := l.check(ctx, nil); err != nil {
 		return 0, err
@@ -63,7 +65,8 @@ func (l *Lock) HoldCount(ctx context.Context) (int, error) {
 }
 
 // RemainTTL returns how long the lock's key has left to live: 0 when the
-// lock is free, NoExpiry when the key has no TTL. A key of another type
+// lock is free, NoExpiry when the key has no TTL; for a group lock, how
+// long until the last hold of its values ends. A key of another type
 // than a lock's hash is ErrWrongType.
 func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) {
 	if err := l.check(ctx, nil); err != nil {
@@ -101,7 +104,8 @@ func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) {
 // once: their held contexts are cancelled with cause ErrLockLost. A key of
 // another type is left alone and reported as ErrWrongType; a hash is taken
 // for a lock without a look at its fields, as Redisson does, so point
-// ForceUnlock at lock names only.
+// ForceUnlock at lock names only. A group lock's ForceUnlock frees just
+// its values, whoever holds them (Redisson's forceUnlock).
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := l.check(ctx, nil); err != nil {
 		return false, err

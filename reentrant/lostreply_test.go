@@ -43,7 +43,14 @@ func (c *loseReplies) Write(b []byte) (int, error) {
 
 func (c *loseReplies) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
-	if n > 0 && !bytes.HasPrefix(b[:n], []byte("-NOSCRIPT")) && c.pending.CompareAndSwap(true, false) && takeOne(c.armed) {
+	if n > 0 && bytes.HasPrefix(b[:n], []byte("-NOSCRIPT")) {
+		// The script did not run; its resend as EVAL, perhaps on another
+		// connection, is the one whose reply to lose. Left pending, this
+		// connection would lose the reply of whatever it reads next.
+		c.pending.Store(false)
+		return n, err
+	}
+	if n > 0 && c.pending.CompareAndSwap(true, false) && takeOne(c.armed) {
 		c.Conn.Close()
 		if c.lost != nil {
 			c.lost()

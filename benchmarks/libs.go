@@ -35,6 +35,7 @@ var libs = []lib{
 	{"relock, AlwaysPipelining", "the same, on a rueidis client with AlwaysPipelining", newRelockPipelining},
 	{"relock, FairLock", "FairLock, defaults: waiters served in arrival order", newRelockFair},
 	{"relock, PriorityLock", "PriorityLock, defaults, every waiter at priority 0: served in arrival order", newRelockPriority},
+	{"relock, GroupLock", "GroupLock, defaults: each lock name a value of one group, bench:group", newRelockGroup},
 	{"rueidislock", "KeyMajority 1, NoLoopTracking", newRueidislock},
 	{"redsync", "default delays, unlimited tries", newRedsync},
 	{"bsm/redislock", "LinearBackoff(10ms), TTL 30s", newRedislock},
@@ -71,6 +72,19 @@ func newRelockPriority(addr string) (locker, error) {
 		return nil, err
 	}
 	return relockLocker{rdb: rdb, c: c, handle: (*reentrant.Client).PriorityLock}, nil
+}
+
+// newRelockGroup is relock's GroupLock with default options: every lock
+// name is a value of the group bench:group, so the 64 goroutines' own
+// keys are 64 values of one hash.
+func newRelockGroup(addr string) (locker, error) {
+	rdb, c, err := relockClient(addr)
+	if err != nil {
+		return nil, err
+	}
+	return relockLocker{rdb: rdb, c: c, handle: func(c *reentrant.Client, name string) *reentrant.Lock {
+		return c.GroupLock("bench:group", name)
+	}}, nil
 }
 
 // newRelockPipelining is relock on a rueidis client that always sends

@@ -124,6 +124,9 @@ func (c *cycle) try(int) outcome {
 	if !r.OK && c.directed {
 		c.wakeChannel() // a pause after it may subscribe
 	}
+	if !r.OK && r.err == nil && r.Blocker != "" {
+		c.blockedBy(r.Blocker)
+	}
 	if !r.OK && r.err == nil {
 		c.foundHolder()
 		if err := c.detectDeadlock(); err != nil {
@@ -207,12 +210,21 @@ func (l *Lock) startCycle(c *cycle, ctx context.Context, cfg acquireConfig) {
 				c.also = w
 			}
 		}
-	default:
-		wakes := l.kind.spec().wakes
-		if wakes == nil {
-			wakes = pubsub.LockWakes
+	case l.kind == groupLock:
+		// Named when an attempt finds the values held (see blockedBy),
+		// unless the first value's channel is live: joined before the
+		// first attempt, it hears a release after that attempt, so a
+		// failed attempt blocked by that value needs no second one.
+		c.announcedOn("", pubsub.LockWakes, "")
+		c.subscribe, c.alsoWakes, c.lingers = false, groupWakes, true
+		if cfg.wait != 0 && !l.c.sub.Idle() {
+			ch := scripts.GroupValueChannel(l.name, l.fields[0])
+			if w := l.c.sub.Join(ch); w != nil {
+				c.channel, c.sub = ch, w
+			}
 		}
-		c.announcedOn(l.channel(owner), wakes, "")
+	default:
+		c.announcedOn(l.channel(owner), pubsub.LockWakes, "")
 	}
 	c.owner, c.private, c.key = owner, private, holdKey{l.name, l.field(owner)}
 	c.grants = private && l.takesGrants(cfg)

@@ -235,3 +235,56 @@ func TestGroupRedissonInterop(t *testing.T) {
 	assert.True(t, *freed)
 	assert.Zero(t, e.int(t, "EXISTS", "class_100"))
 }
+
+// A release announces each value it frees on that value's channel, and
+// "00" on Redisson's channel (Java's waiters read it as 0, relock's let
+// it pass). So two waiters of one client for different values, each held
+// by another client, are each woken by the release of their own value:
+// neither waits out its re-poll (a minute here) or the holder's TTL.
+func TestGroupWakesByValue(t *testing.T) {
+	onBoth(t, func(t *testing.T, e env) {
+		holders, waiters := e.client(t), e.client(t, reentrant.Options{RepollInterval: time.Minute})
+		redisson := e.subscribe(t, scripts.LockChannel("g"))
+		valueX := e.subscribe(t, scripts.GroupValueChannel("g", scripts.GroupField("x")))
+		x, err := holders.GroupLock("g", "x").Lock(bg())
+		require.NoError(t, err)
+		y, err := holders.GroupLock("g", "y").Lock(bg())
+		require.NoError(t, err)
+
+		type result struct {
+			held context.Context
+			err  error
+		}
+		got := map[string]chan result{"x": make(chan result, 1), "y": make(chan result, 1)}
+		for v, ch := range got {
+			go func() {
+				held, err := waiters.GroupLock("g", v).Lock(bg())
+				ch <- result{held, err}
+			}()
+		}
+		listeners := func(v string) int64 {
+			r, err := e.do(t, "PUBSUB", "NUMSUB", scripts.GroupValueChannel("g", scripts.GroupField(v))).ToArray()
+			if err != nil || len(r) != 2 {
+				return -1
+			}
+			n, _ := r[1].AsInt64()
+			return n
+		}
+		eventually(t, "both waiters listening", func() bool {
+			return listeners("x") == 2 && listeners("y") == 1 // x: the waiter and this test
+		})
+		for _, v := range []string{"x", "y"} {
+			held := map[string]context.Context{"x": x, "y": y}[v]
+			require.NoError(t, holders.GroupLock("g", v).Unlock(held))
+			select {
+			case r := <-got[v]:
+				require.NoError(t, r.err, v)
+				require.NoError(t, waiters.GroupLock("g", v).Unlock(r.held))
+			case <-time.After(10 * time.Second):
+				t.Fatalf("the waiter for %s was not woken by its release", v)
+			}
+		}
+		assert.Equal(t, "0", receive(t, valueX))
+		assert.Equal(t, "00", receive(t, redisson))
+	})
+}

@@ -94,9 +94,8 @@ type kind struct {
 	// field is the hash field that records owner's holds.
 	field func(owner string) string
 	// channel is the channel on which owner, waiting for lock name, hears
-	// releases; wakes reads its messages (nil: pubsub.LockWakes).
+	// releases (a group lock's waiters: see cycle.blockedBy).
 	channel func(name, owner string) string
-	wakes   pubsub.Wakes
 	// acquire runs the acquire script once.
 	acquire acquirer
 	// release runs the release script once; believes: it reads

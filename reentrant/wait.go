@@ -42,7 +42,13 @@ type waiting struct {
 	// directly (see directed.go); alsoOn names it until it is subscribed.
 	also   *pubsub.Waiter
 	alsoOn string
-	woken  *pubsub.Waiter // the subscription whose wake-up the last attempt followed
+	// alsoWakes reads Redisson's channel; nil: pubsub.LockWakes.
+	alsoWakes pubsub.Wakes
+	// lingers keeps the channel subscribed a while after its last local
+	// waiter leaves, as the wake channel is, so that the next wait joins
+	// it before its first attempt (a group lock's value channels).
+	lingers bool
+	woken   *pubsub.Waiter // the subscription whose wake-up the last attempt followed
 	// unavailable is the backoff while the server cannot run scripts.
 	unavailable time.Duration
 	// unreachable is the last attempt's error while no attempt since has
@@ -205,8 +211,11 @@ func (w *waiting) subscribeNext() (subscribed bool, err error) {
 	if w.subscribe {
 		w.subscribe = false
 		var unclaimed func()
-		if w.passOn != "" {
+		switch {
+		case w.passOn != "":
 			unclaimed = w.c.passOn(w.passOn)
+		case w.lingers:
+			unclaimed = func() {} // a wake with no waiter here has no one else to go to
 		}
 		subscribed, err = w.subscribeTo(&w.sub, w.channel, w.wakes, unclaimed)
 		if !subscribed || !alsoDue {
@@ -219,7 +228,11 @@ func (w *waiting) subscribeNext() (subscribed bool, err error) {
 	// A foreign release that no waiter of this client takes needs no
 	// passing on: every client listening heard it. The handler only keeps
 	// the channel lingering, as the wake channel does.
-	alsoSubscribed, err := w.subscribeTo(&w.also, channel, pubsub.LockWakes, func() {})
+	wakes := w.alsoWakes
+	if wakes == nil {
+		wakes = pubsub.LockWakes
+	}
+	alsoSubscribed, err := w.subscribeTo(&w.also, channel, wakes, func() {})
 	return subscribed || alsoSubscribed, err
 }
 

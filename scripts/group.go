@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/minio/highwayhash"
+	"github.com/redis/rueidis"
 
 	"github.com/relock-go/relock/pubsub"
 )
@@ -80,15 +81,38 @@ func GroupFields(values []string) []string {
 	return slices.Compact(fields)
 }
 
+// GroupValueChannel returns the channel on which relock's releases of
+// group lock name announce that the value whose field is field became
+// free: relock_group:{name}:field. Redisson never reads it.
+func GroupValueChannel(name, field string) string {
+	return prefixed("relock_group", name) + ":" + field
+}
+
 // GroupAcquire runs groupacquire.lua: a.Owner takes one more hold of every
 // value of group a.Key whose fields are a.Fields, or none. Its reply is
-// LockAcquire's: PTTL is how long until the last of the others' holds
-// among them ends.
+// LockAcquire's, PTTL how long until the last of the others' holds among
+// them ends, and Blocker that value's field.
 func GroupAcquire(ctx context.Context, c Conn, a Acquire) (Acquired, error) {
 	args := make([]string, 0, 2+len(a.Fields))
 	args = append(args, millis(a.Lease), a.Owner)
 	args = append(args, a.Fields...)
-	return acquireReply(groupAcquireScript.exec(ctx, c, []string{a.Key}, args))
+	r, syncErr := groupAcquireScript.exec(ctx, c, []string{a.Key}, args)
+	if err := r.Error(); rueidis.IsRedisNil(err) {
+		return Acquired{OK: true}, syncErr
+	}
+	v, err := r.ToArray()
+	if err != nil {
+		return Acquired{}, err
+	}
+	if len(v) != 2 {
+		return Acquired{}, fmt.Errorf("groupacquire.lua: unexpected reply %v", v)
+	}
+	ms, err := v[0].AsInt64()
+	if err != nil {
+		return Acquired{}, err
+	}
+	blocker, err := v[1].ToString()
+	return Acquired{PTTL: time.Duration(ms) * time.Millisecond, Blocker: blocker}, err
 }
 
 // GroupRelease runs grouprelease.lua for r.Owner's newest hold of the
@@ -98,7 +122,7 @@ func GroupAcquire(ctx context.Context, c Conn, a Acquire) (Acquired, error) {
 func GroupRelease(ctx context.Context, c Conn, r Release) (Released, error) {
 	keys := []string{r.Key, LockChannel(r.Key), unlockLatch(r.Key, r.RequestID)}
 	args := make([]string, 0, 7+len(r.Fields))
-	args = append(args, pubsub.WakeOne, millis(r.Lease), r.Owner, string(r.Publish),
+	args = append(args, pubsub.WakeTold, millis(r.Lease), r.Owner, string(r.Publish),
 		millis(r.LatchTTL), flag(r.Again), flag(r.Believed))
 	args = append(args, r.Fields...)
 	return releaseReply(groupReleaseScript.exec(ctx, c, keys, args))

@@ -32,6 +32,8 @@ func TestGroupFieldMatchesRedisson(t *testing.T) {
 	}
 	assert.Equal(t, 75, n, "every vector read")
 	assert.Equal(t, "7pNoDdizVy2xY792MaFv+w", scripts.GroupField("Jack_001"), "Redisson's own example value")
+	assert.Equal(t, "relock_group:{class_100}:7pNoDdizVy2xY792MaFv+w", scripts.GroupValueChannel("class_100", "7pNoDdizVy2xY792MaFv+w"))
+	assert.Equal(t, "relock_group:a{b}c:f", scripts.GroupValueChannel("a{b}c", "f"))
 	fields := scripts.GroupFields([]string{"b", "a", "b"})
 	assert.Len(t, fields, 2, "each value once")
 	assert.ElementsMatch(t, []string{scripts.GroupField("a"), scripts.GroupField("b")}, fields)
@@ -75,6 +77,7 @@ func TestGroupScripts(t *testing.T) {
 		r := acquire("o:2", bc, time.Minute)
 		assert.False(t, r.OK, "b is o:1's")
 		assert.InDelta(t, time.Minute, r.PTTL, float64(5*time.Second))
+		assert.Equal(t, scripts.GroupField("b"), r.Blocker)
 		assert.Empty(t, hget(scripts.GroupField("c")), "all or none: c was not taken")
 		require.True(t, acquire("o:2", c, time.Minute).OK, "a disjoint value")
 		require.True(t, acquire("o:1", ab, time.Minute).OK, "re-entry")

@@ -9,8 +9,10 @@
 --
 -- Reply: nil when owner now holds every value (one hold more of each, each
 -- ending no sooner than now + lease); otherwise, and then nothing changed,
--- how many ms remain until the last of the other holders' holds among them
--- ends (Redisson's reply: the longest wait that can be needed).
+-- {ms, f}: how many ms remain until the last of the other holders' holds
+-- among them ends (Redisson's reply: the longest wait that can be needed),
+-- and the field f of that value, whose release a relock waiter listens
+-- for (see grouprelease.lua).
 --
 -- Where Redisson and relock differ, Java clients see no difference:
 -- - A value whose holder's hold ended is taken over, and that holder's
@@ -22,7 +24,7 @@ local g, lease, owner = KEYS[1], tonumber(ARGV[1]), ARGV[2]
 local now = nowMs()
 local existed = redis.call('exists', g) == 1
 local holders = {}
-local wait = 0
+local wait, blocker = 0, nil
 if existed then
 	for i = 3, #ARGV do
 		local holder = redis.call('hget', g, ARGV[i])
@@ -30,13 +32,13 @@ if existed then
 		if holder and holder ~= owner then
 			local e = tonumber(redis.call('hget', g, expireField(ARGV[i], holder)))
 			if e and e - now > wait then
-				wait = e - now
+				wait, blocker = e - now, ARGV[i]
 			end
 		end
 	end
 end
 if wait > 0 then
-	return wait
+	return {wait, blocker}
 end
 local ends = now + lease
 for i = 3, #ARGV do

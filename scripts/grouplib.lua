@@ -41,6 +41,13 @@ local function heldUntil(g, f, owner, now)
 	return e
 end
 
+-- valueChannel is relock's channel for value field f of the group whose
+-- Redisson lock channel is lockChannel ("redisson_lock__channel" and
+-- the group's tagged name): relock_group:{G}:f, in the group's slot.
+local function valueChannel(lockChannel, f)
+	return 'relock_group' .. string.sub(lockChannel, 23) .. ':' .. f
+end
+
 -- extend makes the hash live at least lease ms more.
 local function extend(g, lease)
 	local pttl = redis.call('pttl', g)

@@ -4,7 +4,11 @@
 -- KEYS[1]  the group's hash G
 -- KEYS[2]  the lock channel, redisson_lock__channel:{G}
 -- KEYS[3]  the unlock latch, redisson_unlock_latch:{G}:<request-id>
--- ARGV[1]  the message published when a value becomes free: "0"
+-- ARGV[1]  the message published on KEYS[2] when a value becomes free:
+--          "00", which Redisson's waiters read as 0 (Long.valueOf) and
+--          relock's let pass: each value that became free is announced to
+--          them with "0" on its own channel, relock_group:{G}:<f>, so that
+--          a release wakes only waiters of what it freed
 -- ARGV[2]  lease in milliseconds, for the holds that remain
 -- ARGV[3]  owner
 -- ARGV[4]  publish command: "publish", "spublish", or "" for none
@@ -15,9 +19,8 @@
 -- ARGV[8..] the values' fields
 --
 -- Reply: 1 when owner's last hold of every value is given back (each is
--- free, and ARGV[1] is published); 0 when holds of them remain (each
--- ends no sooner than now + lease; ARGV[1] is published if some value
--- became free); nil when owner does not hold every value, and then
+-- free, and announced); 0 when holds of them remain (each ends no sooner
+-- than now + lease; the values that became free are announced); nil when owner does not hold every value, and then
 -- nothing changed (Redisson gives back the values it does hold first, and
 -- publishes even when nothing became free; Java waiters see no
 -- difference but fewer wake-ups).
@@ -42,6 +45,9 @@ for i = 8, #ARGV do
 	local ef, cf = expireField(f, owner), countField(f, owner)
 	if redis.call('hincrby', g, cf, -1) <= 0 then
 		redis.call('hdel', g, f, ef, cf)
+		if ARGV[4] ~= '' then
+			redis.call(ARGV[4], valueChannel(KEYS[2], f), '0')
+		end
 		any = true
 	else
 		all = 0

@@ -116,6 +116,9 @@ type Acquired struct {
 	PTTL time.Duration
 	// Token is the fencing token a fenced lock drew (from 1).
 	Token int64
+	// Blocker, for a group lock, is the field of the value whose holder's
+	// hold ends last among those that kept Owner out (GroupAcquire).
+	Blocker string
 }
 
 // LockAcquire runs acquire.lua (RLock) for a. On a synced [Conn], an

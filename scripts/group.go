@@ -143,23 +143,7 @@ func GroupRenew(ctx context.Context, c Conn, ttl time.Duration, batches [][]Held
 		}
 		calls[i] = call{keys: keys, args: args}
 	}
-	renewed = make([][]bool, len(batches))
-	errs = make([]error, len(batches))
-	for i, r := range groupRenewScript.execMulti(ctx, c, calls) {
-		flags, err := r.AsIntSlice()
-		if err == nil && len(flags) != len(batches[i]) {
-			err = fmt.Errorf("grouprenew.lua: %d replies for %d locks", len(flags), len(batches[i]))
-		}
-		if err != nil {
-			errs[i] = err
-			continue
-		}
-		renewed[i] = make([]bool, len(flags))
-		for j, f := range flags {
-			renewed[i][j] = f == 1
-		}
-	}
-	return renewed, errs
+	return renewFlags("grouprenew.lua", groupRenewScript.execMulti(ctx, c, calls), batches)
 }
 
 // GroupForceUnlock runs groupforceunlock.lua: the values fields of group

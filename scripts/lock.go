@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/relock-go/relock/pubsub"
 )
 
@@ -286,12 +288,18 @@ func renewWith(s *script, ctx context.Context, c Conn, ttl time.Duration, batche
 		}
 		calls[i] = call{keys: keys, args: args}
 	}
+	return renewFlags("renew.lua", s.execMulti(ctx, c, calls), batches)
+}
+
+// renewFlags reads the replies of a renewal script's calls, one per batch:
+// an array with 1 for each hold of the batch renewed, 0 for each not.
+func renewFlags(script string, replies []rueidis.RedisResult, batches [][]Held) (renewed [][]bool, errs []error) {
 	renewed = make([][]bool, len(batches))
 	errs = make([]error, len(batches))
-	for i, r := range s.execMulti(ctx, c, calls) {
+	for i, r := range replies {
 		flags, err := r.AsIntSlice()
 		if err == nil && len(flags) != len(batches[i]) {
-			err = fmt.Errorf("renew.lua: %d replies for %d locks", len(flags), len(batches[i]))
+			err = fmt.Errorf("%s: %d replies for %d locks", script, len(flags), len(batches[i]))
 		}
 		if err != nil {
 			errs[i] = err

@@ -87,12 +87,13 @@
 // both a number in a string key: inspect tells them apart by who listens
 // on their channels, and says so when it cannot.
 //
-// list finds lock-shaped keys (hashes whose fields are owners) with SCAN,
-// never KEYS, on every master of a cluster, and shows their holders and
-// TTLs. PATTERN is SCAN's MATCH pattern, * by default.
+// list finds lock-shaped keys (hashes whose fields are owners, and group
+// locks' hashes) with SCAN, never KEYS, on every master of a cluster, and
+// shows their holders (a group lock's as value=owner×count) and TTLs.
+// PATTERN is SCAN's MATCH pattern, * by default.
 //
-// force-unlock deletes a lock whoever holds it and publishes the release,
-// so waiters wake at once. It shows the lock and asks for "y" on standard
+// force-unlock deletes a lock whoever holds it (a group lock whole, every
+// value with it) and publishes the release, so waiters wake at once. It shows the lock and asks for "y" on standard
 // input (whether or not that is a terminal; no answer is a no) unless
 // --yes is given, and refuses keys that are not lock-shaped.
 //

@@ -30,7 +30,9 @@ func (e env) forceUnlock(args []string) int {
 	}
 	var mu *reentrant.Lock
 	switch info.Kind {
-	case reentrant.KindLock, reentrant.KindFenced:
+	case reentrant.KindLock, reentrant.KindFenced, reentrant.KindGroup:
+		// A group lock's hash goes whole, every value with it; the "0"
+		// on Redisson's channel wakes its waiters, relock's and Java's.
 		mu = locks.Lock(name)
 	case reentrant.KindFair:
 		mu = locks.FairLock(name)

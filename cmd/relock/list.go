@@ -48,7 +48,7 @@ func (e env) list(args []string) int {
 			return e.fail(exitFor(err), "%v", err)
 		}
 		switch info.Kind {
-		case reentrant.KindLock, reentrant.KindFair, reentrant.KindPriority, reentrant.KindFenced, reentrant.KindReadWrite:
+		case reentrant.KindLock, reentrant.KindFair, reentrant.KindPriority, reentrant.KindFenced, reentrant.KindReadWrite, reentrant.KindGroup:
 			reports = append(reports, report(info))
 		}
 	}
@@ -65,6 +65,10 @@ func (e env) list(args []string) int {
 		}
 		var holders []string
 		for _, h := range r.Holders {
+			if h.Value != "" { // a group lock's held value
+				holders = append(holders, fmt.Sprintf("%s=%s×%d", h.Value, h.Owner, h.Count))
+				continue
+			}
 			holders = append(holders, fmt.Sprintf("%s×%d", h.Owner, h.Count))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.Kind, ttl, strings.Join(holders, " "))

@@ -65,6 +65,11 @@ type hold struct {
 	acqs  []acquisition
 	lease *watchdog.Lease
 	token string // a permit's lease end as relock last wrote it; guarded by t.mu
+	// gone is why the hold left the table without a release (lost, or its
+	// lease ended), set as it leaves; guarded by t.mu. Its held contexts
+	// are cancelled with it only after that, outside the lock: an Unlock
+	// in between reads it here (see goneCause).
+	gone error
 	// The first acquisition's room, so that it allocates nothing of its
 	// own: most holds never have another. firstValues serves one held
 	// context only, since a released one may still be read.
@@ -300,25 +305,42 @@ func (t *holdTable) drop(key holdKey) (a acquisition, restore time.Duration, lea
 	return a, restore, h.lease, true
 }
 
+// goneCause returns why the hold behind held context ctx left the table
+// without a release, if ctx is a held context of key's hold and it did;
+// else nil.
+func (t *holdTable) goneCause(ctx context.Context, key holdKey) error {
+	h, ok := ctx.Value(holdCtxKey{}).(*hold)
+	if !ok || h.key != key {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return h.gone
+}
+
 // lost ends a hold the watchdog gave up on: every held context of it is
 // cancelled with a cause that wraps ErrLockLost and the reason.
 func (t *holdTable) lost(h *hold, reason error) {
+	owner := holdOwner(h.key.owner)
+	ended := errors.Is(reason, ErrLeaseEnded)
+	cause := fmt.Errorf("relock: %w: %q held by %s: %w", ErrLockLost, h.key.name, owner, reason)
+	if ended {
+		// How a LeaseFor hold ends when its Unlock did not come first: the
+		// caller asked for a lease that long. Not a loss; the held context
+		// says it ended.
+		cause = fmt.Errorf("relock: %q held by %s: %w", h.key.name, owner, ErrLeaseEnded)
+	}
 	t.mu.Lock()
 	if t.holds[h.key] == h {
 		delete(t.holds, h.key)
 	}
+	h.gone = cause
 	t.mu.Unlock()
-	owner := holdOwner(h.key.owner)
-	if errors.Is(reason, ErrLeaseEnded) {
-		// How a LeaseFor hold ends when its Unlock did not come first: the
-		// caller asked for a lease that long. Not a loss; the held context
-		// says it ended.
-		h.cancelAll(fmt.Errorf("relock: %q held by %s: %w", h.key.name, owner, ErrLeaseEnded))
+	h.cancelAll(cause)
+	if ended {
 		t.opts.Logger.Debug("relock: lease ended", "lock", h.key.name, "owner", owner)
 		return
 	}
-	cause := fmt.Errorf("relock: %w: %q held by %s: %w", ErrLockLost, h.key.name, owner, reason)
-	h.cancelAll(cause)
 	t.opts.Logger.Warn("relock: lock lost", "lock", h.key.name, "owner", owner, "reason", reason.Error())
 	if t.opts.OnLockLost != nil {
 		t.opts.OnLockLost(h.key.name, Owner{id: owner}, cause)
@@ -334,6 +356,7 @@ func (t *holdTable) lose(match func(holdKey) bool, cause error) {
 		if match(k) {
 			lost = append(lost, h)
 			delete(t.holds, k)
+			h.gone = cause
 			t.watchdog.Remove(h.lease)
 		}
 	}

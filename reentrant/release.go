@@ -52,12 +52,17 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) (err error) {
 	}
 	key := holdKey{l.name, l.field(owner)}
 	a, restore, lease, found := l.c.holds.drop(key)
-	if !found && ctx.Err() != nil {
-		if cause := context.Cause(ctx); errors.Is(cause, ErrLockLost) || errors.Is(cause, ErrLeaseEnded) {
-			// This client gave the hold up already (its key vanished, no
-			// renewal was confirmed in time, or its lease ended): nothing
-			// of it is left to give back, and during an outage trying
-			// would only wait.
+	if !found {
+		// This client gave the hold up already (its key vanished, no
+		// renewal was confirmed in time, or its lease ended): nothing of
+		// it is left to give back, and during an outage trying would only
+		// wait. The table says so as soon as the hold leaves it, before
+		// its held context is cancelled.
+		cause := l.c.holds.goneCause(ctx, key)
+		if cause == nil && ctx.Err() != nil {
+			cause = context.Cause(ctx)
+		}
+		if errors.Is(cause, ErrLockLost) || errors.Is(cause, ErrLeaseEnded) {
 			return fmt.Errorf("relock: unlock %q: %w", l.name, cause)
 		}
 	}

@@ -328,3 +328,34 @@ func TestLeaseDeadline(t *testing.T) {
 		assert.False(t, ok)
 	})
 }
+
+// An Unlock in the moment the watchdog lets a lost hold go, after the
+// hold left the client's table but before its held context is cancelled
+// (here: from the HoldEnded hook, which runs in between), says the lock
+// was lost, as it does after: never "not held", which would tell the
+// caller its release found nothing it had ever held.
+func TestUnlockAsHoldIsLost(t *testing.T) {
+	e := onRedis(t)
+	var mu *reentrant.Lock
+	var held atomic.Pointer[context.Context]
+	unlocked := make(chan error, 1)
+	c := e.client(t, reentrant.Options{WatchdogTimeout: time.Second, Hooks: reentrant.Hooks{
+		HoldEnded: func(_ context.Context, end reentrant.HoldEnd) {
+			if h := held.Load(); h != nil && errors.Is(end.Cause, reentrant.ErrLockLost) {
+				unlocked <- mu.Unlock(*h)
+			}
+		},
+	}})
+	mu = c.Lock("lost-in-between")
+	h, err := mu.Lock(bg())
+	require.NoError(t, err)
+	held.Store(&h)
+	require.NoError(t, e.do(t, "DEL", "lost-in-between").Error())
+	select {
+	case err := <-unlocked:
+		assert.ErrorIs(t, err, reentrant.ErrLockLost)
+		assert.NotErrorIs(t, err, reentrant.ErrNotHeld)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watchdog did not find the hold gone")
+	}
+}

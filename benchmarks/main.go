@@ -38,17 +38,23 @@ func main() {
 		log.Fatal(err)
 	}
 	defer s.stop()
+	// fatalf stops the server first: log.Fatal runs no deferred call, and
+	// the server would outlive the runner.
+	fatalf := func(format string, args ...any) {
+		s.stop()
+		log.Fatalf(format, args...)
+	}
 
 	if *syncs {
 		fmt.Printf("Synchronizers, %s, redis-server %s on loopback, %s, %d CPUs.\n", time.Now().Format("2006-01-02"), s.version(), runtime.Version(), runtime.NumCPU())
 		if err := runSynchronizers(s, *rounds, *pairs, *par); err != nil {
-			log.Fatal(err)
+			fatalf("%v", err)
 		}
 		return
 	}
 	if *herd != "" {
 		if err := runHerd(s, *herd, *rounds, *acqs, *limit); err != nil {
-			log.Fatal(err)
+			fatalf("%v", err)
 		}
 		return
 	}
@@ -62,7 +68,7 @@ func main() {
 			s.do("FLUSHALL")
 			res, err := keepAlive(l, s, 10000, *keep)
 			if err != nil {
-				log.Fatalf("watchdog, %s: %v", l.name, err)
+				fatalf("watchdog, %s: %v", l.name, err)
 			}
 			fmt.Printf("| %s | %.1f | %.1f | %.0f |\n", l.name, res["cmds/s"], res["client cpu ms/s"], res["keys held"])
 		}
@@ -94,7 +100,7 @@ func main() {
 				s.do("FLUSHALL")
 				res, err := sc.run(l)
 				if err != nil {
-					log.Fatalf("%s, %s: %v", sc.name, l.name, err)
+					fatalf("%s, %s: %v", sc.name, l.name, err)
 				}
 				if results[i][l.name] == nil {
 					results[i][l.name] = map[string][]float64{}
@@ -109,7 +115,7 @@ func main() {
 
 	ceil, err := ceiling(s)
 	if err != nil {
-		log.Fatal(err)
+		fatalf("%v", err)
 	}
 
 	fmt.Printf("relock beside its peers, %s, redis-server %s on loopback, %s %s/%s, %d CPUs, %d alternating rounds, medians.\n\n",

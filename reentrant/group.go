@@ -16,9 +16,11 @@ import (
 // time. Lock takes every value at once or waits, so two calls whose
 // values overlap exclude each other and two whose values are disjoint run
 // side by side, at the cost of one key and one script per acquisition
-// however many values there are. Holds are reentrant, kept by the
-// watchdog, and woken by releases as a plain lock's are; Unlock gives back
-// one hold of every value. Deadlock detection does not see group locks.
+// however many values there are. Holds are reentrant and kept by the
+// watchdog; Unlock gives back one hold of every value. A waiter is woken
+// by the release of the value that kept it out (one waiter of each
+// client), or by any Java release in the group. Deadlock detection does
+// not see group locks.
 //
 // A value is the bytes Redisson's codec writes for the Java object: for a
 // Java String with StringCodec, its UTF-8 bytes, the Go string itself. Java

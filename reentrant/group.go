@@ -92,6 +92,13 @@ func groupHold(owner string, fields []string) string {
 	return owner + " " + strings.Join(fields, " ")
 }
 
+// splitHold splits a hold table owner into the owner and, for a group
+// lock, its value fields (see groupHold).
+func splitHold(s string) (owner string, fields []string) {
+	owner, rest, _ := strings.Cut(s, " ")
+	return owner, strings.Fields(rest)
+}
+
 // holdOwner is the owner of a hold table owner: for a group lock, without
 // its values.
 func holdOwner(s string) string {
@@ -104,8 +111,8 @@ func heldFor(key, owner string, r renewer) scripts.Held {
 	if r != renewGroupLock {
 		return scripts.Held{Key: key, Owner: owner}
 	}
-	fields := strings.Fields(owner)
-	return scripts.Held{Key: key, Owner: fields[0], Fields: fields[1:]}
+	owner, fields := splitHold(owner)
+	return scripts.Held{Key: key, Owner: owner, Fields: fields}
 }
 
 // groupValues reads who holds each of a group lock's values.
@@ -167,7 +174,8 @@ func (l *Lock) groupForceUnlock(ctx context.Context) (bool, error) {
 		if k.name != l.name {
 			return false
 		}
-		return slices.ContainsFunc(strings.Fields(k.owner)[1:], func(f string) bool {
+		_, fields := splitHold(k.owner)
+		return slices.ContainsFunc(fields, func(f string) bool {
 			_, found := slices.BinarySearch(l.fields, f)
 			return found
 		})

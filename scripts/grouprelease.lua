@@ -20,10 +20,11 @@
 --
 -- Reply: 1 when owner's last hold of every value is given back (each is
 -- free, and announced); 0 when holds of them remain (each ends no sooner
--- than now + lease; the values that became free are announced); nil when owner does not hold every value, and then
--- nothing changed (Redisson gives back the values it does hold first, and
--- publishes even when nothing became free; Java waiters see no
--- difference but fewer wake-ups).
+-- than now + lease; the values that became free are announced); nil when
+-- owner does not hold every value, and then nothing changed (Redisson
+-- gives back the values it does hold first, and publishes even when
+-- nothing became free; Java waiters see no difference but fewer
+-- wake-ups).
 if ARGV[6] == '1' then
 	local earlier = redis.call('get', KEYS[3])
 	if earlier then

@@ -41,6 +41,26 @@ var libs = []lib{
 	{"bsm/redislock", "LinearBackoff(10ms), TTL 30s", newRedislock},
 }
 
+// floorLibs are the libraries of -floor: relock and rueidislock beside
+// Redisson's own lock scripts, run bare (see redissonScripts), to tell
+// what Redisson's lock layout costs Redis apart from what relock adds.
+func floorLibs() []lib {
+	return []lib{
+		libs[0],
+		{"Redisson's lock scripts", "RedissonLock's lock and unlock scripts, run bare: no waiting, no watchdog", newRedissonScripts},
+		*findLib("rueidislock"),
+	}
+}
+
+func findLib(name string) *lib {
+	for i := range libs {
+		if libs[i].name == name {
+			return &libs[i]
+		}
+	}
+	panic("no library " + name)
+}
+
 type relockLocker struct {
 	rdb rueidis.Client
 	c   *reentrant.Client

@@ -28,7 +28,11 @@ func main() {
 	keep := flag.Duration("watchdog", 0, "instead of the other scenarios, hold 10,000 locks and measure keeping them alive over this window")
 	syncs := flag.Bool("synchronizers", false, "instead of the other scenarios, measure semaphores beside the lock, and rate limiters")
 	herd := flag.String("herd", "", "instead of the other scenarios, run the forced handoff with each of these numbers of waiting clients (comma-separated, e.g. 8,64,256)")
+	floor := flag.Bool("floor", false, "instead of the other scenarios, run scenarios 1 and 2 for relock, rueidislock and Redisson's own lock scripts")
 	flag.Parse()
+	if *floor {
+		libs = floorLibs()
+	}
 	if *only != "" {
 		libs = slices.DeleteFunc(libs, func(l lib) bool { return l.name != *only })
 	}
@@ -84,6 +88,9 @@ func main() {
 		{"2. Parallel: 64 goroutines, one client, own keys", "pair", func(l lib) (result, error) { return parallel(l, s, *par) }},
 		{"3. Forced handoff: 8 clients, one lock, 1 ms hold", "acquisition", func(l lib) (result, error) { return handoff(l, s, 8, *acqs, *limit) }},
 		{"4. Crowd: 1,000 waiters on one lock across 4 clients", "acquisition", func(l lib) (result, error) { return crowd(l, s, 1000, *limit) }},
+	}
+	if *floor { // Redisson's scripts alone cannot wait
+		scenarios = scenarios[:2]
 	}
 	// results[scenario][lib][metric] = one value per round
 	results := make([]map[string]map[string][]float64, len(scenarios))

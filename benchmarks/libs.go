@@ -46,7 +46,7 @@ var libs = []lib{
 // what Redisson's lock layout costs Redis apart from what relock adds.
 func floorLibs() []lib {
 	return []lib{
-		libs[0],
+		*findLib("relock"),
 		{"Redisson's lock scripts", "RedissonLock's lock and unlock scripts, run bare: no waiting, no watchdog", newRedissonScripts},
 		*findLib("rueidislock"),
 	}

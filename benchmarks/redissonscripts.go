@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/redis/rueidis"
+
+	"github.com/relock-go/relock/scripts"
 )
 
 // Redisson's own lock and unlock, as Redis runs them: the same commands in
@@ -68,10 +70,13 @@ func (r redissonScriptsLocker) lock(ctx context.Context, name string) (func() er
 		return nil, err
 	}
 	return func() error {
-		latch := "redisson_unlock_latch:{" + name + "}:" + uuid.NewString()
+		// Redisson's key names, as relock names them too.
+		latch := scripts.Release{Key: name, RequestID: uuid.NewString()}.Latch()
+		// The latch's TTL is Redisson's (timeout + retry delay) x retry
+		// attempts, at most, with BaseConfig's defaults: (3 s + 2 s) x 4.
 		err := redissonUnlock.Exec(context.Background(), r.rdb,
-			[]string{name, "redisson_lock__channel:{" + name + "}", latch},
-			[]string{"0", "30000", owner, "publish", "9000"}).Error()
+			[]string{name, scripts.LockChannel(name), latch},
+			[]string{"0", "30000", owner, "publish", "20000"}).Error()
 		if err != nil && !rueidis.IsRedisNil(err) {
 			return fmt.Errorf("Redisson's unlock: %w", err)
 		}

@@ -31,6 +31,7 @@ type Client struct {
 	publish   scripts.Publish
 	cluster   bool
 	directed  bool // plain and fenced locks take directed wakes (directed.go)
+	drops     dropCount
 	nextOwner atomic.Int64
 	// nextRequest numbers release requests, for their unlock latch.
 	nextRequest atomic.Uint64

@@ -332,6 +332,7 @@ func (c *cycle) attempt(ttl time.Duration) lockAttempt {
 	if c.directed {
 		t.wake = c.wakeArgs()
 		c.dropping = t.wake.Settle == scripts.SettleDrop
+		c.dropped = c.l.c.drops.mark()
 		if hook := c.l.c.hookBeforeSend; hook != nil {
 			hook()
 		}
@@ -363,6 +364,9 @@ type lockTry struct {
 // rolled back (see unsynced).
 func (t lockTry) run(ctx context.Context) (r lockAttempt) {
 	l := t.l
+	if t.wake.Settle == scripts.SettleDrop {
+		defer l.c.drops.sending()()
+	}
 	a := scripts.Acquire{Key: l.name, Owner: t.owner.id, Lease: t.ttl, Wake: t.wake,
 		Turn: l.queueTurn(t.cfg), Join: t.cfg.wait != 0, Publish: l.c.publish, GrantTry: t.grantTry,
 		Priority: t.cfg.priority, Aging: l.c.opts.priorityAging(), Fields: l.fields}

@@ -1,6 +1,8 @@
 package reentrant
 
 import (
+	"sync/atomic"
+
 	"github.com/relock-go/relock/scripts"
 )
 
@@ -51,4 +53,40 @@ func (c *Client) passOn(name string) func() {
 			c.sub.Nudge(scripts.WakeChannel(name, c.id))
 		})
 	}
+}
+
+// dropCount counts this client's attempts that take it out of a lock's
+// waiters' set if they win (scripts.SettleDrop): sent, and sent but not
+// yet answered. A winner drops the client when no other waiter of it is on
+// the wake channel; another waiter may have failed, registering the
+// client, and not be on the channel yet. If the drop ran after that
+// registration, that waiter sleeps with the client out of the set, and no
+// release tells it: so a waiter that subscribes after its failed attempt
+// looks again at once when a drop may have run after that attempt
+// (waiting.recheck).
+type dropCount struct{ sent, inFlight atomic.Int64 }
+
+// dropMark is what a directed attempt read of its client's dropCount as
+// it was sent.
+type dropMark struct {
+	sent int64
+	busy bool // a drop was in flight
+}
+
+// mark reads d for an attempt about to be sent.
+func (d *dropCount) mark() dropMark {
+	return dropMark{sent: d.sent.Load(), busy: d.inFlight.Load() > 0}
+}
+
+// since reports whether a drop may have run after an attempt sent at m
+// ran: one was in flight then, or one was sent since. (A drop sent before
+// m and answered by then ran before the attempt was sent.)
+func (d *dropCount) since(m dropMark) bool { return m.busy || d.sent.Load() != m.sent }
+
+// sending counts a drop about to be sent; the returned func counts its
+// answer, or its failure.
+func (d *dropCount) sending() func() {
+	d.sent.Add(1)
+	d.inFlight.Add(1)
+	return func() { d.inFlight.Add(-1) }
 }

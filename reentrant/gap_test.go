@@ -171,10 +171,12 @@ func (s signal) WithAttrs([]slog.Attr) slog.Handler { return s }
 func (s signal) WithGroup(string) slog.Handler      { return s }
 
 // Several waiters of one client fail, and the lock is released before
-// their shared subscription is made: the release's wake reaches nobody, and
-// the client leaves the waiters' set. Only one of them looks again once
-// subscribed (see waiting.recheck); it wins, and its win puts the client
-// back in the set, so every other one is woken in turn by the release
+// their shared subscription is made: the release's message reaches nobody,
+// so it tells no client. One of them looks again once subscribed (see
+// waiting.recheck) and wins. If the others were on the channel by then,
+// its win keeps the client in the waiters' set; if not, it takes the
+// client out, and each of them that subscribes after that looks again too
+// (see dropCount). Either way every one is woken in turn by the release
 // before it, not by the re-poll (a minute here).
 func TestReleaseInTheGapManyWaiters(t *testing.T) {
 	s := redistest.Start(t)

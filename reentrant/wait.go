@@ -37,6 +37,9 @@ type waiting struct {
 	// passOn, for directed wakes, is the lock whose wakes that no local
 	// waiter takes this client passes on (see Client.passOn).
 	passOn string
+	// dropped is what the last attempt read of the client's drops (see
+	// dropCount), with directed wakes.
+	dropped dropMark
 	// also is Redisson's lock channel, listened on as well by a wait for a
 	// lock with directed wakes, for releases that tell no relock client
 	// directly (see directed.go); alsoOn names it until it is subscribed.
@@ -186,9 +189,13 @@ func (w *waiting) pause(attempt int, next func() time.Duration) error {
 // pubsub.Waiter.Recheck); the others wait for a wake. So too on Redisson's
 // channel (waiting.also): a foreign release wakes one waiter of each
 // client, and one that came while no waiter was queued there is a gap the
-// next subscriber looks into.
+// next subscriber looks into. And a waiter looks whose failed attempt may
+// have been followed by a local winner's drop of the client from the
+// waiters' set, made while this waiter was not on the channel yet (see
+// dropCount): its registration may be gone.
 func (w *waiting) recheck() bool {
-	return w.passOn == "" || w.sub == nil || w.sub.Recheck() || w.also != nil && w.also.Recheck()
+	return w.passOn == "" || w.sub == nil || w.sub.Recheck() || w.also != nil && w.also.Recheck() ||
+		w.c.drops.since(w.dropped)
 }
 
 // subscribeNext makes the subscription the wait is due to make, if any:

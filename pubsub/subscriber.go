@@ -275,6 +275,31 @@ func (w *Waiter) TakeGrant() int64 { return w.granted.Swap(0) }
 // would return nil for any name. It takes no lock.
 func (s *Subscriber) Idle() bool { return s.channels.Load() == 0 }
 
+// Subscribed reports whether channel name is subscribed or being
+// subscribed: a message published on it may be counted as heard by this
+// subscriber. It takes no lock when nothing is subscribed.
+func (s *Subscriber) Subscribed(name string) bool {
+	if s.Idle() {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ch := s.lookup(name)
+	return ch != nil
+}
+
+// HasWaiters reports whether channel name has waiters queued. It takes no
+// lock when nothing is subscribed.
+func (s *Subscriber) HasWaiters(name string) bool {
+	if s.Idle() {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ch := s.lookup(name)
+	return ch != nil && ch.waiters.Len() > 0
+}
+
 // Join joins the queue of channel name if the channel is live: subscribed,
 // confirmed, and not being unsubscribed. Then a message published from now
 // on reaches the waiter's queue, and Join returns the waiter, which must
@@ -479,11 +504,17 @@ func (ch *channel) wakeConfirmed() {
 // grant gives the grant a [Granted] message tells to the longest-waiting
 // waiter, and wakes it if it is not awake already. Called with s.mu held.
 func (ch *channel) grant(message string) {
-	if e := ch.waiters.Front(); e != nil {
-		w := e.Value.(*Waiter)
-		w.granted.Store(grantTry(message))
-		w.poke()
+	e := ch.waiters.Front()
+	if e == nil {
+		// Heard by no waiter: one that tried before it and joins after
+		// looks again (see Recheck), and its attempt finds what the
+		// grant gave.
+		ch.gap = true
+		return
 	}
+	w := e.Value.(*Waiter)
+	w.granted.Store(grantTry(message))
+	w.poke()
 }
 
 // wakeAll wakes every waiter. Called with s.mu held.

@@ -32,6 +32,7 @@ type Client struct {
 	cluster   bool
 	directed  bool // plain and fenced locks take directed wakes (directed.go)
 	drops     dropCount
+	offers    offerTable // handoffs its waiters take (offers.go)
 	nextOwner atomic.Int64
 	// nextRequest numbers release requests, for their unlock latch.
 	nextRequest atomic.Uint64
@@ -265,9 +266,30 @@ func (c *Client) Close() error {
 	c.mu.Unlock()
 	c.holds.close(errClosed)
 	c.tasks.Wait()
+	c.giveBackAll()
 	c.sub.Close()
 	return nil
 }
+
+// giveBackAll takes back, as Close does, every handoff offer left: a
+// release may have given the lock to one whose waiters ended (Close ends
+// them). It waits for the waits that take handoffs to end first, then
+// sends the give-backs; all within closeGiveBackWindow. A give-back that
+// is not sent leaves a lock given meanwhile to its TTL.
+func (c *Client) giveBackAll() {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.closing), closeGiveBackWindow)
+	defer cancel()
+	select {
+	case <-c.offers.close():
+	case <-ctx.Done():
+	}
+	for _, o := range c.offers.drain() {
+		c.giveBackNow(ctx, o.name, o.n)
+	}
+}
+
+// closeGiveBackWindow bounds how long Close spends on offers left.
+const closeGiveBackWindow = 2 * time.Second
 
 // background runs task in a goroutine that Close waits for, and reports
 // whether it started; task must return soon after Close cancels c.closing.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/relock-go/relock/pubsub"
@@ -39,6 +40,11 @@ type cycle struct {
 	// names it came after it ran; waited: an attempt was.
 	grants, queued, waited bool
 	tries                  int
+	// handoff: the cycle takes a plain lock straight from a release, as
+	// its client's offer (offers.go); handed: the attempt in flight
+	// offered that owner number.
+	handoff bool
+	handed  int64
 	// deadlock: the wait's deadlock detection (deadlock.go).
 	deadlock deadlockCheck
 	// The last attempt: its TTL, when it was sent, the fenced token it
@@ -108,6 +114,13 @@ const subscribeFirstWait = 50 * time.Millisecond
 // gave a fair lock to this waiter since the last attempt, takes it with
 // none.
 func (c *cycle) try(int) outcome {
+	if c.directed && c.sub != nil {
+		if n := c.sub.TakeGrant(); n != 0 {
+			if o, ok := c.takeHandoff(n); ok {
+				return o
+			}
+		}
+	}
 	if c.sub != nil && c.sub.TakeGrant() == int64(c.tries) && c.queued {
 		// The grant answers the last attempt, and ran after it did,
 		// which was sent at c.sent: its TTL, at least that attempt's
@@ -119,6 +132,13 @@ func (c *cycle) try(int) outcome {
 	c.sent = time.Now()
 	c.tries++
 	r := c.attempt(c.ttl)
+	if r.Handed {
+		if o, ok := c.takeHandoff(c.handed); ok {
+			return o
+		}
+		// Another waiter of this client took it: the lock is held.
+		r.OK, r.Handed, r.PTTL = false, false, -1
+	}
 	c.queued = r.err == nil && !r.OK
 	c.waited = c.waited || c.queued
 	if !r.OK && c.directed {
@@ -228,6 +248,10 @@ func (l *Lock) startCycle(c *cycle, ctx context.Context, cfg acquireConfig) {
 	}
 	c.owner, c.private, c.key = owner, private, holdKey{l.name, l.field(owner)}
 	c.grants = private && l.takesGrants(cfg)
+	c.handoff = c.directed && private && l.takesHandoffs(cfg)
+	if c.handoff {
+		l.c.offers.join(l.name)
+	}
 	// An owner made for the call holds nothing, so it cannot close a
 	// cycle of waits.
 	if !private && cfg.wait != 0 && l.c.opts.DeadlockTimeout > 0 && !l.kind.spec().noDeadlocks {
@@ -246,6 +270,40 @@ func (l *Lock) startCycle(c *cycle, ctx context.Context, cfg acquireConfig) {
 // by nobody's WAIT but the releaser's).
 func (l *Lock) takesGrants(cfg acquireConfig) bool {
 	return l.kind.spec().queued && cfg.wait != 0 && cfg.lease == 0 && cfg.retryDelay == 0 && l.c.scriptConn().Replicas == 0
+}
+
+// takesHandoffs reports whether a call with cfg, for an owner made for
+// it, takes a plain lock straight from a release (offers.go), on the terms
+// of takesGrants.
+func (l *Lock) takesHandoffs(cfg acquireConfig) bool {
+	return l.kind.spec().handsOn && cfg.wait != 0 && cfg.lease == 0 && cfg.retryDelay == 0 && l.c.scriptConn().Replicas == 0
+}
+
+// takeHandoff takes the hold a release gave this client's offer n, if it
+// is the offer's and the cycle takes handoffs: the cycle's owner becomes
+// the offer's (its own was made for the call, so nothing else knows it).
+// A wait that does not take handoffs gives the hold back (see
+// Client.takeBack). It reports false when the cycle goes on.
+func (c *cycle) takeHandoff(n int64) (outcome, bool) {
+	if !c.handoff {
+		c.l.c.takeBack(c.l.name, n)
+		return outcome{}, false
+	}
+	sent, lease, ok := c.l.c.offers.take(c.l.name, n)
+	if !ok {
+		// Taken by another wait here (a message and an attempt may both
+		// name it), or withdrawn, whose give-back releases it.
+		return outcome{}, false
+	}
+	var buf [20]byte
+	c.owner = Owner{id: c.l.c.id + ":" + string(strconv.AppendInt(buf[:0], n, 10))}
+	c.key = holdKey{c.l.name, c.l.field(c.owner)}
+	c.ctx = WithOwner(c.ctx, c.owner)
+	c.sent, c.ttl, c.token, c.dropping = sent, lease, 0, false
+	// The release moved the client to the end of the waiters' set. If it
+	// has no waiter left, its release of this hold drops it (see
+	// Client.ownOffer): no release but that one can come first.
+	return outcome{taken: true}, true
 }
 
 // wakeChannel names the channel of the cycle's directed wakes, once: only
@@ -310,7 +368,18 @@ func (c *cycle) nextSleep(pttl time.Duration) time.Duration {
 // abandoned attempt: see undo).
 func (c *cycle) end(err error) error {
 	c.endDeadlockCheck()
+	sub := c.sub
 	err = c.waiting.end(err)
+	if c.directed && sub != nil {
+		// Left, so no grant comes to it now: one that came is given back.
+		if n := sub.TakeGrant(); n != 0 {
+			c.l.c.takeBack(c.l.name, n)
+		}
+	}
+	if c.handoff {
+		c.l.c.giveBack(c.l.name, c.l.c.offers.leave(c.l.name))
+		c.l.c.offers.ended()
+	}
 	if err != nil && c.l.kind.spec().queued && c.cfg.wait != 0 && !c.abandoned {
 		c.l.leaveQueue(c.ctx, c.owner, c.l.queueTurn(c.cfg))
 	}
@@ -333,6 +402,15 @@ func (c *cycle) attempt(ttl time.Duration) lockAttempt {
 		t.wake = c.wakeArgs()
 		c.dropping = t.wake.Settle == scripts.SettleDrop
 		c.dropped = c.l.c.drops.mark()
+		if c.handoff && (c.tries > 1 || c.sub != nil) {
+			// Not with a first attempt that found no channel live: it
+			// most likely takes a free lock, and one that fails is
+			// followed at once by one after subscribing.
+			var old int64
+			t.wake.Grant, old = c.l.c.offers.next(c.l.name, ttl, &c.l.c.nextOwner)
+			c.l.c.giveBack(c.l.name, old)
+		}
+		c.handed = t.wake.Grant
 		if hook := c.l.c.hookBeforeSend; hook != nil {
 			hook()
 		}
@@ -371,6 +449,16 @@ func (t lockTry) run(ctx context.Context) (r lockAttempt) {
 		Turn: l.queueTurn(t.cfg), Join: t.cfg.wait != 0, Publish: l.c.publish, GrantTry: t.grantTry,
 		Priority: t.cfg.priority, Aging: l.c.opts.priorityAging(), Fields: l.fields}
 	r.Acquired, r.err = l.kind.spec().acquire(ctx, l.c.scriptConn(), a)
+	if n := t.wake.Grant; n != 0 {
+		switch {
+		case r.Handed: // taken by the cycle, or given back by undo
+		case r.OK && t.wake.Settle == scripts.SettleDrop:
+			l.c.offers.take(l.name, n) // withdrawn by the win
+		default:
+			// A failure offered n; a lost reply may have.
+			l.c.offers.done(l.name, n, !r.OK)
+		}
+	}
 	if r.OK && r.err != nil {
 		r.err = l.unsynced(ctx, t.owner, t.ttl, r.err)
 	}
@@ -381,6 +469,10 @@ func (t lockTry) run(ctx context.Context) (r lockAttempt) {
 // came: a hold it took is released (see undoHold), and a fair lock's
 // waiter leaves the queue it may have joined.
 func (t lockTry) undo(ctx context.Context, r lockAttempt) {
+	if r.Handed {
+		t.l.c.takeBack(t.l.name, t.wake.Grant)
+		return
+	}
 	t.undoHold(ctx, r)
 	if t.l.kind.spec().queued && t.cfg.wait != 0 {
 		t.l.leaveQueue(ctx, t.owner, t.l.queueTurn(t.cfg))
@@ -427,9 +519,9 @@ func (l *Lock) unsynced(ctx context.Context, owner Owner, ttl time.Duration, syn
 
 // wakeArgs returns the directed-wake part of the cycle's next attempt.
 func (c *cycle) wakeArgs() scripts.Wake {
-	w := scripts.Wake{Client: c.l.c.id, Settle: scripts.SettleKeep}
+	w := scripts.Wake{Client: c.l.c.id, Settle: scripts.SettleKeep, Offers: c.l.kind.spec().handsOn}
 	if c.cfg.wait != 0 {
-		w.Register = 2*c.l.c.opts.RepollInterval + time.Second // outlives the gaps between its attempts
+		w.Register = c.l.c.registerTTL()
 	}
 	if c.registered {
 		w.Settle = scripts.SettleDrop
@@ -439,6 +531,11 @@ func (c *cycle) wakeArgs() scripts.Wake {
 	}
 	return w
 }
+
+// registerTTL is how long a waiting client's registration in a lock's
+// waiters' set lasts, and its offer: it outlives the gaps between its
+// attempts.
+func (c *Client) registerTTL() time.Duration { return 2*c.opts.RepollInterval + time.Second }
 
 // nudgeJoined follows a win whose attempt took the client out of the lock's
 // waiters' set (SettleDrop: its waiter was alone on the wake channel when

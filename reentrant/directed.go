@@ -47,6 +47,8 @@ func (c *Client) passOn(name string) func() {
 		c.background(func() {
 			ctx, cancel := cleanup(c.closing)
 			defer cancel()
+			// A drop, as a win's SettleDrop (see dropCount).
+			defer c.drops.sending()()
 			if err := scripts.PassOn(ctx, c.scriptConn(), name, c.id, c.publish); err != nil {
 				c.opts.Logger.Debug("relock: passing on a wake", "lock", name, "error", err)
 			}

@@ -116,7 +116,9 @@ func TestDirectedWakePassesOn(t *testing.T) {
 	scripts := e.server.ScriptCalls()
 	ctx, cancel := context.WithCancel(bg())
 	done := make(chan error, 1)
-	go func() { _, err := gaveUp.Lock(name).Lock(ctx); done <- err }()
+	// With a lease of its own it takes no handoffs, so it has no offer to
+	// take back when it gives up, which would drop its client at once.
+	go func() { _, err := gaveUp.Lock(name).Lock(ctx, reentrant.LeaseFor(time.Minute)); done <- err }()
 	eventually(t, "the first waiter to register", func() bool {
 		return e.int(t, "ZCARD", waitersKey(name)) == 2 && e.server.ScriptCalls() == scripts+2
 	})

@@ -111,8 +111,9 @@ type kind struct {
 	queued bool
 	leave  func(ctx context.Context, rdb scripts.Conn, key, owner string, turn time.Duration, pub scripts.Publish) error
 	turn   func(l *Lock, cfg acquireConfig) time.Duration
-	// directed: relock waiters may take directed wakes (scripts.Wake).
-	directed bool
+	// directed: relock waiters may take directed wakes (scripts.Wake);
+	// handsOn: and a release may give them the lock (scripts.Offer).
+	directed, handsOn bool
 	// spins: waiters never subscribe but back off (the Lock's Backoff),
 	// and releases announce nothing.
 	spins bool
@@ -122,7 +123,7 @@ type kind struct {
 }
 
 var kinds = [...]kind{
-	plainLock:        rlockKind(KindLock, scripts.LockAcquire),
+	plainLock:        handingOn(rlockKind(KindLock, scripts.LockAcquire)),
 	nonReentrantLock: rlockKind(KindLock, scripts.NonReentrantAcquire),
 	fencedLock:       rlockKind(KindFenced, scripts.FencedAcquire),
 	readLock: {
@@ -188,6 +189,12 @@ func rlockKind(k Kind, acquire acquirer) kind {
 		forceUnlock: forceUnlockOn(scripts.LockChannel, pubsub.WakeOne),
 		directed:    true,
 	}
+}
+
+// handingOn returns k whose releases hand the lock on (see kind.handsOn).
+func handingOn(k kind) kind {
+	k.handsOn = true
+	return k
 }
 
 // fairKind is a kind of RFairLock's layout and queue (the fair and

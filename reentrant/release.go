@@ -211,6 +211,13 @@ func (l *Lock) release(ctx context.Context, owner Owner, restore time.Duration, 
 		Believed:  believed,
 		Fields:    l.fields,
 	}
+	if rel.Directed && l.kind.spec().handsOn {
+		var sent func()
+		rel.Handoff = true
+		rel.Offer, sent = l.c.ownOffer(l.name)
+		defer sent()
+		defer l.c.offers.done(l.name, rel.Offer.N, true)
+	}
 	res, err := l.kind.spec().release(ctx, rdb, rel)
 	if err == nil && rel.Latched(res) {
 		l.c.latches.drop(rel.Latch()) // answered: it will not be sent again

@@ -263,6 +263,9 @@ const alsoTried = "-"
 func (w *waiting) dropFailed() {
 	if w.sub != nil && w.sub.Failed() {
 		w.sub.Leave()
+		if n := w.sub.TakeGrant(); n != 0 && w.passOn != "" {
+			w.c.takeBack(w.name, n) // a handoff the wait did not take
+		}
 		w.sub = nil
 	}
 	if w.also != nil && w.also.Failed() {

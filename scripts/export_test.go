@@ -9,7 +9,7 @@ var (
 )
 
 // FairGrants is the key of a fair lock's grants.
-var FairGrants = fairGrants
+var FairGrants = grants
 
 // Waiters is the key of a plain lock's waiters' set (directed wakes).
 var Waiters = waiters

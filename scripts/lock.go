@@ -121,6 +121,10 @@ type Acquired struct {
 	// Blocker, for a group lock, is the field of the value whose holder's
 	// hold ends last among those that kept Owner out (GroupAcquire).
 	Blocker string
+	// Handed: the lock is held by the owner of the client's offer
+	// (Wake.Grant), given by a release whose message has not come; the
+	// caller holds it as that owner, with the TTL the release set.
+	Handed bool
 }
 
 // LockAcquire runs acquire.lua (RLock) for a. On a synced [Conn], an
@@ -139,10 +143,14 @@ func NonReentrantAcquire(ctx context.Context, c Conn, a Acquire) (Acquired, erro
 
 // runOn runs s, an acquire script with acquire.lua's keys and args, for a.
 func (a Acquire) runOn(ctx context.Context, c Conn, s *script) (Acquired, error) {
-	keys, args := keysArgs(2, 2, 5)
+	keys, args := keysArgs(2, 3, 6)
 	keys[0] = a.Key
 	args[0], args[1] = millis(a.Lease), a.Owner
-	keys, args = a.Wake.with(keys, args, a.Key)
+	keys, args = a.Wake.with(keys, args[:5], a.Key)
+	if w := a.Wake; w.Client != "" && w.Offers && (w.Grant != 0 || w.Settle == SettleDrop) {
+		keys = append(keys, grants(a.Key))
+		args = append(args, strconv.FormatInt(w.Grant, 10))
+	}
 	return acquireReply(s.exec(ctx, c, keys, args))
 }
 
@@ -214,6 +222,11 @@ type Release struct {
 	// Wake), and marks its message on Redisson's channel as told
 	// (pubsub.WakeTold), which relock waiters let pass.
 	Directed bool
+	// Handoff (a plain lock, with Directed): a freed lock is given to the
+	// client told, when it can be (see Offer); Offer, when its N is not 0,
+	// is the releasing client's own offer, written if the lock is freed.
+	Handoff bool
+	Offer   Offer
 	// Believed: the caller has the hold it gives back and believes it (it
 	// was not found lost, and its local deadline has not passed). Then a
 	// release that frees the lock writes no latch: the commonest release
@@ -240,13 +253,21 @@ func (r Release) Latch() string { return unlockLatch(r.Key, r.RequestID) }
 
 // Run runs release.lua.
 func (r Release) Run(ctx context.Context, c Conn) (Released, error) {
-	keys, args := keysArgs(3, 4, 7)
+	keys, args := keysArgs(3, 5, 13)
 	keys[0], keys[1], keys[2] = r.Key, LockChannel(r.Key), unlockLatch(r.Key, r.RequestID)
 	args[0], args[1], args[2], args[3] = pubsub.WakeOne, millis(r.Lease), r.Owner, string(r.Publish)
 	args[4], args[5], args[6] = millis(r.LatchTTL), flag(r.Again), flag(r.Believed)
+	args = args[:7]
 	if r.Directed {
 		keys = append(keys, waiters(r.Key))
 		args[0] = pubsub.WakeTold
+		if r.Handoff {
+			keys = append(keys, grants(r.Key))
+			args = append(args, r.Offer.Client, "", millis(r.Offer.Lease), flag(r.Offer.Listens), millis(r.Offer.Keep), flag(r.Offer.Drop))
+			if r.Offer.N != 0 {
+				args[8] = strconv.FormatInt(r.Offer.N, 10)
+			}
+		}
 	}
 	return releaseReply(releaseScript.exec(ctx, c, keys, args))
 }
@@ -319,7 +340,7 @@ func renewFlags(script string, replies []rueidis.RedisResult, batches [][]Held) 
 func ForceUnlock(ctx context.Context, c Conn, key, channel, message string, pub Publish, directed bool) (bool, error) {
 	keys, args := []string{key, channel}, []string{message, string(pub)}
 	if directed {
-		keys = append(keys, waiters(key))
+		keys = append(keys, waiters(key), grants(key))
 	}
 	r, _ := forceUnlockScript.exec(ctx, c, keys, args)
 	n, err := r.AsInt64()

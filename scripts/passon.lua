@@ -4,14 +4,16 @@
 --
 -- KEYS[1]  the lock hash N
 -- KEYS[2]  the waiters' set, relock_waiters:{N}
+-- KEYS[3]  the offers' hash, relock_grants:{N}: the client's offer goes
+--          with its registration (see drop in wakelib.lua)
 -- ARGV[1]  the client's id
 -- ARGV[2]  publish command: "publish", "spublish", or "" to announce nothing
 --
 -- Reply: 1 when the lock was free (and the next client, if any, was told),
 -- 0 when it was held.
-redis.call('zrem', KEYS[2], ARGV[1])
+drop(KEYS[2], KEYS[3], ARGV[1])
 if redis.call('exists', KEYS[1]) == 1 then
 	return 0
 end
-wakeNext(KEYS[2], ARGV[2])
+wakeNext(KEYS[2], ARGV[2], KEYS[3])
 return 1

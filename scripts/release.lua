@@ -17,6 +17,17 @@
 -- KEYS[4]  with directed wakes (see wakelib.lua), the waiters' set: a
 --          freed lock then also tells the longest-registered relock client,
 --          unless no one at all heard the message on KEYS[2]
+-- KEYS[5]  with handoffs (a plain lock), the offers' hash
+--          relock_grants:{N}: the client told is given the lock when it
+--          can be (see handOn in wakelib.lua)
+-- ARGV[8]  with KEYS[5], the releasing client's id, and ARGV[9] the owner
+--          number of its offer, or "" (it has no waiter that takes
+--          handoffs): a release that frees the lock offers it, for lease
+--          ARGV[10] ms, keeping the hash ARGV[12] ms; ARGV[11] "1" when the
+--          releasing client listens on KEYS[2] (see handOn), else "0";
+--          ARGV[13] "1" when the releasing client
+--          has no waiter left: a release that frees the lock drops it from
+--          the waiters' set, where a handoff or an attempt may have left it
 --
 -- Reply: 1 when that was the last hold (the hash is deleted and ARGV[1] is
 -- published, unless ARGV[4] is empty); 0 when holds remain (the TTL is reset to the lease); nil when
@@ -44,8 +55,22 @@ else -- the last hold: the key goes, so its count needs no update
 	-- Every relock client that waits for a directed wake listens on
 	-- KEYS[2] too, subscribed before its last look at the lock: nobody
 	-- there, nobody to tell.
-	if ARGV[4] ~= '' and redis.call(ARGV[4], KEYS[2], ARGV[1]) > 0 and KEYS[4] then
-		wakeNext(KEYS[4], ARGV[4])
+	if KEYS[5] and ARGV[9] ~= '' and redis.call('zscore', KEYS[4], ARGV[8]) then
+		-- An offer lives with its client's registration (see drop).
+		offer(KEYS[5], ARGV[8], ARGV[9], ARGV[10], ARGV[12])
+	end
+	local heard = ARGV[4] ~= '' and redis.call(ARGV[4], KEYS[2], ARGV[1]) or 0
+	if heard > 0 and KEYS[5] then
+		if ARGV[13] == '1' then
+			drop(KEYS[4], KEYS[5], ARGV[8])
+		end
+		local more = 0
+		if ARGV[11] == '1' and not redis.call('zscore', KEYS[4], ARGV[8]) then
+			more = 1 -- it heard its own message, and is not registered
+		end
+		handOn(KEYS[1], KEYS[4], KEYS[5], ARGV[4], heard, more)
+	elseif heard > 0 and KEYS[4] then
+		wakeNext(KEYS[4], ARGV[4], nil)
 	end
 	if ARGV[7] == '1' then
 		return 1

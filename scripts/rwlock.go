@@ -76,8 +76,15 @@ func acquireReply(r rueidis.RedisResult, syncErr error) (Acquired, error) {
 	if err != nil {
 		return Acquired{}, err
 	}
+	if ms == handed {
+		return Acquired{OK: true, Handed: true}, syncErr
+	}
 	return Acquired{PTTL: time.Duration(ms) * time.Millisecond}, nil
 }
+
+// handed is acquire.lua's reply when a release gave the lock to the
+// caller's client (Acquired.Handed).
+const handed = -3
 
 // ReadRelease runs readrelease.lua for r.Owner's newest read hold.
 // r.Lease is not used: the remaining read holds decide the TTL.

@@ -3,8 +3,11 @@ package scripts
 import (
 	"context"
 	_ "embed"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/relock-go/relock/pubsub"
 )
 
 // wakeLib holds the functions of directed wakes; it is prepended to the
@@ -17,6 +20,10 @@ var (
 	//go:embed passon.lua
 	passOnLua    string
 	passOnScript = newScript(wakeLib + passOnLua)
+
+	//go:embed giveback.lua
+	giveBackLua    string
+	giveBackScript = newScript(wakeLib + giveBackLua)
 )
 
 // Wake is a waiting client's part in a plain or fenced lock's directed
@@ -32,6 +39,42 @@ type Wake struct {
 	// Settle is what an acquire that succeeds does with the client's
 	// registration.
 	Settle Settle
+	// Grant, when not 0, is the owner number of the client's offer (see
+	// Offer), for a caller that takes handoffs: a failed acquire that
+	// registers offers it for the acquire's lease; one that finds the lock
+	// given to it answers Acquired.Handed; one that succeeds with
+	// SettleDrop drops it with the registration. A plain lock's acquire
+	// only (LockAcquire), with Offers.
+	Grant int64
+	// Offers: the lock keeps offers (a plain lock): an acquire that drops
+	// the client drops its offer too.
+	Offers bool
+}
+
+// Offer is a client's offer to take a plain lock straight from a release
+// (a handoff, relock's own; see handOn in wakelib.lua): a release that
+// frees the lock, finding the client at the head of the waiters' set, gives
+// it the lock as owner Client + ":" + N, with what is left of Lease,
+// counted from when the offer was last written, as its TTL, and publishes
+// pubsub.Granted + ":" + N on the client's wake channel. The offers live in
+// relock_grants:{name} (field: the client's id), kept Keep more by each
+// write, as the waiters' set is by each registration (Wake.Register). An
+// owner number is given at most once.
+//
+// A release hands the lock on only when its message on Redisson's channel
+// reached no one but the registered relock clients, and the releasing
+// client if Listens (it listens there) and it is not registered. Anyone
+// else may be a Java waiter, which must have its chance.
+type Offer struct {
+	Client  string
+	N       int64
+	Lease   time.Duration
+	Keep    time.Duration
+	Listens bool
+	// Drop: the releasing client has no waiter left; a release that frees
+	// the lock takes it out of the waiters' set, where a handoff (which
+	// moves the client to the end) or an attempt may have left it.
+	Drop bool
 }
 
 // Settle is what becomes of a client's registration when one of its
@@ -74,6 +117,20 @@ func WakeChannel(name, client string) string {
 // PassOn runs passon.lua: client, told of a free lock name with no waiter
 // left to take it, leaves the waiters' set, and the next client is told.
 func PassOn(ctx context.Context, c Conn, name, client string, pub Publish) error {
-	r, _ := passOnScript.exec(ctx, c, []string{name, waiters(name)}, []string{client, string(pub)})
+	r, _ := passOnScript.exec(ctx, c, []string{name, waiters(name), grants(name)}, []string{client, string(pub)})
 	return r.Error()
+}
+
+// GiveBack runs giveback.lua: client withdraws its offer of owner number n
+// for plain lock name (see Offer), which none of its waiters will take, and
+// releases the lock if a release gave it to that owner already, handing it
+// on; listens: the client listens on Redisson's channel (see Offer); drop:
+// it has no waiter left, and leaves the waiters' set. It reports whether
+// it released the lock.
+func GiveBack(ctx context.Context, c Conn, name, client string, n int64, pub Publish, listens, drop bool) (bool, error) {
+	keys := []string{name, LockChannel(name), waiters(name), grants(name)}
+	args := []string{client, strconv.FormatInt(n, 10), string(pub), pubsub.WakeTold, flag(listens), flag(drop)}
+	r, _ := giveBackScript.exec(ctx, c, keys, args)
+	released, err := r.AsInt64()
+	return released == 1, err
 }

@@ -1,0 +1,43 @@
+-- giveback.lua: a client takes back its offer of a plain lock's handoff
+-- (see handOn in wakelib.lua) that none of its waiters will take: the offer
+-- is withdrawn, so that no release gives it from now on, and if a release
+-- gave it already, the lock is released as its owner would release it,
+-- and handed on.
+--
+-- KEYS[1]  the lock hash N
+-- KEYS[2]  the lock channel, redisson_lock__channel:{N}
+-- KEYS[3]  the waiters' set, relock_waiters:{N}
+-- KEYS[4]  the offers' hash, relock_grants:{N}
+-- ARGV[1]  the client's id
+-- ARGV[2]  the owner number of its offer
+-- ARGV[3]  publish command: "publish", "spublish", or "" to announce nothing
+-- ARGV[4]  the message published when the lock becomes free ("00")
+-- ARGV[5]  "1" when the client listens on KEYS[2] (see handOn), else "0"
+-- ARGV[6]  "1" when the client has no waiter left: it leaves the waiters'
+--          set, with its offer
+--
+-- Reply: 1 when the lock had been given (and is now released), 0 when not.
+if ARGV[6] == '1' then
+	drop(KEYS[3], KEYS[4], ARGV[1])
+else
+	withdraw(KEYS[4], ARGV[1], ARGV[2])
+end
+local owner = ARGV[1] .. ':' .. ARGV[2]
+local count = redis.call('hget', KEYS[1], owner)
+if not count then
+	return 0
+end
+if tonumber(count) > 1 then -- a handoff is one hold; someone took it again
+	redis.call('hincrby', KEYS[1], owner, -1)
+	return 1
+end
+redis.call('del', KEYS[1])
+local heard = ARGV[3] ~= '' and redis.call(ARGV[3], KEYS[2], ARGV[4]) or 0
+if heard > 0 then
+	local more = 0
+	if ARGV[5] == '1' and not redis.call('zscore', KEYS[3], ARGV[1]) then
+		more = 1 -- it heard its own message, and is not registered
+	end
+	handOn(KEYS[1], KEYS[3], KEYS[4], ARGV[3], heard, more)
+end
+return 1

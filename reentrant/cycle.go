@@ -41,10 +41,12 @@ type cycle struct {
 	grants, queued, waited bool
 	tries                  int
 	// handoff: the cycle takes a plain lock straight from a release, as
-	// its client's offer (offers.go); handed: the attempt in flight
-	// offered that owner number.
-	handoff bool
-	handed  int64
+	// its client's offer (offers.go); joined: it is counted among the
+	// offer's waits, from its first attempt that offers (an uncontended
+	// Lock never is); handed: the attempt in flight offered that owner
+	// number.
+	handoff, joined bool
+	handed          int64
 	// deadlock: the wait's deadlock detection (deadlock.go).
 	deadlock deadlockCheck
 	// The last attempt: its TTL, when it was sent, the fenced token it
@@ -249,9 +251,6 @@ func (l *Lock) startCycle(c *cycle, ctx context.Context, cfg acquireConfig) {
 	c.owner, c.private, c.key = owner, private, holdKey{l.name, l.field(owner)}
 	c.grants = private && l.takesGrants(cfg)
 	c.handoff = c.directed && private && l.takesHandoffs(cfg)
-	if c.handoff {
-		l.c.offers.join(l.name)
-	}
 	// An owner made for the call holds nothing, so it cannot close a
 	// cycle of waits.
 	if !private && cfg.wait != 0 && l.c.opts.DeadlockTimeout > 0 && !l.kind.spec().noDeadlocks {
@@ -376,7 +375,7 @@ func (c *cycle) end(err error) error {
 			c.l.c.takeBack(c.l.name, n)
 		}
 	}
-	if c.handoff {
+	if c.joined {
 		c.l.c.giveBack(c.l.name, c.l.c.offers.leave(c.l.name))
 		c.l.c.offers.ended()
 	}
@@ -406,6 +405,10 @@ func (c *cycle) attempt(ttl time.Duration) lockAttempt {
 			// Not with a first attempt that found no channel live: it
 			// most likely takes a free lock, and one that fails is
 			// followed at once by one after subscribing.
+			if !c.joined {
+				c.l.c.offers.join(c.l.name)
+				c.joined = true
+			}
 			var old int64
 			t.wake.Grant, old = c.l.c.offers.next(c.l.name, ttl, &c.l.c.nextOwner)
 			c.l.c.giveBack(c.l.name, old)

@@ -247,22 +247,25 @@ func (c *Client) giveBackNow(ctx context.Context, name string, n int64) {
 
 // ownOffer is the offer a release of lock name by this client writes if it
 // frees the lock: this client's, while it has waiters that take handoffs
-// (N is 0 when it has none). A client with no waiter on the lock's wake
+// (N is 0 when it has none); none when it does not listen on Redisson's
+// channel (Listens). A client with no waiter on the lock's wake
 // channel is dropped from the waiters' set by that release (Drop), where
 // a handoff, or an attempt that left it, may have left it; the release is
 // then counted as a drop (see dropCount): a waiter that registered the
 // client and was not on the channel yet looks again. done, called with
 // the release's answer, counts it.
 func (c *Client) ownOffer(name string) (o scripts.Offer, done func()) {
+	// A client that does not listen on Redisson's channel has not waited
+	// on the lock lately: it has no offer, and is not registered (the
+	// commonest release, uncontended, sends no more than its id).
+	o.Client = c.id
+	if c.sub.Idle() || !c.sub.Subscribed(scripts.LockChannel(name)) {
+		return o, func() {}
+	}
 	lease := c.opts.WatchdogTimeout
 	n, old := c.offers.next(name, lease, &c.nextOwner)
 	c.giveBack(name, old)
-	o = scripts.Offer{Client: c.id, N: n, Lease: lease, Keep: c.registerTTL()}
-	if c.sub.Idle() {
-		return o, func() {}
-	}
-	// It may listen on Redisson's channel, as a waiter, or lingering.
-	o.Listens = c.sub.Subscribed(scripts.LockChannel(name))
+	o = scripts.Offer{Client: c.id, N: n, Lease: lease, Keep: c.registerTTL(), Listens: true}
 	if o.Drop = !c.sub.HasWaiters(scripts.WakeChannel(name, c.id)); o.Drop {
 		return o, c.drops.sending()
 	}

@@ -13,3 +13,6 @@ var FairGrants = grants
 
 // Waiters is the key of a plain lock's waiters' set (directed wakes).
 var Waiters = waiters
+
+// WaitersAndGrants is waitersAndGrants.
+var WaitersAndGrants = waitersAndGrants

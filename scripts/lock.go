@@ -68,6 +68,8 @@ func millis(d time.Duration) string {
 		return "30000"
 	case 10 * time.Second:
 		return "10000"
+	case 3 * time.Second: // a waiting client's registration, by default
+		return "3000"
 	}
 	return strconv.FormatInt(d.Milliseconds(), 10)
 }
@@ -223,8 +225,10 @@ type Release struct {
 	// (pubsub.WakeTold), which relock waiters let pass.
 	Directed bool
 	// Handoff (a plain lock, with Directed): a freed lock is given to the
-	// client told, when it can be (see Offer); Offer, when its N is not 0,
-	// is the releasing client's own offer, written if the lock is freed.
+	// client told, when it can be (see Offer); Offer.Client is the
+	// releasing client, and, when it Listens on Redisson's channel (it
+	// waited on the lock lately), Offer, when its N is not 0, its own
+	// offer, written if the lock is freed.
 	Handoff bool
 	Offer   Offer
 	// Believed: the caller has the hold it gives back and believes it (it
@@ -258,16 +262,21 @@ func (r Release) Run(ctx context.Context, c Conn) (Released, error) {
 	args[0], args[1], args[2], args[3] = pubsub.WakeOne, millis(r.Lease), r.Owner, string(r.Publish)
 	args[4], args[5], args[6] = millis(r.LatchTTL), flag(r.Again), flag(r.Believed)
 	args = args[:7]
-	if r.Directed {
-		keys = append(keys, waiters(r.Key))
+	switch {
+	case r.Directed && r.Handoff:
+		w, g := waitersAndGrants(r.Key)
+		keys = append(keys, w, g)
 		args[0] = pubsub.WakeTold
-		if r.Handoff {
-			keys = append(keys, grants(r.Key))
-			args = append(args, r.Offer.Client, "", millis(r.Offer.Lease), flag(r.Offer.Listens), millis(r.Offer.Keep), flag(r.Offer.Drop))
+		args = append(args, r.Offer.Client)
+		if r.Offer.Listens { // else it offers nothing, and is not registered
+			args = append(args, "", millis(r.Offer.Lease), flag(r.Offer.Listens), millis(r.Offer.Keep), flag(r.Offer.Drop))
 			if r.Offer.N != 0 {
 				args[8] = strconv.FormatInt(r.Offer.N, 10)
 			}
 		}
+	case r.Directed:
+		keys = append(keys, waiters(r.Key))
+		args[0] = pubsub.WakeTold
 	}
 	return releaseReply(releaseScript.exec(ctx, c, keys, args))
 }

@@ -20,12 +20,12 @@
 -- KEYS[5]  with handoffs (a plain lock), the offers' hash
 --          relock_grants:{N}: the client told is given the lock when it
 --          can be (see handOn in wakelib.lua)
--- ARGV[8]  with KEYS[5], the releasing client's id, and ARGV[9] the owner
+-- ARGV[8]  with KEYS[5], the releasing client's id; the rest only when it
+--          listens on KEYS[2] (it waited on the lock lately). ARGV[9] is the owner
 --          number of its offer, or "" (it has no waiter that takes
 --          handoffs): a release that frees the lock offers it, for lease
---          ARGV[10] ms, keeping the hash ARGV[12] ms; ARGV[11] "1" when the
---          releasing client listens on KEYS[2] (see handOn), else "0";
---          ARGV[13] "1" when the releasing client
+--          ARGV[10] ms, keeping the hash ARGV[12] ms; ARGV[11] "1" (it
+--          listens on KEYS[2], see handOn); ARGV[13] "1" when the client
 --          has no waiter left: a release that frees the lock drops it from
 --          the waiters' set, where a handoff or an attempt may have left it
 --
@@ -55,12 +55,12 @@ else -- the last hold: the key goes, so its count needs no update
 	-- Every relock client that waits for a directed wake listens on
 	-- KEYS[2] too, subscribed before its last look at the lock: nobody
 	-- there, nobody to tell.
-	if KEYS[5] and ARGV[9] ~= '' and redis.call('zscore', KEYS[4], ARGV[8]) then
+	if ARGV[9] and ARGV[9] ~= '' and redis.call('zscore', KEYS[4], ARGV[8]) then
 		-- An offer lives with its client's registration (see drop).
 		offer(KEYS[5], ARGV[8], ARGV[9], ARGV[10], ARGV[12])
 	end
 	local heard = ARGV[4] ~= '' and redis.call(ARGV[4], KEYS[2], ARGV[1]) or 0
-	if heard > 0 and KEYS[5] then
+	if heard > 0 and ARGV[8] then
 		if ARGV[13] == '1' then
 			drop(KEYS[4], KEYS[5], ARGV[8])
 		end
@@ -70,7 +70,7 @@ else -- the last hold: the key goes, so its count needs no update
 		end
 		handOn(KEYS[1], KEYS[4], KEYS[5], ARGV[4], heard, more)
 	elseif heard > 0 and KEYS[4] then
-		wakeNext(KEYS[4], ARGV[4], nil)
+		wakeNext(KEYS[4], ARGV[4], KEYS[5])
 	end
 	if ARGV[7] == '1' then
 		return 1

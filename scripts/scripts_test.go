@@ -314,3 +314,14 @@ func TestDirectedReleaseTellsOnlyWhenHeard(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// The keys a plain lock's release sends, made in one allocation, are
+// those every other script names.
+func TestWaitersAndGrants(t *testing.T) {
+	for _, name := range []string{"a", "lock:{tag}:x", ""} {
+		w, g := scripts.WaitersAndGrants(name)
+		if w != scripts.Waiters(name) || g != scripts.FairGrants(name) {
+			t.Errorf("WaitersAndGrants(%q) = %q, %q; want %q, %q", name, w, g, scripts.Waiters(name), scripts.FairGrants(name))
+		}
+	}
+}

@@ -104,6 +104,19 @@ func (w Wake) with(keys, args []string, key string) ([]string, []string) {
 // waiters returns the key of lock name's waiters' set: relock_waiters:{name}.
 func waiters(name string) string { return prefixed("relock_waiters", name) }
 
+// waitersAndGrants returns waiters(name) and grants(name) in one
+// allocation: every plain lock's release sends both.
+func waitersAndGrants(name string) (w, g string) {
+	tagged := name // see prefixed
+	open, shut := "{", "}"
+	if strings.Contains(name, "{") {
+		open, shut = "", ""
+	}
+	both := "relock_waiters:" + open + tagged + shut + "relock_grants:" + open + tagged + shut
+	n := len(both) - len("relock_grants:"+open+shut) - len(tagged)
+	return both[:n], both[n:]
+}
+
 // WakeChannel returns the channel on which client hears the directed wakes
 // of lock name: relock_wake:{name}:<client> (wakelib.lua builds it from the
 // waiters' set's name).

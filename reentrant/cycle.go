@@ -300,8 +300,10 @@ func (c *cycle) takeHandoff(n int64) (outcome, bool) {
 	c.ctx = WithOwner(c.ctx, c.owner)
 	c.sent, c.ttl, c.token, c.dropping = sent, lease, 0, false
 	// The release moved the client to the end of the waiters' set. If it
-	// has no waiter left, its release of this hold drops it (see
-	// Client.ownOffer): no release but that one can come first.
+	// has no waiter left, its release of this hold drops it while it still
+	// listens on Redisson's channel (see Client.ownOffer): no release but
+	// that one can come first. After a longer hold, a later release finds
+	// nobody listening on its wake channel, and drops it then.
 	return outcome{taken: true}, true
 }
 

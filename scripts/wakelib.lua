@@ -105,16 +105,16 @@ end
 
 -- handOn follows a release that freed lock, whose message on Redisson's
 -- channel heard listeners heard, one of them perhaps (more: 1) the
--- releasing client, which listens there and is not registered. The longest-registered relock client is
--- given the lock, as owner "<client>:<n>" of its offer, with what is left
--- of the offer's lease as the lock's TTL, and told "2:<n>" on its wake
--- channel; it moves to the end of the set. That is done only when no
--- listener can be a Java waiter (every relock client registered listens on
--- Redisson's channel, so heard is no more than the set's size, and more):
--- a Java
--- waiter that woke on the message would find the lock taken every time.
--- Otherwise, or for a client with no offer left, it is wakeNext. A client
--- nobody hears on is dropped, its offer kept, and the next one is served.
+-- releasing client, which listens there and is not registered. The
+-- longest-registered relock client is given the lock, as owner
+-- "<client>:<n>" of its offer, with what is left of the offer's lease as
+-- the lock's TTL, and told "2:<n>" on its wake channel; it moves to the end
+-- of the set. That is done only when no listener can be a Java waiter
+-- (every relock client registered listens on Redisson's channel, so heard
+-- is no more than the set's size, and more): a Java waiter that woke on
+-- the message would find the lock taken every time. Otherwise, or for a
+-- client with no offer left, it is wakeNext. A client nobody hears on is
+-- dropped with its offer (the grant undone), and the next one is served.
 local function handOn(lock, waiters, grants, pub, heard, more)
 	if heard > redis.call('zcount', waiters, '-inf', '+inf') + more then
 		wakeNext(waiters, pub, grants)

@@ -52,6 +52,11 @@ type Client struct {
 	// arguments being decided and the attempt being sent.
 	hookBeforeSend func()
 
+	// idle hands jobs to the workers waiting for one; idleWorkers counts
+	// them (see hand).
+	idle        chan job
+	idleWorkers atomic.Int32
+
 	mu     sync.Mutex
 	closed bool
 	tasks  sync.WaitGroup // background cleanups, which Close waits for
@@ -94,6 +99,7 @@ func New(rdb rueidis.Client, opts Options) (*Client, error) {
 		opts:    opts,
 		publish: scripts.PublishClassic,
 		cluster: cluster,
+		idle:    make(chan job),
 	}
 	c.closing, c.shutdown = context.WithCancel(context.Background())
 	c.done = c.closing.Done()

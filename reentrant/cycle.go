@@ -423,7 +423,7 @@ func (c *cycle) attempt(ttl time.Duration) lockAttempt {
 	if ctx.Done() == nil { // nothing can cut it short
 		return t.run(ctx)
 	}
-	r, abandoned := attemptOnce(c.l.c, ctx, t.run, t.undo)
+	r, abandoned := attemptOnce[lockAttempt](c.l.c, ctx, t)
 	if abandoned {
 		c.abandoned = true
 		r.err = abandonedError(ctx)

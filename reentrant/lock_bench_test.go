@@ -11,8 +11,8 @@ import (
 )
 
 // BenchmarkLockUnlock: one goroutine takes and gives back one lock. With
-// a ctx that can end, as a request's can, each attempt runs on its own
-// goroutine, so that one cut short is heard out (see Lock).
+// a ctx that can end, as a request's can, each attempt runs on one of the
+// client's workers, so that one cut short is heard out (see attemptOnce).
 //
 //	go test -run '^$' -bench LockUnlock -benchmem ./reentrant
 func BenchmarkLockUnlock(b *testing.B) {
@@ -46,8 +46,20 @@ func benchmarkLockUnlock(b *testing.B, ctx context.Context) {
 }
 
 // BenchmarkLockUnlockParallel: 64 goroutines on one client, each with its
-// own lock.
+// own lock, with a ctx that cannot end and with one that can, as a
+// request's can.
 func BenchmarkLockUnlockParallel(b *testing.B) {
+	b.Run("ctx=background", func(b *testing.B) { benchmarkLockUnlockParallel(b, bg) })
+	b.Run("ctx=cancellable", func(b *testing.B) {
+		benchmarkLockUnlockParallel(b, func() context.Context {
+			ctx, cancel := context.WithCancel(bg())
+			b.Cleanup(cancel)
+			return ctx
+		})
+	})
+}
+
+func benchmarkLockUnlockParallel(b *testing.B, newCtx func() context.Context) {
 	s := redistest.Start(b)
 	c, err := reentrant.New(s.Client(), reentrant.Options{})
 	if err != nil {
@@ -60,7 +72,7 @@ func BenchmarkLockUnlockParallel(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		mu := c.Lock(fmt.Sprintf("bench:%d", n.Add(1)))
-		ctx := bg()
+		ctx := newCtx()
 		for pb.Next() {
 			held, err := mu.Lock(ctx)
 			if err != nil {

@@ -225,14 +225,14 @@ func (s *PermitExpirableSemaphore) attempt(ctx context.Context, ids []string, tt
 		nearest  time.Duration
 		err      error
 	}
-	r, abandoned := attemptOnce(s.c, ctx, func(ctx context.Context) (r result) {
+	r, abandoned := attemptOnce[result](s.c, ctx, funcAttempt[result]{func(ctx context.Context) (r result) {
 		r.acquired, r.score, r.nearest, r.err = scripts.PermitAcquire(ctx, s.c.scriptConn(), s.name, ids, ttl, s.c.publish)
 		return r
 	}, func(ctx context.Context, r result) {
 		if r.acquired || (r.err != nil && !scripts.IsReply(r.err) && !scripts.NotSent(r.err)) {
 			_ = s.undo(ctx, ids) // one try: if it fails, the lease ends the permits
 		}
-	})
+	}})
 	if abandoned {
 		return false, "", 0, abandonedError(ctx)
 	}

@@ -8,6 +8,7 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"flag"
 	"fmt"
 	"log"
@@ -28,8 +29,20 @@ func main() {
 	keep := flag.Duration("watchdog", 0, "instead of the other scenarios, hold 10,000 locks and measure keeping them alive over this window")
 	syncs := flag.Bool("synchronizers", false, "instead of the other scenarios, measure semaphores beside the lock, and rate limiters")
 	herd := flag.String("herd", "", "instead of the other scenarios, run the forced handoff with each of these numbers of waiting clients (comma-separated, e.g. 8,64,256)")
+	ctxKind := flag.String("ctx", "request", `the context scenarios 1 and 2 pass to every call: "request", one that can be cancelled and has a deadline, as a request handler's, or "background", context.Background()`)
 	floor := flag.Bool("floor", false, "instead of the other scenarios, run scenarios 1 and 2 for relock, rueidislock and Redisson's own lock scripts")
 	flag.Parse()
+	var callCtx func() (context.Context, context.CancelFunc)
+	switch *ctxKind {
+	case "request":
+		callCtx = func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), time.Hour)
+		}
+	case "background":
+		callCtx = func() (context.Context, context.CancelFunc) { return context.Background(), func() {} }
+	default:
+		log.Fatalf("-ctx %q: want request or background", *ctxKind)
+	}
 	if *floor {
 		libs = floorLibs()
 	}
@@ -51,7 +64,7 @@ func main() {
 
 	if *syncs {
 		fmt.Printf("Synchronizers, %s, redis-server %s on loopback, %s, %d CPUs.\n", time.Now().Format("2006-01-02"), s.version(), runtime.Version(), runtime.NumCPU())
-		if err := runSynchronizers(s, *rounds, *pairs, *par); err != nil {
+		if err := runSynchronizers(s, *rounds, *pairs, *par, callCtx); err != nil {
 			fatalf("%v", err)
 		}
 		return
@@ -84,8 +97,8 @@ func main() {
 		run        func(lib) (result, error)
 	}
 	scenarios := []scenario{
-		{"1. Uncontended: 1 goroutine, 1 key", "pair", func(l lib) (result, error) { return uncontended(l, s, *pairs) }},
-		{"2. Parallel: 64 goroutines, one client, own keys", "pair", func(l lib) (result, error) { return parallel(l, s, *par) }},
+		{"1. Uncontended: 1 goroutine, 1 key", "pair", func(l lib) (result, error) { return uncontended(l, s, *pairs, callCtx) }},
+		{"2. Parallel: 64 goroutines, one client, own keys", "pair", func(l lib) (result, error) { return parallel(l, s, *par, callCtx) }},
 		{"3. Forced handoff: 8 clients, one lock, 1 ms hold", "acquisition", func(l lib) (result, error) { return handoff(l, s, 8, *acqs, *limit) }},
 		{"4. Crowd: 1,000 waiters on one lock across 4 clients", "acquisition", func(l lib) (result, error) { return crowd(l, s, 1000, *limit) }},
 	}
@@ -125,8 +138,8 @@ func main() {
 		fatalf("%v", err)
 	}
 
-	fmt.Printf("relock beside its peers, %s, redis-server %s on loopback, %s %s/%s, %d CPUs, %d alternating rounds, medians.\n\n",
-		time.Now().Format("2006-01-02"), s.version(), runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), *rounds)
+	fmt.Printf("relock beside its peers, %s, redis-server %s on loopback, %s %s/%s, %d CPUs, %d alternating rounds, medians; scenarios 1 and 2 on a %s ctx.\n\n",
+		time.Now().Format("2006-01-02"), s.version(), runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), *rounds, *ctxKind)
 	fmt.Println("| library | configured to block until acquired |\n|---|---|")
 	for _, l := range libs {
 		fmt.Printf("| %s | %s |\n", l.name, l.config)

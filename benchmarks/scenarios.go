@@ -25,14 +25,16 @@ func percentile(d []time.Duration, p float64) time.Duration {
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
 
-// uncontended: one goroutine, one key, acquire+release pairs.
-func uncontended(l lib, s *server, pairs int) (result, error) {
+// uncontended: one goroutine, one key, acquire+release pairs, every call
+// on one ctx from callCtx.
+func uncontended(l lib, s *server, pairs int, callCtx func() (context.Context, context.CancelFunc)) (result, error) {
 	before := s.snapshot()
 	lk, err := l.connect(s.addr)
 	if err != nil {
 		return nil, err
 	}
-	ctx := context.Background()
+	ctx, cancel := callCtx()
+	defer cancel()
 	lat := make([]time.Duration, 0, pairs)
 	allocs := mallocs()
 	start := time.Now()
@@ -67,8 +69,9 @@ func mallocs() uint64 {
 	return m.Mallocs
 }
 
-// parallel: 64 goroutines sharing one client, each with its own key.
-func parallel(l lib, s *server, d time.Duration) (result, error) {
+// parallel: 64 goroutines sharing one client, each with its own key and
+// its own ctx from callCtx.
+func parallel(l lib, s *server, d time.Duration, callCtx func() (context.Context, context.CancelFunc)) (result, error) {
 	before := s.snapshot()
 	lk, err := l.connect(s.addr)
 	if err != nil {
@@ -84,8 +87,10 @@ func parallel(l lib, s *server, d time.Duration) (result, error) {
 		go func() {
 			defer wg.Done()
 			name := fmt.Sprintf("bench:parallel:%d", g)
+			ctx, cancel := callCtx()
+			defer cancel()
 			for time.Now().Before(stop) {
-				unlock, err := lk.lock(context.Background(), name)
+				unlock, err := lk.lock(ctx, name)
 				if err == nil {
 					err = unlock()
 				}

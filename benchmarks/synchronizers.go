@@ -164,7 +164,7 @@ func decisions(l rateLib, s *server, d time.Duration) (result, error) {
 
 // runSynchronizers runs the synchronizer scenarios for rounds and prints
 // their medians.
-func runSynchronizers(s *server, rounds, pairs int, par time.Duration) error {
+func runSynchronizers(s *server, rounds, pairs int, par time.Duration, callCtx func() (context.Context, context.CancelFunc)) error {
 	type row struct {
 		scenario, name string
 		res            map[string][]float64
@@ -189,13 +189,13 @@ func runSynchronizers(s *server, rounds, pairs int, par time.Duration) error {
 	for round := 0; round < rounds; round++ {
 		for _, l := range semaphoreLibs {
 			s.do("FLUSHALL")
-			res, err := uncontended(l, s, pairs)
+			res, err := uncontended(l, s, pairs, callCtx)
 			if err != nil {
 				return fmt.Errorf("uncontended %s: %w", l.name, err)
 			}
 			add("1 goroutine, 1 key: pairs/s", l.name, res)
 			s.do("FLUSHALL")
-			if res, err = parallel(l, s, par); err != nil {
+			if res, err = parallel(l, s, par, callCtx); err != nil {
 				return fmt.Errorf("parallel %s: %w", l.name, err)
 			}
 			add("64 goroutines, own keys: pairs/s", l.name, res)

@@ -77,7 +77,7 @@ type deadlockCheck struct {
 	on         bool      // the cycle's owner may close a cycle, and detection is on
 	since      time.Time // when the wait began
 	next       time.Time // the next check is not before
-	registered bool      // an edge of this wait is in Redis
+	registered bool      // an edge of this wait may be in Redis
 	// selfChecked: a write lock's wait looked for its owner among the
 	// lock's readers (see detectDeadlock).
 	selfChecked bool
@@ -122,11 +122,14 @@ func (c *cycle) detectDeadlock() error {
 	d.next = now.Add(c.l.c.opts.RepollInterval)
 	rdb := c.l.c.rdb
 	edge := strconv.FormatInt(d.since.UnixMilli(), 10) + ":" + lock
+	// Registered before it is sent: a SET whose reply is lost may have
+	// run, and an edge left behind would be believed for its TTL, by
+	// waiters of the locks this owner still holds, as a wait that ended.
+	d.registered = true
 	if err := rdb.Do(ctx, rdb.B().Set().Key(scripts.WaitEdgeKey(self)).Value(edge).Px(c.l.c.waitEdgeTTL()).Build()).Error(); err != nil {
 		c.l.c.opts.Logger.Debug("relock: could not register a wait for deadlock detection", "lock", lock, "error", err)
 		return nil
 	}
-	d.registered = true
 	cyc := c.l.c.findCycle(ctx, self, lock, d.since)
 	if cyc == nil || !c.l.c.stillTrue(ctx, cyc) {
 		return nil

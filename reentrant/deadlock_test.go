@@ -3,11 +3,15 @@ package reentrant_test
 import (
 	"context"
 	"errors"
+	"net"
 	"regexp"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -293,4 +297,40 @@ func TestDeadlockCost(t *testing.T) {
 		assert.Equal(t, checks, got["get"], "one GET per check")
 		assert.Equal(t, int64(1), got["del"], "one DEL at the end")
 	}
+}
+
+// lostEdgeReply runs every command, but answers the SET that registers a
+// wait as if the reply had been lost on a broken connection: the edge is
+// in Redis, and its waiter was not told so.
+type lostEdgeReply struct{ rueidis.Client }
+
+func (c lostEdgeReply) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	args := cmd.Commands() // read before Do, which may recycle cmd
+	lost := args[0] == "SET" && strings.HasPrefix(args[1], "relock_wait:")
+	res := c.Client.Do(ctx, cmd)
+	if lost {
+		return rueidis.NewErrorResult(&net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET})
+	}
+	return res
+}
+
+// A wait whose registration's reply was lost takes its edge out when it
+// ends all the same: left behind, the edge would make a waiter of a lock
+// its owner still holds find a cycle that is not there.
+func TestDeadlockEdgeOfLostReplyDeleted(t *testing.T) {
+	e := onRedis(t)
+	c1, err := reentrant.New(lostEdgeReply{e.rdb(t)}, deadlockOpts)
+	require.NoError(t, err)
+	defer c1.Close()
+	c2 := e.client(t)
+	ha := holding(t, c1.Lock("x"))
+	holding(t, c2.Lock("y"))
+
+	_, ok, err := c1.Lock("y").TryLock(ha, reentrant.WaitAtMost(300*time.Millisecond))
+	require.NoError(t, err)
+	require.False(t, ok)
+	a, _ := reentrant.OwnerFrom(ha)
+	edges, err := c2.WaitsFor(bg(), a.String())
+	require.NoError(t, err)
+	assert.Empty(t, edges, "a's ended wait is still registered, though a holds x")
 }

@@ -489,7 +489,8 @@ schedule:
 
 	// Oracle D: once a TTL has passed (an acquire whose reply was lost may
 	// have left a hold, unrenewed), nothing is left but the token counter
-	// and expiring unlock latches, and no channel is subscribed.
+	// and keys that expire by themselves (see expiring), and no channel is
+	// subscribed.
 	// A permit whose acquire reply was lost, and whose undo could not reach
 	// Redis either, stays in the timeout set, expired, until a script
 	// reclaims it, as in Redisson: count the permits (which reclaims) before
@@ -519,9 +520,12 @@ schedule:
 	keys, err := r.do("KEYS", "*").AsStrSlice()
 	require.NoError(t, err)
 	for _, k := range keys {
-		if k != "redisson_lock_token:{chaos}" && !isLatch(k) && !(workload == "semaphore" && k == lockName) &&
-			!(strings.HasPrefix(k, "relock_wait:") && r.expires(k)) &&
-			!(workload == "latch" && strings.HasPrefix(k, "chaos:latch:")) {
+		switch {
+		case k == "redisson_lock_token:{chaos}",
+			workload == "semaphore" && k == lockName,
+			workload == "latch" && strings.HasPrefix(k, "chaos:latch:"),
+			expiring(k) && r.expires(k):
+		default:
 			t.Errorf("oracle D: key %q left behind", k)
 		}
 	}
@@ -576,17 +580,24 @@ func isConnError(err error) bool {
 	return err != nil && !isReply
 }
 
-// isLatch reports whether k expires by itself: an unlock latch, or the set
-// of relock clients waiting with directed wakes.
-// expires reports whether key k has a TTL: a deadlock check's edge (see
-// reentrant's deadlock.go), which a fault may leave behind, expires.
+// expires reports whether key k has a TTL, or is gone already.
 func (r *run) expires(k string) bool {
 	ms, err := r.do("PTTL", k).AsInt64()
-	return err == nil && ms > 0
+	return err == nil && (ms > 0 || ms == -2)
 }
 
-func isLatch(k string) bool {
-	return strings.HasPrefix(k, "redisson_unlock_latch:") || strings.HasPrefix(k, "relock_waiters:")
+// expiring reports whether k is a key that expires by itself, with a TTL
+// its writers renew, and that a fault may leave behind: an unlock latch,
+// the set of relock clients waiting with directed wakes and their handoff
+// offers (a client's offer goes with its registration), and a deadlock
+// check's edge (see reentrant's deadlock.go).
+func expiring(k string) bool {
+	for _, prefix := range []string{"redisson_unlock_latch:", "relock_waiters:", "relock_grants:", "relock_wait:"} {
+		if strings.HasPrefix(k, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // near lists the faults within a second of t, with their offsets from t.

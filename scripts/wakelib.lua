@@ -16,23 +16,29 @@ local function drop(waiters, grants, client)
 	end
 end
 
--- wakeNext tells the longest-registered relock client that the lock is
--- free: "0" on its channel, relock_wake:{N}:<client-id>, named after the
--- waiters' set relock_waiters:{N}. A client that nobody hears on (it
--- stopped waiting, or died) is dropped, and the next one is told, a few at
--- most: the rest are reached by their re-polls.
-local function wakeNext(waiters, pub, grants)
+-- serveHead serves the longest-registered relock client: tell(channel,
+-- client) says whether it was heard on its channel, relock_wake:{N}:<id>,
+-- named after the waiters' set relock_waiters:{N}. A client that nobody
+-- hears on (it stopped waiting, or died) is dropped, with its offer when
+-- grants is given, and the next one is served, a few at most: the rest
+-- are reached by their re-polls.
+local function serveHead(waiters, grants, tell)
 	local prefix = 'relock_wake' .. string.sub(waiters, 15) .. ':'
 	for _ = 1, 8 do
 		local head = redis.call('zrange', waiters, 0, 0)[1]
-		if head == nil then
-			return
-		end
-		if redis.call(pub, prefix .. head, '0') > 0 then
+		if head == nil or tell(prefix .. head, head) then
 			return
 		end
 		drop(waiters, grants, head)
 	end
+end
+
+-- wakeNext tells the longest-registered relock client that the lock is
+-- free: "0" on its channel.
+local function wakeNext(waiters, pub, grants)
+	serveHead(waiters, grants, function(channel)
+		return redis.call(pub, channel, '0') > 0
+	end)
 end
 
 -- register puts client in the waiters' set, at its end if it is not there
@@ -120,12 +126,7 @@ local function handOn(lock, waiters, grants, pub, heard, more)
 		wakeNext(waiters, pub, grants)
 		return
 	end
-	local prefix = 'relock_wake' .. string.sub(waiters, 15) .. ':'
-	for _ = 1, 8 do
-		local head = redis.call('zrange', waiters, 0, 0)[1]
-		if head == nil then
-			return
-		end
+	serveHead(waiters, grants, function(channel, head)
 		local rec = redis.call('hget', grants, head)
 		local n, by
 		if rec then
@@ -133,18 +134,17 @@ local function handOn(lock, waiters, grants, pub, heard, more)
 		end
 		local now = nowMs()
 		local left = by and tonumber(by) - now or 0
-		if left > 0 then
-			redis.call('hset', lock, head .. ':' .. n, 1)
-			redis.call('pexpire', lock, left)
-			if redis.call(pub, prefix .. head, '2:' .. n) > 0 then
-				redis.call('hset', grants, head, n .. ':0')
-				redis.call('zadd', waiters, now, head)
-				return
-			end
-			redis.call('del', lock)
-		elseif redis.call(pub, prefix .. head, '0') > 0 then
-			return
+		if left <= 0 then
+			return redis.call(pub, channel, '0') > 0
 		end
-		drop(waiters, grants, head)
-	end
+		redis.call('hset', lock, head .. ':' .. n, 1)
+		redis.call('pexpire', lock, left)
+		if redis.call(pub, channel, '2:' .. n) > 0 then
+			redis.call('hset', grants, head, n .. ':0')
+			redis.call('zadd', waiters, now, head)
+			return true
+		end
+		redis.call('del', lock)
+		return false
+	end)
 end

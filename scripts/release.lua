@@ -52,10 +52,18 @@ if tonumber(count) > 1 then
 	redis.call('pexpire', KEYS[1], ARGV[2])
 else -- the last hold: the key goes, so its count needs no update
 	redis.call('del', KEYS[1])
+	-- Whether the releasing client is registered, read at most once.
+	local registered
+	local function isRegistered()
+		if registered == nil then
+			registered = redis.call('zscore', KEYS[4], ARGV[8]) ~= false
+		end
+		return registered
+	end
 	-- Every relock client that waits for a directed wake listens on
 	-- KEYS[2] too, subscribed before its last look at the lock: nobody
 	-- there, nobody to tell.
-	if ARGV[9] and ARGV[9] ~= '' and redis.call('zscore', KEYS[4], ARGV[8]) then
+	if ARGV[9] and ARGV[9] ~= '' and isRegistered() then
 		-- An offer lives with its client's registration (see drop).
 		offer(KEYS[5], ARGV[8], ARGV[9], ARGV[10], ARGV[12])
 	end
@@ -63,9 +71,10 @@ else -- the last hold: the key goes, so its count needs no update
 	if heard > 0 and ARGV[8] then
 		if ARGV[13] == '1' then
 			drop(KEYS[4], KEYS[5], ARGV[8])
+			registered = false
 		end
 		local more = 0
-		if ARGV[11] == '1' and not redis.call('zscore', KEYS[4], ARGV[8]) then
+		if ARGV[11] == '1' and not isRegistered() then
 			more = 1 -- it heard its own message, and is not registered
 		end
 		handOn(KEYS[1], KEYS[4], KEYS[5], ARGV[4], heard, more)

@@ -41,12 +41,24 @@ local function wakeNext(waiters, pub, grants)
 	end)
 end
 
+-- nowMs returns the server's time in milliseconds, read once per script:
+-- the microseconds a script runs for matter neither to a registration's
+-- place nor to an offer's end, and Redis counts a script's expiries from
+-- its start too.
+local clock
+local function nowMs()
+	if not clock then
+		local t = redis.call('time')
+		clock = t[1] * 1000 + math.floor(t[2] / 1000)
+	end
+	return clock
+end
+
 -- register puts client in the waiters' set, at its end if it is not there
 -- yet, and keeps the set alive for ttl ms more: every waiting client tries
 -- again well within that.
 local function register(waiters, client, ttl)
-	local t = redis.call('time')
-	redis.call('zadd', waiters, 'NX', t[1] * 1000 + math.floor(t[2] / 1000), client)
+	redis.call('zadd', waiters, 'NX', nowMs(), client)
 	redis.call('pexpire', waiters, ttl)
 end
 
@@ -59,8 +71,7 @@ local function settle(waiters, client, how, ttl, grants)
 	if how == '1' then
 		drop(waiters, grants, client)
 	elseif how == '2' then
-		local t = redis.call('time')
-		if redis.call('zadd', waiters, t[1] * 1000 + math.floor(t[2] / 1000), client) == 1 and ttl ~= '0' then
+		if redis.call('zadd', waiters, nowMs(), client) == 1 and ttl ~= '0' then
 			redis.call('pexpire', waiters, ttl)
 		end
 	end
@@ -78,12 +89,6 @@ end
 -- drop); a late write of a number taken before that, from an attempt held
 -- up on the way past the drop, could then have it given again, to nobody:
 -- the lock would stand until that offer's lease ran out.
-
--- nowMs returns the server's time in milliseconds.
-local function nowMs()
-	local t = redis.call('time')
-	return t[1] * 1000 + math.floor(t[2] / 1000)
-end
 
 -- offer records client's offer of owner number n, for lease ms from now,
 -- unless n or a higher number is recorded (given, withdrawn, or standing:

@@ -32,8 +32,8 @@ local pttl = redis.call('pttl', KEYS[1])
 if pttl == -2 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
 	redis.call('hincrby', KEYS[1], ARGV[2], 1)
 	redis.call('pexpire', KEYS[1], ARGV[1])
-	if ARGV[3] then
-		settle(KEYS[2], ARGV[3], ARGV[4], ARGV[5], KEYS[3])
+	if ARGV[3] and ARGV[4] ~= '0' then
+		wakeLib().settle(KEYS[2], ARGV[3], ARGV[4], ARGV[5], KEYS[3])
 	end
 	return nil
 end
@@ -42,10 +42,10 @@ if ARGV[6] and ARGV[6] ~= '0' then
 		return -3
 	end
 	if ARGV[5] ~= '0' then
-		offer(KEYS[3], ARGV[3], ARGV[6], ARGV[1], ARGV[5])
+		wakeLib().offer(KEYS[3], ARGV[3], ARGV[6], ARGV[1], ARGV[5])
 	end
 end
 if ARGV[3] and ARGV[5] ~= '0' then
-	register(KEYS[2], ARGV[3], ARGV[5])
+	wakeLib().register(KEYS[2], ARGV[3], ARGV[5])
 end
 return pttl

@@ -30,12 +30,12 @@ if pttl == -2 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
 		redis.call('set', KEYS[2], floor)
 		token = tonumber(floor)
 	end
-	if ARGV[3] then
-		settle(KEYS[3], ARGV[3], ARGV[4], ARGV[5])
+	if ARGV[3] and ARGV[4] ~= '0' then
+		wakeLib().settle(KEYS[3], ARGV[3], ARGV[4], ARGV[5])
 	end
 	return {1, token}
 end
 if ARGV[3] and ARGV[5] ~= '0' then
-	register(KEYS[3], ARGV[3], ARGV[5])
+	wakeLib().register(KEYS[3], ARGV[3], ARGV[5])
 end
 return {0, pttl}

@@ -21,6 +21,6 @@ end
 redis.call('del', KEYS[1])
 if ARGV[2] ~= '' then redis.call(ARGV[2], KEYS[2], ARGV[1]) end
 if KEYS[3] then
-	wakeNext(KEYS[3], ARGV[2], KEYS[4])
+	wakeLib().wakeNext(KEYS[3], ARGV[2], KEYS[4])
 end
 return 1

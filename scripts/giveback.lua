@@ -18,9 +18,9 @@
 --
 -- Reply: 1 when the lock had been given (and is now released), 0 when not.
 if ARGV[6] == '1' then
-	drop(KEYS[3], KEYS[4], ARGV[1])
+	wakeLib().drop(KEYS[3], KEYS[4], ARGV[1])
 else
-	withdraw(KEYS[4], ARGV[1], ARGV[2])
+	wakeLib().withdraw(KEYS[4], ARGV[1], ARGV[2])
 end
 local owner = ARGV[1] .. ':' .. ARGV[2]
 local count = redis.call('hget', KEYS[1], owner)
@@ -38,6 +38,6 @@ if heard > 0 then
 	if ARGV[5] == '1' and not redis.call('zscore', KEYS[3], ARGV[1]) then
 		more = 1 -- it heard its own message, and is not registered
 	end
-	handOn(KEYS[1], KEYS[3], KEYS[4], ARGV[3], heard, more)
+	wakeLib().handOn(KEYS[1], KEYS[3], KEYS[4], ARGV[3], heard, more)
 end
 return 1

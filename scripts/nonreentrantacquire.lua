@@ -16,8 +16,8 @@ local pttl = redis.call('pttl', KEYS[1])
 if pttl == -2 then
 	redis.call('hincrby', KEYS[1], ARGV[2], 1)
 	redis.call('pexpire', KEYS[1], ARGV[1])
-	if ARGV[3] then
-		settle(KEYS[2], ARGV[3], ARGV[4], ARGV[5])
+	if ARGV[3] and ARGV[4] ~= '0' then
+		wakeLib().settle(KEYS[2], ARGV[3], ARGV[4], ARGV[5])
 	end
 	return nil
 end
@@ -25,6 +25,6 @@ if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
 	return redis.error_reply('RELOCK_REENTRY this owner holds the non-reentrant lock already')
 end
 if ARGV[3] and ARGV[5] ~= '0' then
-	register(KEYS[2], ARGV[3], ARGV[5])
+	wakeLib().register(KEYS[2], ARGV[3], ARGV[5])
 end
 return pttl

@@ -11,9 +11,9 @@
 --
 -- Reply: 1 when the lock was free (and the next client, if any, was told),
 -- 0 when it was held.
-drop(KEYS[2], KEYS[3], ARGV[1])
+wakeLib().drop(KEYS[2], KEYS[3], ARGV[1])
 if redis.call('exists', KEYS[1]) == 1 then
 	return 0
 end
-wakeNext(KEYS[2], ARGV[2], KEYS[3])
+wakeLib().wakeNext(KEYS[2], ARGV[2], KEYS[3])
 return 1

@@ -65,21 +65,21 @@ else -- the last hold: the key goes, so its count needs no update
 	-- there, nobody to tell.
 	if ARGV[9] and ARGV[9] ~= '' and isRegistered() then
 		-- An offer lives with its client's registration (see drop).
-		offer(KEYS[5], ARGV[8], ARGV[9], ARGV[10], ARGV[12])
+		wakeLib().offer(KEYS[5], ARGV[8], ARGV[9], ARGV[10], ARGV[12])
 	end
 	local heard = ARGV[4] ~= '' and redis.call(ARGV[4], KEYS[2], ARGV[1]) or 0
 	if heard > 0 and ARGV[8] then
 		if ARGV[13] == '1' then
-			drop(KEYS[4], KEYS[5], ARGV[8])
+			wakeLib().drop(KEYS[4], KEYS[5], ARGV[8])
 			registered = false
 		end
 		local more = 0
 		if ARGV[11] == '1' and not isRegistered() then
 			more = 1 -- it heard its own message, and is not registered
 		end
-		handOn(KEYS[1], KEYS[4], KEYS[5], ARGV[4], heard, more)
+		wakeLib().handOn(KEYS[1], KEYS[4], KEYS[5], ARGV[4], heard, more)
 	elseif heard > 0 and KEYS[4] then
-		wakeNext(KEYS[4], ARGV[4], KEYS[5])
+		wakeLib().wakeNext(KEYS[4], ARGV[4], KEYS[5])
 	end
 	if ARGV[7] == '1' then
 		return 1

@@ -52,21 +52,19 @@ if tonumber(count) > 1 then
 	redis.call('pexpire', KEYS[1], ARGV[2])
 else -- the last hold: the key goes, so its count needs no update
 	redis.call('del', KEYS[1])
-	-- Whether the releasing client is registered, read at most once.
+	-- Whether the releasing client is registered: read at most once, nil
+	-- until then.
 	local registered
-	local function isRegistered()
-		if registered == nil then
-			registered = redis.call('zscore', KEYS[4], ARGV[8]) ~= false
+	if ARGV[9] and ARGV[9] ~= '' then
+		registered = redis.call('zscore', KEYS[4], ARGV[8]) ~= false
+		if registered then
+			-- An offer lives with its client's registration (see drop).
+			wakeLib().offer(KEYS[5], ARGV[8], ARGV[9], ARGV[10], ARGV[12])
 		end
-		return registered
 	end
 	-- Every relock client that waits for a directed wake listens on
 	-- KEYS[2] too, subscribed before its last look at the lock: nobody
 	-- there, nobody to tell.
-	if ARGV[9] and ARGV[9] ~= '' and isRegistered() then
-		-- An offer lives with its client's registration (see drop).
-		wakeLib().offer(KEYS[5], ARGV[8], ARGV[9], ARGV[10], ARGV[12])
-	end
 	local heard = ARGV[4] ~= '' and redis.call(ARGV[4], KEYS[2], ARGV[1]) or 0
 	if heard > 0 and ARGV[8] then
 		if ARGV[13] == '1' then
@@ -74,8 +72,13 @@ else -- the last hold: the key goes, so its count needs no update
 			registered = false
 		end
 		local more = 0
-		if ARGV[11] == '1' and not isRegistered() then
-			more = 1 -- it heard its own message, and is not registered
+		if ARGV[11] == '1' then
+			if registered == nil then
+				registered = redis.call('zscore', KEYS[4], ARGV[8]) ~= false
+			end
+			if not registered then
+				more = 1 -- it heard its own message, and is not registered
+			end
 		end
 		wakeLib().handOn(KEYS[1], KEYS[4], KEYS[5], ARGV[4], heard, more)
 	elseif heard > 0 and KEYS[4] then

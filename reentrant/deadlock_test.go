@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -301,14 +302,18 @@ func TestDeadlockCost(t *testing.T) {
 
 // lostEdgeReply runs every command, but answers the SET that registers a
 // wait as if the reply had been lost on a broken connection: the edge is
-// in Redis, and its waiter was not told so.
-type lostEdgeReply struct{ rueidis.Client }
+// in Redis, and its waiter was not told so. lost counts those SETs.
+type lostEdgeReply struct {
+	rueidis.Client
+	lost *atomic.Int32
+}
 
 func (c lostEdgeReply) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
 	args := cmd.Commands() // read before Do, which may recycle cmd
 	lost := args[0] == "SET" && strings.HasPrefix(args[1], "relock_wait:")
 	res := c.Client.Do(ctx, cmd)
 	if lost {
+		c.lost.Add(1)
 		return rueidis.NewErrorResult(&net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET})
 	}
 	return res
@@ -319,16 +324,20 @@ func (c lostEdgeReply) Do(ctx context.Context, cmd rueidis.Completed) rueidis.Re
 // its owner still holds find a cycle that is not there.
 func TestDeadlockEdgeOfLostReplyDeleted(t *testing.T) {
 	e := onRedis(t)
-	c1, err := reentrant.New(lostEdgeReply{e.rdb(t)}, deadlockOpts)
+	var lost atomic.Int32
+	c1, err := reentrant.New(lostEdgeReply{e.rdb(t), &lost}, deadlockOpts)
 	require.NoError(t, err)
 	defer c1.Close()
 	c2 := e.client(t)
 	ha := holding(t, c1.Lock("x"))
 	holding(t, c2.Lock("y"))
 
-	_, ok, err := c1.Lock("y").TryLock(ha, reentrant.WaitAtMost(300*time.Millisecond))
+	// A second: the edge is registered once the wait has lasted 100ms,
+	// and a busy machine may be slow to get there.
+	_, ok, err := c1.Lock("y").TryLock(ha, reentrant.WaitAtMost(time.Second))
 	require.NoError(t, err)
 	require.False(t, ok)
+	require.NotZero(t, lost.Load(), "the wait registered its edge")
 	a, _ := reentrant.OwnerFrom(ha)
 	edges, err := c2.WaitsFor(bg(), a.String())
 	require.NoError(t, err)

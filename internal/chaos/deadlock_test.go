@@ -14,8 +14,10 @@ import (
 // unexplained. Every ErrDeadlock must name a cycle that was there: another
 // worker waited for the other lock while this one waited, until at least
 // DeadlockTimeout after this wait began (the check that found it came no
-// sooner). The ordered workload takes its locks in one order, so it must
-// see no ErrDeadlock at all.
+// sooner). A worker whose wait ended in an error while a fault had it cut
+// off from Redis could not take its edge out (docs/deadlocks.md): it
+// counts as waiting until the edge expires. The ordered workload takes its
+// locks in one order, so it must see no ErrDeadlock at all.
 func (r *run) deadlocks(ops []op, lost []int64) {
 	var waits []op
 	for _, o := range ops {
@@ -39,7 +41,7 @@ func (r *run) deadlocks(ops []op, lost []int64) {
 			victims++
 			real := false
 			for _, y := range waits {
-				if y.Worker != x.Worker && y.Kind != x.Kind && y.Call <= x.Ret && y.Ret >= x.Call+int64(deadlockTimeout) {
+				if y.Worker != x.Worker && y.Kind != x.Kind && y.Call <= x.Ret && r.edgeEnd(y) >= x.Call+int64(deadlockTimeout) {
 					real = true
 					break
 				}
@@ -73,4 +75,22 @@ func (r *run) deadlocks(ops []op, lost []int64) {
 	}
 	r.t.Logf("oracle G: %d waits for a second lock, %d deadlocks (pairs of workers waiting for each other), the longest %v unexplained (bound %v); %d ErrDeadlock, %d with no cycle, %d deadlocks over the bound",
 		len(waits), cycles, time.Duration(longest), time.Duration(bound), victims, unreal, long)
+}
+
+// edgeEnd is when wait y's edge was gone at the latest: when the wait
+// ended, or, for one that ended in an error while a fault had its worker
+// cut off from Redis (so that its DEL may have failed), when the edge
+// expired: a waits-for edge lives 2 × RepollInterval + 1s.
+func (r *run) edgeEnd(y op) int64 {
+	if y.Out != "error" {
+		return y.Ret
+	}
+	for _, ev := range r.log {
+		cutOff := ev.name == "blackhole" || ev.name == "kill-restart-redis" || ev.name == "data-loss" ||
+			ev.name == "client-kill" || ev.name == "reset" || (ev.name == "partition-holder" && ev.worker == y.Worker)
+		if cutOff && ev.start <= y.Ret && y.Ret <= ev.end+int64(100*time.Millisecond) {
+			return y.Ret + int64(2*repoll+time.Second)
+		}
+	}
+	return y.Ret
 }

@@ -29,9 +29,15 @@ func (c *asCluster) Mode() rueidis.ClientMode { return rueidis.ClientModeCluster
 
 func (c *asCluster) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
 	if int(c.calls.Add(1)) <= c.failing {
-		return rueidis.NewErrorResult(&net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET})
+		return connReset()
 	}
 	return c.Client.Do(ctx, cmd)
+}
+
+// connReset is the result of a command whose connection broke before its
+// reply came.
+func connReset() rueidis.RedisResult {
+	return rueidis.NewErrorResult(&net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET})
 }
 
 // New asks a cluster one question; a service started while Redis restarts

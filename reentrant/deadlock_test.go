@@ -3,12 +3,10 @@ package reentrant_test
 import (
 	"context"
 	"errors"
-	"net"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -314,7 +312,7 @@ func (c lostEdgeReply) Do(ctx context.Context, cmd rueidis.Completed) rueidis.Re
 	res := c.Client.Do(ctx, cmd)
 	if lost {
 		c.lost.Add(1)
-		return rueidis.NewErrorResult(&net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET})
+		return connReset()
 	}
 	return res
 }

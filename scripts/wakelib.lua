@@ -8,8 +8,8 @@
 --
 -- A script gets the functions below from wakeLib(), which makes them the
 -- first time it is called: making them costs Redis a closure each, about
--- 0.7 microseconds per script call in all, which the commonest calls (a lock taken
--- at once, a release that nobody waits for) use none of.
+-- 0.7 microseconds per script call in all, which the commonest calls (a
+-- lock taken at once, a release that nobody waits for) use none of.
 
 local wakeFns
 local function wakeLib()

@@ -2,6 +2,7 @@ package scripts_test
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -313,6 +314,41 @@ func TestDirectedReleaseTellsOnlyWhenHeard(t *testing.T) {
 	assert.Zero(t, n, "someone listening: the client registered longest is told (and, unheard, dropped)")
 	cancel()
 	<-done
+}
+
+// Clients that register within one millisecond keep their order: the
+// waiters' set is scored to the microsecond. At whole milliseconds two such
+// clients would tie, and Redis orders a tie by member, so the client whose
+// id sorts first would be told first every time, whoever came first (a
+// crowd on four clients drained one client's waiters before the others').
+func TestWaitersOrderedWithinAMillisecond(t *testing.T) {
+	ctx := context.Background()
+	s := redistest.Start(t)
+	rdb := scripts.Conn{Client: s.Client()}
+	r, err := scripts.LockAcquire(ctx, rdb, scripts.Acquire{Key: "l", Owner: "holder:1", Lease: time.Minute})
+	require.NoError(t, err)
+	require.True(t, r.OK)
+	register := func(client string) {
+		r, err := scripts.LockAcquire(ctx, rdb, scripts.Acquire{Key: "l", Owner: client + ":1", Lease: time.Minute,
+			Wake: scripts.Wake{Client: client, Register: time.Minute}})
+		require.NoError(t, err)
+		require.False(t, r.OK)
+	}
+	waiters := scripts.Waiters("l")
+	for try := 0; try < 200; try++ {
+		require.NoError(t, s.Do("DEL", waiters).Error())
+		register("z-first") // sorts last by id
+		register("a-second")
+		zs, err := s.Do("ZRANGE", waiters, "0", "-1", "WITHSCORES").AsZScores()
+		require.NoError(t, err)
+		require.Len(t, zs, 2)
+		if math.Floor(zs[0].Score) != math.Floor(zs[1].Score) {
+			continue // not within one millisecond: not the case under test
+		}
+		assert.Equal(t, []string{"z-first", "a-second"}, []string{zs[0].Member, zs[1].Member})
+		return
+	}
+	t.Skip("no two registrations within one millisecond in 200 tries")
 }
 
 // The keys a plain lock's release sends, made in one allocation, are

@@ -56,20 +56,30 @@ local function wakeLib()
 	-- the microseconds a script runs for matter neither to a registration's
 	-- place nor to an offer's end, and Redis counts a script's expiries from
 	-- its start too.
-	local clock
+	local clock, micros
 	local function nowMs()
 		if not clock then
 			local t = redis.call('time')
 			clock = t[1] * 1000 + math.floor(t[2] / 1000)
+			micros = t[2] % 1000
 		end
 		return clock
+	end
+
+	-- nowPlace is nowMs with its microseconds as a fraction: the score that
+	-- orders the waiters' set. Clients moved within one millisecond would
+	-- tie at whole ones, and Redis orders a tie by member: the same client
+	-- would come first every time (a crowd drained one client's waiters
+	-- before the others').
+	local function nowPlace()
+		return string.format('%d.%03d', nowMs(), micros)
 	end
 
 	-- register puts client in the waiters' set, at its end if it is not there
 	-- yet, and keeps the set alive for ttl ms more: every waiting client tries
 	-- again well within that.
 	local function register(waiters, client, ttl)
-		redis.call('zadd', waiters, 'NX', nowMs(), client)
+		redis.call('zadd', waiters, 'NX', nowPlace(), client)
 		redis.call('pexpire', waiters, ttl)
 	end
 
@@ -82,7 +92,7 @@ local function wakeLib()
 		if how == '1' then
 			drop(waiters, grants, client)
 		elseif how == '2' then
-			if redis.call('zadd', waiters, nowMs(), client) == 1 and ttl ~= '0' then
+			if redis.call('zadd', waiters, nowPlace(), client) == 1 and ttl ~= '0' then
 				redis.call('pexpire', waiters, ttl)
 			end
 		end
@@ -157,7 +167,7 @@ local function wakeLib()
 			redis.call('pexpire', lock, left)
 			if redis.call(pub, channel, '2:' .. n) > 0 then
 				redis.call('hset', grants, head, n .. ':0')
-				redis.call('zadd', waiters, now, head)
+				redis.call('zadd', waiters, nowPlace(), head)
 				return true
 			end
 			redis.call('del', lock)

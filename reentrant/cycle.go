@@ -145,6 +145,13 @@ func (c *cycle) try(int) outcome {
 	c.waited = c.waited || c.queued
 	if !r.OK && c.directed {
 		c.wakeChannel() // a pause after it may subscribe
+		if c.handoff && !c.joined {
+			// The pause may leave this wait to its client's wake, with no
+			// attempt of its own to come (see waiting.recheck): counted
+			// now, it keeps its client's releases offering for it.
+			c.l.c.offers.join(c.l.name)
+			c.joined = true
+		}
 	}
 	if !r.OK && r.err == nil && r.Blocker != "" {
 		c.blockedBy(r.Blocker)

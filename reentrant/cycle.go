@@ -42,9 +42,9 @@ type cycle struct {
 	tries                  int
 	// handoff: the cycle takes a plain lock straight from a release, as
 	// its client's offer (offers.go); joined: it is counted among the
-	// offer's waits, from its first attempt that offers (an uncontended
-	// Lock never is); handed: the attempt in flight offered that owner
-	// number.
+	// offer's waits, from its first attempt that offers or fails (an
+	// uncontended Lock never is); handed: the attempt in flight offered
+	// that owner number.
 	handoff, joined bool
 	handed          int64
 	// deadlock: the wait's deadlock detection (deadlock.go).

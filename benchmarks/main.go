@@ -15,6 +15,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -24,6 +25,7 @@ func main() {
 	pairs := flag.Int("pairs", 2000, "acquire+release pairs per uncontended run")
 	par := flag.Duration("parallel", 2*time.Second, "length of each 64-goroutine run")
 	acqs := flag.Int("handoff", 1000, "acquisitions per forced-handoff run")
+	crowdSize := flag.Int("crowd", 1000, "waiters in the crowd")
 	limit := flag.Duration("handoff-limit", 20*time.Second, "longest forced-handoff run")
 	only := flag.String("only", "", "run just this library")
 	keep := flag.Duration("watchdog", 0, "instead of the other scenarios, hold 10,000 locks and measure keeping them alive over this window")
@@ -100,7 +102,7 @@ func main() {
 		{"1. Uncontended: 1 goroutine, 1 key", "pair", func(l lib) (result, error) { return uncontended(l, s, *pairs, callCtx) }},
 		{"2. Parallel: 64 goroutines, one client, own keys", "pair", func(l lib) (result, error) { return parallel(l, s, *par, callCtx) }},
 		{"3. Forced handoff: 8 clients, one lock, 1 ms hold", "acquisition", func(l lib) (result, error) { return handoff(l, s, 8, *acqs, *limit) }},
-		{"4. Crowd: 1,000 waiters on one lock across 4 clients", "acquisition", func(l lib) (result, error) { return crowd(l, s, 1000, *limit) }},
+		{fmt.Sprintf("4. Crowd: %s waiters on one lock across 4 clients", thousands(*crowdSize)), "acquisition", func(l lib) (result, error) { return crowd(l, s, *crowdSize, *limit) }},
 	}
 	if *floor { // Redisson's scripts alone cannot wait
 		scenarios = scenarios[:2]
@@ -207,4 +209,13 @@ func median(v []float64) float64 {
 		return 0
 	}
 	return v[len(v)/2]
+}
+
+// thousands writes n with a comma between thousands: 1,000.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

@@ -26,12 +26,7 @@ import (
 // five so).
 func TestWaitersThatStartedTogetherTakeHandoffs(t *testing.T) {
 	s := redistest.Start(t)
-	holder, err := New(s.Client(), Options{})
-	require.NoError(t, err)
-	defer holder.Close()
-	waiters, err := New(s.Client(), Options{RepollInterval: time.Minute})
-	require.NoError(t, err)
-	defer waiters.Close()
+	holder, waiters := gapClients(t, s)
 	const name, n = "together", 8
 
 	held, err := holder.Lock(name).Lock(context.Background(), LeaseFor(time.Minute))

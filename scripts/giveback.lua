@@ -34,10 +34,7 @@ end
 redis.call('del', KEYS[1])
 local heard = ARGV[3] ~= '' and redis.call(ARGV[3], KEYS[2], ARGV[4]) or 0
 if heard > 0 then
-	local more = 0
-	if ARGV[5] == '1' and not redis.call('zscore', KEYS[3], ARGV[1]) then
-		more = 1 -- it heard its own message, and is not registered
-	end
-	wakeLib().handOn(KEYS[1], KEYS[3], KEYS[4], ARGV[3], heard, more)
+	local releaser = ARGV[5] == '1' and ARGV[1] or nil
+	wakeLib().handOn(KEYS[1], KEYS[3], KEYS[4], ARGV[3], heard, releaser)
 end
 return 1

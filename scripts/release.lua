@@ -71,16 +71,8 @@ else -- the last hold: the key goes, so its count needs no update
 			wakeLib().drop(KEYS[4], KEYS[5], ARGV[8])
 			registered = false
 		end
-		local more = 0
-		if ARGV[11] == '1' then
-			if registered == nil then
-				registered = redis.call('zscore', KEYS[4], ARGV[8]) ~= false
-			end
-			if not registered then
-				more = 1 -- it heard its own message, and is not registered
-			end
-		end
-		wakeLib().handOn(KEYS[1], KEYS[4], KEYS[5], ARGV[4], heard, more)
+		local releaser = ARGV[11] == '1' and ARGV[8] or nil
+		wakeLib().handOn(KEYS[1], KEYS[4], KEYS[5], ARGV[4], heard, releaser, registered)
 	elseif heard > 0 and KEYS[4] then
 		wakeLib().wakeNext(KEYS[4], ARGV[4], KEYS[5])
 	end

@@ -136,18 +136,29 @@ local function wakeLib()
 	end
 
 	-- handOn follows a release that freed lock, whose message on Redisson's
-	-- channel heard listeners heard, one of them perhaps (more: 1) the
-	-- releasing client, which listens there and is not registered. The
+	-- channel heard listeners heard, one of them perhaps the releasing
+	-- client, releaser (its id when it listens there, else nil; registered:
+	-- whether it is in the set, nil if the script has not read it). The
 	-- longest-registered relock client is given the lock, as owner
 	-- "<client>:<n>" of its offer, with what is left of the offer's lease as
 	-- the lock's TTL, and told "2:<n>" on its wake channel; it moves to the end
 	-- of the set. That is done only when no listener can be a Java waiter
 	-- (every relock client registered listens on Redisson's channel, so heard
-	-- is no more than the set's size, and more): a Java waiter that woke on
-	-- the message would find the lock taken every time. Otherwise, or for a
-	-- client with no offer left, it is wakeNext. A client nobody hears on is
-	-- dropped with its offer (the grant undone), and the next one is served.
-	local function handOn(lock, waiters, grants, pub, heard, more)
+	-- is no more than the set's size, and one more for releaser if it is not
+	-- registered): a Java waiter that woke on the message would find the lock
+	-- taken every time. Otherwise, or for a client with no offer left, it is
+	-- wakeNext. A client nobody hears on is dropped with its offer (the grant
+	-- undone), and the next one is served.
+	local function handOn(lock, waiters, grants, pub, heard, releaser, registered)
+		local more = 0
+		if releaser then
+			if registered == nil then
+				registered = redis.call('zscore', waiters, releaser) ~= false
+			end
+			if not registered then
+				more = 1 -- it heard its own message, and is not registered
+			end
+		end
 		if heard > redis.call('zcount', waiters, '-inf', '+inf') + more then
 			wakeNext(waiters, pub, grants)
 			return

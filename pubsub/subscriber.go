@@ -163,8 +163,10 @@ type channel struct {
 	// unclaimed, if set, is called (without s.mu) when a wake finds no
 	// waiter to take it.
 	unclaimed func()
-	// idle, while the channel lingers with no waiter, unsubscribes it.
+	// idle, while the channel lingers with no waiter, unsubscribes it at
+	// idleAt.
 	idle    *time.Timer
+	idleAt  time.Time
 	waiters list.List // of *Waiter, in arrival order
 	// gap: the subscription was confirmed, or a message came while no
 	// waiter was queued, and no waiter has yet been told to look again
@@ -300,6 +302,29 @@ func (s *Subscriber) HasWaiters(name string) bool {
 	return ch != nil && ch.waiters.Len() > 0
 }
 
+// ListensFor reports how long at least channel name will stay subscribed:
+// the linger while it has waiters (they leave no sooner than now, and it
+// lingers after the last), what is left of its linger while it lingers, and
+// 0 when it is not subscribed, is being unsubscribed, or failed. It takes
+// no lock when nothing is subscribed.
+func (s *Subscriber) ListensFor(name string) time.Duration {
+	if s.Idle() {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ch := s.lookup(name)
+	switch {
+	case ch == nil || ch.state == unsubscribing || ch.err != nil || s.closed:
+		return 0
+	case ch.idle != nil:
+		return max(time.Until(ch.idleAt), 0)
+	case ch.waiters.Len() > 0:
+		return s.linger
+	}
+	return 0
+}
+
 // Join joins the queue of channel name if the channel is live: subscribed,
 // confirmed, and not being unsubscribed. Then a message published from now
 // on reaches the waiter's queue, and Join returns the waiter, which must
@@ -400,6 +425,7 @@ func (ch *channel) unsubscribe(cn *conn) {
 // linger unsubscribes the channel after s.linger, unless a waiter joins it
 // first. Called with s.mu held.
 func (ch *channel) linger(s *Subscriber, cn *conn) {
+	at := time.Now().Add(s.linger) // no later than t fires (see ListensFor)
 	var t *time.Timer
 	t = time.AfterFunc(s.linger, func() {
 		s.mu.Lock()
@@ -416,7 +442,7 @@ func (ch *channel) linger(s *Subscriber, cn *conn) {
 			ch.linger(s, cn)
 		}
 	})
-	ch.idle = t
+	ch.idle, ch.idleAt = t, at
 }
 
 // PassOn hands a wake the waiter took from C, but will not act on, to the

@@ -353,3 +353,30 @@ func TestGrant(t *testing.T) {
 	assert.Zero(t, a.TakeGrant(), "once")
 	assert.Zero(t, b.TakeGrant())
 }
+
+// ListensFor bounds from below how long a channel stays subscribed: the
+// linger while it has waiters, what is left of it once the last one left
+// (a channel lingers only with an unclaimed handler), and 0 for a channel
+// being unsubscribed, one never subscribed, and after Close.
+func TestListensFor(t *testing.T) {
+	_, rdb := redistest.Miniredis(t)
+	s := pubsub.New(rdb, pubsub.Classic, nil, nil, time.Minute)
+	t.Cleanup(s.Close)
+	ctx := context.Background()
+	assert.Zero(t, s.ListensFor("ch"))
+
+	w, err := s.Subscribe(ctx, "ch", pubsub.LockWakes, func() {})
+	require.NoError(t, err)
+	assert.Equal(t, time.Minute, s.ListensFor("ch"), "with a waiter")
+	w.Leave()
+	left := s.ListensFor("ch")
+	assert.True(t, left > 0 && left <= time.Minute, "lingering: %v", left)
+
+	w, err = s.Subscribe(ctx, "other", pubsub.LockWakes, nil)
+	require.NoError(t, err)
+	w.Leave() // no unclaimed handler: no linger
+	assert.Zero(t, s.ListensFor("other"))
+
+	s.Close()
+	assert.Zero(t, s.ListensFor("ch"), "closed")
+}

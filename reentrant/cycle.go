@@ -539,6 +539,8 @@ func (c *cycle) wakeArgs() scripts.Wake {
 		w.Settle = scripts.SettleDrop
 		if c.sub != nil && !c.sub.Alone() {
 			w.Settle = scripts.SettleRequeue
+		} else if w.Offers {
+			w.Listens = c.l.c.listensFor(c.l.name)
 		}
 	}
 	return w

@@ -2,6 +2,7 @@ package reentrant
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/relock-go/relock/scripts"
 )
@@ -49,12 +50,27 @@ func (c *Client) passOn(name string) func() {
 			defer cancel()
 			// A drop, as a win's SettleDrop (see dropCount).
 			defer c.drops.sending()()
-			if err := scripts.PassOn(ctx, c.scriptConn(), name, c.id, c.publish); err != nil {
+			if err := scripts.PassOn(ctx, c.scriptConn(), name, c.id, c.publish, c.listensFor(name)); err != nil {
 				c.opts.Logger.Debug("relock: passing on a wake", "lock", name, "error", err)
 			}
 			c.sub.Nudge(scripts.WakeChannel(name, c.id))
 		})
 	}
+}
+
+// listensFor is how long at least c will still listen on lock name's
+// Redisson channel, counted from now (see scripts.Offer.Listens): 0 when
+// it does not, and never less than a millisecond when it does, a
+// subscription being unsubscribed included (a release may count it yet).
+// A client that stops waiting stays in the lock's waiters' set for that
+// long, as a mark, so that a release counts it among the listeners that
+// are not Java waiters.
+func (c *Client) listensFor(name string) time.Duration {
+	channel := scripts.LockChannel(name)
+	if !c.sub.Subscribed(channel) {
+		return 0
+	}
+	return max(c.sub.ListensFor(channel), time.Millisecond)
 }
 
 // dropCount counts this client's attempts that take it out of a lock's

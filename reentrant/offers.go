@@ -236,7 +236,7 @@ func (c *Client) takeBack(name string, n int64) {
 
 // giveBackNow runs scripts.GiveBack for offer n of lock name.
 func (c *Client) giveBackNow(ctx context.Context, name string, n int64) {
-	listens := c.sub.Subscribed(scripts.LockChannel(name))
+	listens := c.listensFor(name)
 	drop := !c.sub.HasWaiters(scripts.WakeChannel(name, c.id))
 	if drop { // see Client.ownOffer
 		defer c.drops.sending()()
@@ -259,13 +259,17 @@ func (c *Client) ownOffer(name string) (o scripts.Offer, done func()) {
 	// on the lock lately: it has no offer, and is not registered (the
 	// commonest release, uncontended, sends no more than its id).
 	o.Client = c.id
-	if c.sub.Idle() || !c.sub.Subscribed(scripts.LockChannel(name)) {
+	if c.sub.Idle() {
+		return o, func() {}
+	}
+	listens := c.listensFor(name)
+	if listens == 0 {
 		return o, func() {}
 	}
 	lease := c.opts.WatchdogTimeout
 	n, old := c.offers.next(name, lease, &c.nextOwner)
 	c.giveBack(name, old)
-	o = scripts.Offer{Client: c.id, N: n, Lease: lease, Keep: c.registerTTL(), Listens: true}
+	o = scripts.Offer{Client: c.id, N: n, Lease: lease, Keep: c.registerTTL(), Listens: listens}
 	if o.Drop = !c.sub.HasWaiters(scripts.WakeChannel(name, c.id)); o.Drop {
 		return o, c.drops.sending()
 	}

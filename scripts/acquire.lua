@@ -16,6 +16,8 @@
 -- ARGV[6]  with KEYS[3], the owner number n of the client's offer, or "0":
 --          a failed attempt that registers offers it, for the lease ARGV[1]
 --          (the offers' hash lives as long as the registration)
+-- ARGV[7]  with KEYS[3] and settle "1", how many ms at least the client will
+--          still listen on Redisson's channel once it leaves (see leave)
 --
 -- Reply: nil when the owner now holds the lock (its count went up by one and
 -- the hash's TTL is the lease); -3 when, with an offer, the lock is held by
@@ -33,7 +35,7 @@ if pttl == -2 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
 	redis.call('hincrby', KEYS[1], ARGV[2], 1)
 	redis.call('pexpire', KEYS[1], ARGV[1])
 	if ARGV[3] and ARGV[4] ~= '0' then
-		wakeLib().settle(KEYS[2], ARGV[3], ARGV[4], ARGV[5], KEYS[3])
+		wakeLib().settle(KEYS[2], ARGV[3], ARGV[4], ARGV[5], KEYS[3], ARGV[7])
 	end
 	return nil
 end

@@ -12,13 +12,15 @@
 -- ARGV[2]  the owner number of its offer
 -- ARGV[3]  publish command: "publish", "spublish", or "" to announce nothing
 -- ARGV[4]  the message published when the lock becomes free ("00")
--- ARGV[5]  "1" when the client listens on KEYS[2] (see handOn), else "0"
+-- ARGV[5]  how many ms at least the client will still listen on KEYS[2]
+--          (see handOn and leave), "0" when it does not listen there
 -- ARGV[6]  "1" when the client has no waiter left: it leaves the waiters'
---          set, with its offer
+--          set, with its offer (see leave)
 --
 -- Reply: 1 when the lock had been given (and is now released), 0 when not.
+local counted -- whether the client is counted by handOn; nil: not read
 if ARGV[6] == '1' then
-	wakeLib().drop(KEYS[3], KEYS[4], ARGV[1])
+	counted = wakeLib().leave(KEYS[3], KEYS[4], ARGV[1], ARGV[5])
 else
 	wakeLib().withdraw(KEYS[4], ARGV[1], ARGV[2])
 end
@@ -34,7 +36,7 @@ end
 redis.call('del', KEYS[1])
 local heard = ARGV[3] ~= '' and redis.call(ARGV[3], KEYS[2], ARGV[4]) or 0
 if heard > 0 then
-	local releaser = ARGV[5] == '1' and ARGV[1] or nil
-	wakeLib().handOn(KEYS[1], KEYS[3], KEYS[4], ARGV[3], heard, releaser)
+	local releaser = ARGV[5] ~= '0' and ARGV[1] or nil
+	wakeLib().handOn(KEYS[1], KEYS[3], KEYS[4], ARGV[3], heard, releaser, counted)
 end
 return 1

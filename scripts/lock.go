@@ -70,6 +70,8 @@ func millis(d time.Duration) string {
 		return "10000"
 	case 3 * time.Second: // a waiting client's registration, by default
 		return "3000"
+	case time.Second: // how long a channel lingers, by default
+		return "1000"
 	}
 	return strconv.FormatInt(d.Milliseconds(), 10)
 }
@@ -145,13 +147,16 @@ func NonReentrantAcquire(ctx context.Context, c Conn, a Acquire) (Acquired, erro
 
 // runOn runs s, an acquire script with acquire.lua's keys and args, for a.
 func (a Acquire) runOn(ctx context.Context, c Conn, s *script) (Acquired, error) {
-	keys, args := keysArgs(2, 3, 6)
+	keys, args := keysArgs(2, 3, 7)
 	keys[0] = a.Key
 	args[0], args[1] = millis(a.Lease), a.Owner
 	keys, args = a.Wake.with(keys, args[:5], a.Key)
 	if w := a.Wake; w.Client != "" && w.Offers && (w.Grant != 0 || w.Settle == SettleDrop) {
 		keys = append(keys, grants(a.Key))
 		args = append(args, strconv.FormatInt(w.Grant, 10))
+		if w.Settle == SettleDrop {
+			args = append(args, millis(w.Listens))
+		}
 	}
 	return acquireReply(s.exec(ctx, c, keys, args))
 }
@@ -268,8 +273,8 @@ func (r Release) Run(ctx context.Context, c Conn) (Released, error) {
 		keys = append(keys, w, g)
 		args[0] = pubsub.WakeTold
 		args = append(args, r.Offer.Client)
-		if r.Offer.Listens { // else it offers nothing, and is not registered
-			args = append(args, "", millis(r.Offer.Lease), flag(r.Offer.Listens), millis(r.Offer.Keep), flag(r.Offer.Drop))
+		if r.Offer.Listens > 0 { // else it offers nothing, and is not registered
+			args = append(args, "", millis(r.Offer.Lease), millis(r.Offer.Listens), millis(r.Offer.Keep), flag(r.Offer.Drop))
 			if r.Offer.N != 0 {
 				args[8] = strconv.FormatInt(r.Offer.N, 10)
 			}

@@ -8,10 +8,12 @@
 --          with its registration (see drop in wakelib.lua)
 -- ARGV[1]  the client's id
 -- ARGV[2]  publish command: "publish", "spublish", or "" to announce nothing
+-- ARGV[3]  how many ms at least the client will still listen on Redisson's
+--          channel (see leave in wakelib.lua), "0" when it does not listen
 --
 -- Reply: 1 when the lock was free (and the next client, if any, was told),
 -- 0 when it was held.
-wakeLib().drop(KEYS[2], KEYS[3], ARGV[1])
+wakeLib().leave(KEYS[2], KEYS[3], ARGV[1], ARGV[3])
 if redis.call('exists', KEYS[1]) == 1 then
 	return 0
 end

@@ -24,10 +24,11 @@
 --          listens on KEYS[2] (it waited on the lock lately). ARGV[9] is the owner
 --          number of its offer, or "" (it has no waiter that takes
 --          handoffs): a release that frees the lock offers it, for lease
---          ARGV[10] ms, keeping the hash ARGV[12] ms; ARGV[11] "1" (it
---          listens on KEYS[2], see handOn); ARGV[13] "1" when the client
---          has no waiter left: a release that frees the lock drops it from
---          the waiters' set, where a handoff or an attempt may have left it
+--          ARGV[10] ms, keeping the hash ARGV[12] ms; ARGV[11] how many ms
+--          at least it will still listen on KEYS[2] (see handOn and leave);
+--          ARGV[13] "1" when the client has no waiter left: a release that
+--          frees the lock takes it out of the waiters' set (see leave),
+--          where a handoff or an attempt may have left it
 --
 -- Reply: 1 when that was the last hold (the hash is deleted and ARGV[1] is
 -- published, unless ARGV[4] is empty); 0 when holds remain (the TTL is reset to the lease); nil when
@@ -52,13 +53,15 @@ if tonumber(count) > 1 then
 	redis.call('pexpire', KEYS[1], ARGV[2])
 else -- the last hold: the key goes, so its count needs no update
 	redis.call('del', KEYS[1])
-	-- Whether the releasing client is registered: read at most once, nil
-	-- until then.
-	local registered
+	-- Whether the releasing client is counted among Redisson's channel's
+	-- listeners (see handOn): read at most once, nil until then.
+	local counted
 	if ARGV[9] and ARGV[9] ~= '' then
-		registered = redis.call('zscore', KEYS[4], ARGV[8]) ~= false
-		if registered then
-			-- An offer lives with its client's registration (see drop).
+		local score = redis.call('zscore', KEYS[4], ARGV[8])
+		-- An offer lives with its client's registration (see drop), and a
+		-- registered client is counted; a marked one is read again.
+		if score and wakeLib().registered(score) then
+			counted = true
 			wakeLib().offer(KEYS[5], ARGV[8], ARGV[9], ARGV[10], ARGV[12])
 		end
 	end
@@ -68,11 +71,10 @@ else -- the last hold: the key goes, so its count needs no update
 	local heard = ARGV[4] ~= '' and redis.call(ARGV[4], KEYS[2], ARGV[1]) or 0
 	if heard > 0 and ARGV[8] then
 		if ARGV[13] == '1' then
-			wakeLib().drop(KEYS[4], KEYS[5], ARGV[8])
-			registered = false
+			counted = wakeLib().leave(KEYS[4], KEYS[5], ARGV[8], ARGV[11])
 		end
-		local releaser = ARGV[11] == '1' and ARGV[8] or nil
-		wakeLib().handOn(KEYS[1], KEYS[4], KEYS[5], ARGV[4], heard, releaser, registered)
+		local releaser = ARGV[11] and ARGV[11] ~= '0' and ARGV[8] or nil
+		wakeLib().handOn(KEYS[1], KEYS[4], KEYS[5], ARGV[4], heard, releaser, counted)
 	elseif heard > 0 and KEYS[4] then
 		wakeLib().wakeNext(KEYS[4], ARGV[4], KEYS[5])
 	end

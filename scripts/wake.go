@@ -49,6 +49,10 @@ type Wake struct {
 	// Offers: the lock keeps offers (a plain lock): an acquire that drops
 	// the client drops its offer too.
 	Offers bool
+	// Listens, with Offers and SettleDrop, is how long at least the client
+	// will still listen on Redisson's channel once the waiter leaves (see
+	// Offer.Listens).
+	Listens time.Duration
 }
 
 // Offer is a client's offer to take a plain lock straight from a release
@@ -62,18 +66,24 @@ type Wake struct {
 // owner number is given at most once.
 //
 // A release hands the lock on only when its message on Redisson's channel
-// reached no one but the registered relock clients, and the releasing
-// client if Listens (it listens there) and it is not registered. Anyone
-// else may be a Java waiter, which must have its chance.
+// reached no one but the relock clients that may listen there: the
+// registered ones, those that stopped waiting less than their Listens ago
+// (they stay in the set as marks until then), and the releasing client if
+// it Listens. Anyone else may be a Java waiter, which must have its chance.
 type Offer struct {
-	Client  string
-	N       int64
-	Lease   time.Duration
-	Keep    time.Duration
-	Listens bool
+	Client string
+	N      int64
+	Lease  time.Duration
+	Keep   time.Duration
+	// Listens is how long at least the releasing client will still listen
+	// on Redisson's channel (it waited on the lock lately; see
+	// pubsub.Subscriber.ListensFor), 0 when it does not: then it offers
+	// nothing, and is not registered.
+	Listens time.Duration
 	// Drop: the releasing client has no waiter left; a release that frees
 	// the lock takes it out of the waiters' set, where a handoff (which
-	// moves the client to the end) or an attempt may have left it.
+	// moves the client to the end) or an attempt may have left it, and
+	// marks it for Listens.
 	Drop bool
 }
 
@@ -128,21 +138,22 @@ func WakeChannel(name, client string) string {
 }
 
 // PassOn runs passon.lua: client, told of a free lock name with no waiter
-// left to take it, leaves the waiters' set, and the next client is told.
-func PassOn(ctx context.Context, c Conn, name, client string, pub Publish) error {
-	r, _ := passOnScript.exec(ctx, c, []string{name, waiters(name), grants(name)}, []string{client, string(pub)})
+// left to take it, leaves the waiters' set (marked for listens, see
+// Offer.Listens), and the next client is told.
+func PassOn(ctx context.Context, c Conn, name, client string, pub Publish, listens time.Duration) error {
+	r, _ := passOnScript.exec(ctx, c, []string{name, waiters(name), grants(name)}, []string{client, string(pub), millis(listens)})
 	return r.Error()
 }
 
 // GiveBack runs giveback.lua: client withdraws its offer of owner number n
 // for plain lock name (see Offer), which none of its waiters will take, and
 // releases the lock if a release gave it to that owner already, handing it
-// on; listens: the client listens on Redisson's channel (see Offer); drop:
-// it has no waiter left, and leaves the waiters' set. It reports whether
-// it released the lock.
-func GiveBack(ctx context.Context, c Conn, name, client string, n int64, pub Publish, listens, drop bool) (bool, error) {
+// on; listens: how long at least the client will still listen on
+// Redisson's channel (see Offer.Listens); drop: it has no waiter left, and
+// leaves the waiters' set. It reports whether it released the lock.
+func GiveBack(ctx context.Context, c Conn, name, client string, n int64, pub Publish, listens time.Duration, drop bool) (bool, error) {
 	keys := []string{name, LockChannel(name), waiters(name), grants(name)}
-	args := []string{client, strconv.FormatInt(n, 10), string(pub), pubsub.WakeTold, flag(listens), flag(drop)}
+	args := []string{client, strconv.FormatInt(n, 10), string(pub), pubsub.WakeTold, millis(listens), flag(drop)}
 	r, _ := giveBackScript.exec(ctx, c, keys, args)
 	released, err := r.AsInt64()
 	return released == 1, err

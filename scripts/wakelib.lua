@@ -6,6 +6,16 @@
 -- Redisson's channel, for Java waiters, and tells one relock client more.
 -- Prepended to the scripts that use it.
 --
+-- A client that stops waiting keeps listening on Redisson's channel a
+-- while (its subscription lingers, a second at most). Where it says how
+-- long (a plain lock's scripts), it stays in the set as a mark, scored
+-- MARKS minus when it stops listening (ms): above every registration
+-- (scores below REAL, a time in ms, until the year 2286), so no release
+-- serves it, and a release that counts who may hear it counts it until
+-- then (see handOn).
+local REAL, MARKS = 10000000000000, 30000000000000
+local BELOW_REAL = '(10000000000000' -- for ZCOUNT and ZRANGEBYSCORE
+--
 -- A script gets the functions below from wakeLib(), which makes them the
 -- first time it is called: making them costs Redis a closure each, about
 -- 0.7 microseconds per script call in all, which the commonest calls (a
@@ -36,7 +46,7 @@ local function wakeLib()
 	local function serveHead(waiters, grants, tell)
 		local prefix = 'relock_wake' .. string.sub(waiters, 15) .. ':'
 		for _ = 1, 8 do
-			local head = redis.call('zrange', waiters, 0, 0)[1]
+			local head = redis.call('zrangebyscore', waiters, '-inf', BELOW_REAL, 'LIMIT', 0, 1)[1]
 			if head == nil or tell(prefix .. head, head) then
 				return
 			end
@@ -76,21 +86,45 @@ local function wakeLib()
 	end
 
 	-- register puts client in the waiters' set, at its end if it is not there
-	-- yet, and keeps the set alive for ttl ms more: every waiting client tries
-	-- again well within that.
+	-- yet (LT: a mark scores above any registration, and is replaced), and
+	-- keeps the set alive for ttl ms more: every waiting client tries again
+	-- well within that.
 	local function register(waiters, client, ttl)
-		redis.call('zadd', waiters, 'NX', nowPlace(), client)
+		redis.call('zadd', waiters, 'LT', nowPlace(), client)
 		redis.call('pexpire', waiters, ttl)
 	end
 
-	-- settle updates client's registration after it took the lock: "1" drops
-	-- it (and its offer, with grants), "2" puts it at the end (it has other
-	-- waiters), "0" leaves it. A client put back after it was dropped (by a
-	-- wake it could not hear yet: see pubsub.Waiter.Recheck) keeps the set
-	-- alive for ttl ms, as register.
-	local function settle(waiters, client, how, ttl, grants)
-		if how == '1' then
+	-- leave takes client out of the waiters' set, with its offer when grants
+	-- is given, as it stops waiting. With listens, how many ms it will still
+	-- listen on Redisson's channel, more than 0, it is marked until then;
+	-- once no client is registered, the set goes, marks and all: the marks
+	-- are counted only beside registrations. It returns whether client is
+	-- marked.
+	local function leave(waiters, grants, client, listens)
+		local ms = tonumber(listens)
+		if not (ms and ms > 0) then
 			drop(waiters, grants, client)
+			return false
+		end
+		redis.call('zadd', waiters, string.format('%d', MARKS - nowMs() - ms), client)
+		if grants then
+			redis.call('hdel', grants, client)
+		end
+		if redis.call('zcount', waiters, '-inf', BELOW_REAL) == 0 then
+			redis.call('del', waiters)
+			return false
+		end
+		return true
+	end
+
+	-- settle updates client's registration after it took the lock: "1" takes
+	-- it out (see leave: listens, with grants), "2" puts it at the end (it
+	-- has other waiters), "0" leaves it. A client put back after it was
+	-- dropped (by a wake it could not hear yet: see pubsub.Waiter.Recheck)
+	-- keeps the set alive for ttl ms, as register.
+	local function settle(waiters, client, how, ttl, grants, listens)
+		if how == '1' then
+			leave(waiters, grants, client, listens)
 		elseif how == '2' then
 			if redis.call('zadd', waiters, nowPlace(), client) == 1 and ttl ~= '0' then
 				redis.call('pexpire', waiters, ttl)
@@ -135,31 +169,45 @@ local function wakeLib()
 		end
 	end
 
+	-- registered says whether score, a client's in the waiters' set, is a
+	-- registration (not a mark).
+	local function registered(score)
+		return tonumber(score) < REAL
+	end
+
+	-- counted returns whether client is counted among those who may hear
+	-- Redisson's channel: registered, or marked as listening still.
+	local function counted(waiters, client)
+		local score = redis.call('zscore', waiters, client)
+		return score and (registered(score) or tonumber(score) <= MARKS - nowMs()) or false
+	end
+
 	-- handOn follows a release that freed lock, whose message on Redisson's
 	-- channel heard listeners heard, one of them perhaps the releasing
-	-- client, releaser (its id when it listens there, else nil; registered:
-	-- whether it is in the set, nil if the script has not read it). The
-	-- longest-registered relock client is given the lock, as owner
+	-- client, releaser (its id when it listens there, else nil; isCounted:
+	-- whether it is counted, see counted, nil if the script has not read
+	-- it). The longest-registered relock client is given the lock, as owner
 	-- "<client>:<n>" of its offer, with what is left of the offer's lease as
-	-- the lock's TTL, and told "2:<n>" on its wake channel; it moves to the end
-	-- of the set. That is done only when no listener can be a Java waiter
-	-- (every relock client registered listens on Redisson's channel, so heard
-	-- is no more than the set's size, and one more for releaser if it is not
-	-- registered): a Java waiter that woke on the message would find the lock
-	-- taken every time. Otherwise, or for a client with no offer left, it is
-	-- wakeNext. A client nobody hears on is dropped with its offer (the grant
-	-- undone), and the next one is served.
-	local function handOn(lock, waiters, grants, pub, heard, releaser, registered)
+	-- the lock's TTL, and told "2:<n>" on its wake channel; it moves to the
+	-- end of the set. That is done only when no listener can be a Java
+	-- waiter (every relock client registered listens on Redisson's channel,
+	-- and every one marked, so heard is no more than those, and one more for
+	-- releaser if it is not counted): a Java waiter that woke on the message
+	-- would find the lock taken every time. Otherwise, or for a client with
+	-- no offer left, it is wakeNext. A client nobody hears on is dropped
+	-- with its offer (the grant undone), and the next one is served.
+	local function handOn(lock, waiters, grants, pub, heard, releaser, isCounted)
 		local more = 0
 		if releaser then
-			if registered == nil then
-				registered = redis.call('zscore', waiters, releaser) ~= false
+			if isCounted == nil then
+				isCounted = counted(waiters, releaser)
 			end
-			if not registered then
-				more = 1 -- it heard its own message, and is not registered
+			if not isCounted then
+				more = 1 -- it heard its own message, and is not counted
 			end
 		end
-		if heard > redis.call('zcount', waiters, '-inf', '+inf') + more then
+		local listening = redis.call('zcount', waiters, '-inf', string.format('%d', MARKS - nowMs()))
+		if heard > listening + more then
 			wakeNext(waiters, pub, grants)
 			return
 		end
@@ -186,7 +234,7 @@ local function wakeLib()
 		end)
 	end
 
-	wakeFns = {drop = drop, wakeNext = wakeNext, register = register, settle = settle,
-		offer = offer, withdraw = withdraw, handOn = handOn}
+	wakeFns = {drop = drop, leave = leave, wakeNext = wakeNext, register = register,
+		settle = settle, offer = offer, withdraw = withdraw, registered = registered, counted = counted, handOn = handOn}
 	return wakeFns
 end

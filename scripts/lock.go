@@ -206,7 +206,8 @@ const (
 	// StillHeld: one hold was given back and others remain.
 	StillHeld
 	// Freed: the last hold was given back; the key is gone and the unlock
-	// message was published.
+	// message was published, or the lock was handed on to the next relock
+	// client (see Offer).
 	Freed
 )
 

@@ -25,7 +25,9 @@ import (
 // Client a waits with an offer (owner a:7), c stopped waiting (a pass-on
 // that marked it), and b releases, having no waiter left; each listens on
 // Redisson's channel on a connection of its own, and a on its wake channel
-// too.
+// too. A release that hands the lock on tells a only: nothing is published
+// on Redisson's channel, where the message would wake no one who could
+// take the lock.
 func TestMarkedListenersLetHandoffsThrough(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -68,9 +70,9 @@ func TestMarkedListenersLetHandoffsThrough(t *testing.T) {
 			subs := s.Client()
 			listeners := 3
 			told := listen(t, subs, scripts.WakeChannel(name, "a"))
-			for range listeners { // a's, c's and b's
-				listen(t, subs, lockChannel)
-			}
+			heard := listen(t, subs, lockChannel) // a's
+			listen(t, subs, lockChannel)          // c's
+			listen(t, subs, lockChannel)          // b's
 			if tc.stranger {
 				listen(t, subs, lockChannel)
 				listeners++
@@ -99,9 +101,14 @@ func TestMarkedListenersLetHandoffsThrough(t *testing.T) {
 				require.NoError(t, err)
 				assert.Zero(t, n, "not handed: the lock is free")
 				assert.Equal(t, pubsub.WakeOne, <-told, "and a was told so")
+				assert.Equal(t, pubsub.WakeTold, <-heard, "and the release announced on Redisson's channel")
 				return
 			}
 			assert.Equal(t, pubsub.Granted+":7", <-told)
+			// Handed on, it announced nothing on Redisson's channel: the next
+			// message there is the test's own.
+			require.NoError(t, s.Do("PUBLISH", lockChannel, "next").Error())
+			assert.Equal(t, "next", <-heard, "a lock handed on is announced to its taker only")
 
 			// a, with no waiter left, releases in turn: no client is
 			// registered now, so the set goes, marks and all, and with it

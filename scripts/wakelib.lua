@@ -183,19 +183,20 @@ local function wakeLib()
 	end
 
 	-- handOn follows a release that freed lock, whose message on Redisson's
-	-- channel heard listeners heard, one of them perhaps the releasing
-	-- client, releaser (its id when it listens there, else nil; isCounted:
-	-- whether it is counted, see counted, nil if the script has not read
-	-- it). The longest-registered relock client is given the lock, as owner
-	-- "<client>:<n>" of its offer, with what is left of the offer's lease as
-	-- the lock's TTL, and told "2:<n>" on its wake channel; it moves to the
-	-- end of the set. That is done only when no listener can be a Java
-	-- waiter (every relock client registered listens on Redisson's channel,
-	-- and every one marked, so heard is no more than those, and one more for
-	-- releaser if it is not counted): a Java waiter that woke on the message
-	-- would find the lock taken every time. Otherwise, or for a client with
-	-- no offer left, it is wakeNext. A client nobody hears on is dropped
-	-- with its offer (the grant undone), and the next one is served.
+	-- channel heard listeners hear (or heard), one of them perhaps the
+	-- releasing client, releaser (its id when it listens there, else nil;
+	-- isCounted: whether it is counted, see counted, nil if the script has
+	-- not read it). The longest-registered relock client is given the lock,
+	-- as owner "<client>:<n>" of its offer, with what is left of the
+	-- offer's lease as the lock's TTL, and told "2:<n>" on its wake channel;
+	-- it moves to the end of the set. That is done only when no listener can
+	-- be a Java waiter (every relock client registered listens on Redisson's
+	-- channel, and every one marked, so heard is no more than those, and one
+	-- more for releaser if it is not counted): a Java waiter that woke on the
+	-- message would find the lock taken every time. Otherwise, or for a
+	-- client with no offer left, it is wakeNext. A client nobody hears on is
+	-- dropped with its offer (the grant undone), and the next one is served.
+	-- It returns whether it gave the lock.
 	local function handOn(lock, waiters, grants, pub, heard, releaser, isCounted)
 		local more = 0
 		if releaser then
@@ -203,14 +204,15 @@ local function wakeLib()
 				isCounted = counted(waiters, releaser)
 			end
 			if not isCounted then
-				more = 1 -- it heard its own message, and is not counted
+				more = 1 -- it hears its own message, and is not counted
 			end
 		end
 		local listening = redis.call('zcount', waiters, '-inf', string.format('%d', MARKS - nowMs()))
 		if heard > listening + more then
 			wakeNext(waiters, pub, grants)
-			return
+			return false
 		end
+		local given = false
 		serveHead(waiters, grants, function(channel, head)
 			local rec = redis.call('hget', grants, head)
 			local n, by
@@ -227,14 +229,24 @@ local function wakeLib()
 			if redis.call(pub, channel, '2:' .. n) > 0 then
 				redis.call('hset', grants, head, n .. ':0')
 				redis.call('zadd', waiters, nowPlace(), head)
+				given = true
 				return true
 			end
 			redis.call('del', lock)
 			return false
 		end)
+		return given
+	end
+
+	-- subscribers returns how many listen on channel, as PUBLISH (pub) there
+	-- would count them, patterns apart.
+	local function subscribers(pub, channel)
+		local numsub = pub == 'spublish' and 'shardnumsub' or 'numsub'
+		return redis.call('pubsub', numsub, channel)[2]
 	end
 
 	wakeFns = {drop = drop, leave = leave, wakeNext = wakeNext, register = register,
-		settle = settle, offer = offer, withdraw = withdraw, registered = registered, counted = counted, handOn = handOn}
+		settle = settle, offer = offer, withdraw = withdraw, registered = registered, counted = counted, handOn = handOn,
+		subscribers = subscribers}
 	return wakeFns
 end

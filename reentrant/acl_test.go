@@ -1,6 +1,7 @@
 package reentrant_test
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -45,8 +46,9 @@ func aclClient(t *testing.T, e env, user string, logs *syncBuffer, rules ...stri
 // What each ACL user meets: the documented least-privilege user runs
 // everything without a warning; a Redis 7 user with no channel rights
 // runs everything too, releases reporting success, waiters polling, and
-// one warning at New; a user refused scripts or TIME is refused at New,
-// with the right named.
+// one warning at New; a user refused PUBSUB NUMSUB takes and hands on
+// locks, its releases publishing before they count, with one line at New;
+// a user refused scripts or TIME is refused at New, with the right named.
 func TestACLUsers(t *testing.T) {
 	e := onRedis(t)
 	other := e.client(t)
@@ -74,6 +76,16 @@ func TestACLUsers(t *testing.T) {
 		assert.NotContains(t, logs.String(), "level=ERROR")
 	})
 
+	t.Run("no PUBSUB NUMSUB", func(t *testing.T) {
+		var logs syncBuffer
+		c, err := aclClient(t, e, "nonumsub", &logs, append(append([]string{}, leastPrivilege...), "-pubsub|numsub", "-pubsub|shardnumsub")...)
+		require.NoError(t, err)
+		// Not exercise: Inspect counts listeners too, and says it may not.
+		handOnWhileWaiting(t, e, c, other, "acl:numsub")
+		assert.Equal(t, 1, strings.Count(logs.String(), "may not run PUBSUB NUMSUB"), logs.String())
+		assert.NotContains(t, logs.String(), "level=ERROR")
+	})
+
 	for right, rule := range map[string]string{"EVALSHA": "-evalsha", "EVAL": "-eval", "TIME": "-time"} {
 		t.Run(fmt.Sprintf("no %s", right), func(t *testing.T) {
 			var logs syncBuffer
@@ -82,4 +94,49 @@ func TestACLUsers(t *testing.T) {
 			assert.ErrorContains(t, err, right)
 		})
 	}
+}
+
+// handOnWhileWaiting has c release plain lock name while another of its
+// waiters waits, and other's too: the release of a client that listens on
+// the lock's channel, which (with the right) counts the listeners there
+// before it publishes (scripts.Release.Count). c's two waiters take the
+// lock in turn, other's after them.
+func handOnWhileWaiting(t *testing.T, e env, c, other *reentrant.Client, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(bg(), 30*time.Second)
+	defer cancel()
+	held, err := other.Lock(name).Lock(ctx)
+	require.NoError(t, err)
+	taken := make(chan context.Context, 2)
+	errs := make(chan error, 3)
+	for range 2 {
+		go func() {
+			h, err := c.Lock(name).Lock(ctx)
+			if err != nil {
+				errs <- err
+				return
+			}
+			taken <- h
+		}()
+	}
+	eventually(t, "c waiting", func() bool {
+		return e.do(t, "ZSCORE", "relock_waiters:{"+name+"}", c.ID()).Error() == nil
+	})
+	require.NoError(t, other.Lock(name).Unlock(held))
+	first := <-taken
+	go func() {
+		h, err := other.Lock(name).Lock(ctx)
+		if err == nil {
+			err = other.Lock(name).Unlock(h)
+		}
+		errs <- err
+	}()
+	eventually(t, "other waiting, and both listening", func() bool {
+		n, _ := e.do(t, "PUBSUB", "NUMSUB", "redisson_lock__channel:{"+name+"}").ToArray()
+		listening, _ := n[1].AsInt64()
+		return listening == 2 && e.do(t, "ZSCORE", "relock_waiters:{"+name+"}", other.ID()).Error() == nil
+	})
+	require.NoError(t, c.Lock(name).Unlock(first), "a release while c and other wait")
+	require.NoError(t, c.Lock(name).Unlock(<-taken))
+	require.NoError(t, <-errs)
 }

@@ -25,12 +25,15 @@ import (
 // its owners. Close stops
 // it; it does not close the rueidis client.
 type Client struct {
-	rdb       rueidis.Client
-	id        string
-	opts      Options
-	publish   scripts.Publish
-	cluster   bool
-	directed  bool // plain and fenced locks take directed wakes (directed.go)
+	rdb      rueidis.Client
+	id       string
+	opts     Options
+	publish  scripts.Publish
+	cluster  bool
+	directed bool // plain and fenced locks take directed wakes (directed.go)
+	// counts: its releases may count a lock channel's listeners (see
+	// scripts.Release.Count); not when the user is refused PUBSUB NUMSUB.
+	counts    bool
 	drops     dropCount
 	offers    offerTable // handoffs its waiters take (offers.go)
 	nextOwner atomic.Int64
@@ -107,9 +110,14 @@ func New(rdb rueidis.Client, opts Options) (*Client, error) {
 		c.publish = scripts.PublishSharded
 	}
 	c.directed = !cluster || opts.PubSub == pubsub.Sharded
-	noChannels, err := probeRights(rdb, c.publish)
+	noChannels, noCount, err := probeRights(rdb, c.publish)
 	if err != nil {
 		return nil, err
+	}
+	c.counts = noCount == nil
+	if noCount != nil && noChannels == nil {
+		opts.Logger.Info("relock: the Redis user may not run PUBSUB NUMSUB, so a release that hands a plain lock on also publishes on Redisson's channel, which slows handoffs when many clients wait; give it the right in docs/deployment.md",
+			"error", noCount)
 	}
 	if noChannels != nil {
 		c.publish, c.directed = scripts.PublishNone, false

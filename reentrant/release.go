@@ -213,7 +213,7 @@ func (l *Lock) release(ctx context.Context, owner Owner, restore time.Duration, 
 	}
 	if rel.Directed && l.kind.spec().handsOn {
 		var sent func()
-		rel.Handoff = true
+		rel.Handoff, rel.Count = true, l.c.counts
 		rel.Offer, sent = l.c.ownOffer(l.name)
 		defer sent()
 		defer l.c.offers.done(l.name, rel.Offer.N, true)

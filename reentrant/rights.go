@@ -38,18 +38,26 @@ var probeChannels = []string{
 }
 
 // probeRights asks, in one round trip, whether rdb's user may run relock's
-// scripts (EVAL, EVALSHA, and TIME inside them) and publish with pub on its
-// channels. A missing script right is an error wrapping ErrNoPermission. A
-// missing channel right is not: it is returned as noChannels, the server's
-// refusal, and the client then publishes nothing (see New). A server that
-// cannot be reached or answer now is not probed, so that New does not wait
-// for Redis.
-func probeRights(rdb rueidis.Client, pub scripts.Publish) (noChannels, err error) {
+// scripts (EVAL, EVALSHA, and TIME inside them), publish with pub on its
+// channels, and count a channel's listeners (PUBSUB NUMSUB, or SHARDNUMSUB
+// with pub sharded). A missing script right is an error wrapping
+// ErrNoPermission. A missing channel right is not: it is returned as
+// noChannels, the server's refusal, and the client then publishes nothing
+// (see New); nor is a refused count, returned as noCount, and then its
+// releases publish before they count (see scripts.Release.Count). A server
+// that cannot be reached or answer now is not probed, so that New does not
+// wait for Redis.
+func probeRights(rdb rueidis.Client, pub scripts.Publish) (noChannels, noCount, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	cmds := rueidis.Commands{
 		rdb.B().Eval().Script(rightsProbe).Numkeys(0).Build(),
 		rdb.B().Evalsha().Sha1(rightsProbeSHA).Numkeys(0).Build(),
+	}
+	if pub == scripts.PublishSharded {
+		cmds = append(cmds, rdb.B().PubsubShardnumsub().Channel(probeChannels[0]).Build())
+	} else {
+		cmds = append(cmds, rdb.B().PubsubNumsub().Channel(probeChannels[0]).Build())
 	}
 	for _, ch := range probeChannels {
 		if pub == scripts.PublishSharded {
@@ -61,20 +69,23 @@ func probeRights(rdb rueidis.Client, pub scripts.Publish) (noChannels, err error
 	rs := rdb.DoMulti(ctx, cmds...)
 	for _, r := range rs {
 		if err := r.Error(); err != nil && (!scripts.IsReply(err) || scripts.IsUnavailable(err)) {
-			return nil, nil // not reachable, or not ready: the first Lock will tell
+			return nil, nil, nil // not reachable, or not ready: the first Lock will tell
 		}
 	}
 	for i, what := range []string{"EVAL (with TIME inside scripts)", "EVALSHA"} {
 		if err := rs[i].Error(); refused(err) {
-			return nil, fmt.Errorf("relock: %w: %s: %v", ErrNoPermission, what, err)
+			return nil, nil, fmt.Errorf("relock: %w: %s: %v", ErrNoPermission, what, err)
 		}
 	}
-	for _, r := range rs[2:] {
+	if err := rs[2].Error(); refused(err) {
+		noCount = err
+	}
+	for _, r := range rs[3:] {
 		if err := r.Error(); refused(err) {
-			return err, nil
+			return err, noCount, nil
 		}
 	}
-	return nil, nil
+	return nil, noCount, nil
 }
 
 // refused reports whether err is an ACL refusal: NOPERM from a command, or

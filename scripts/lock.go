@@ -237,6 +237,14 @@ type Release struct {
 	// offer, written if the lock is freed.
 	Handoff bool
 	Offer   Offer
+	// Count (with Handoff): the client may count a channel's listeners
+	// (PUBSUB NUMSUB, or SHARDNUMSUB with Publish sharded). A release by a
+	// client that Listens, which most likely hands the lock on, then counts
+	// Redisson's channel's listeners before publishing there, and publishes
+	// nothing there when it hands the lock on: no listener could take it.
+	// Without Count it publishes first, as every other release does, and
+	// reads PUBLISH's count.
+	Count bool
 	// Believed: the caller has the hold it gives back and believes it (it
 	// was not found lost, and its local deadline has not passed). Then a
 	// release that frees the lock writes no latch: the commonest release
@@ -263,7 +271,7 @@ func (r Release) Latch() string { return unlockLatch(r.Key, r.RequestID) }
 
 // Run runs release.lua.
 func (r Release) Run(ctx context.Context, c Conn) (Released, error) {
-	keys, args := keysArgs(3, 5, 13)
+	keys, args := keysArgs(3, 5, 14)
 	keys[0], keys[1], keys[2] = r.Key, LockChannel(r.Key), unlockLatch(r.Key, r.RequestID)
 	args[0], args[1], args[2], args[3] = pubsub.WakeOne, millis(r.Lease), r.Owner, string(r.Publish)
 	args[4], args[5], args[6] = millis(r.LatchTTL), flag(r.Again), flag(r.Believed)
@@ -275,7 +283,7 @@ func (r Release) Run(ctx context.Context, c Conn) (Released, error) {
 		args[0] = pubsub.WakeTold
 		args = append(args, r.Offer.Client)
 		if r.Offer.Listens > 0 { // else it offers nothing, and is not registered
-			args = append(args, "", millis(r.Offer.Lease), millis(r.Offer.Listens), millis(r.Offer.Keep), flag(r.Offer.Drop))
+			args = append(args, "", millis(r.Offer.Lease), millis(r.Offer.Listens), millis(r.Offer.Keep), flag(r.Offer.Drop), flag(r.Count))
 			if r.Offer.N != 0 {
 				args[8] = strconv.FormatInt(r.Offer.N, 10)
 			}

@@ -88,7 +88,7 @@ func TestMarkedListenersLetHandoffsThrough(t *testing.T) {
 			})
 
 			rel := scripts.Release{Key: name, Owner: "b:1", RequestID: "r", Lease: time.Minute, LatchTTL: time.Minute,
-				Publish: scripts.PublishClassic, Directed: true, Handoff: true, Believed: true,
+				Publish: scripts.PublishClassic, Directed: true, Handoff: true, Count: true, Believed: true,
 				Offer: scripts.Offer{Client: "b", Lease: time.Minute, Keep: time.Minute, Listens: time.Minute, Drop: true}}
 			got, err := rel.Run(ctx, rdb)
 			require.NoError(t, err)
@@ -114,7 +114,7 @@ func TestMarkedListenersLetHandoffsThrough(t *testing.T) {
 			// registered now, so the set goes, marks and all, and with it
 			// the offers.
 			rel = scripts.Release{Key: name, Owner: "a:7", RequestID: "r2", Lease: time.Minute, LatchTTL: time.Minute,
-				Publish: scripts.PublishClassic, Directed: true, Handoff: true, Believed: true,
+				Publish: scripts.PublishClassic, Directed: true, Handoff: true, Count: true, Believed: true,
 				Offer: scripts.Offer{Client: "a", Lease: time.Minute, Keep: time.Minute, Listens: time.Minute, Drop: true}}
 			got, err = rel.Run(ctx, rdb)
 			require.NoError(t, err)

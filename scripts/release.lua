@@ -28,7 +28,10 @@
 --          at least it will still listen on KEYS[2] (see handOn and leave);
 --          ARGV[13] "1" when the client has no waiter left: a release that
 --          frees the lock takes it out of the waiters' set (see leave),
---          where a handoff or an attempt may have left it
+--          where a handoff or an attempt may have left it; ARGV[14] "1"
+--          when the client may count KEYS[2]'s listeners (PUBSUB NUMSUB):
+--          then, listening, it counts them before publishing there, and
+--          publishes nothing there when it hands the lock on
 --
 -- Reply: 1 when that was the last hold (the hash is deleted and ARGV[1] is
 -- published, unless ARGV[4] is empty or the lock was handed on); 0 when
@@ -70,7 +73,7 @@ else -- the last hold: the key goes, so its count needs no update
 	-- KEYS[2] too, subscribed before its last look at the lock: nobody
 	-- there, nobody to tell.
 	local releaser = ARGV[11] and ARGV[11] ~= '0' and ARGV[8] or nil
-	if releaser and ARGV[4] ~= '' then
+	if releaser and ARGV[4] ~= '' and ARGV[14] == '1' then
 		-- The releasing client waited on the lock lately: most likely the
 		-- lock is handed on. Its listeners are counted before anything is
 		-- published there, and a lock handed on is announced to its taker

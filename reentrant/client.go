@@ -132,7 +132,7 @@ func New(rdb rueidis.Client, opts Options) (*Client, error) {
 	c.sub = pubsub.New(rdb, opts.PubSub, scripts.Slot, opts.Logger, min(opts.RepollInterval, time.Second))
 	c.latches = newLatchSweeper(rdb, opts.Logger)
 	c.background(func() { c.latches.run(c.closing) })
-	c.holds = newHoldTable(&c.opts, c.scriptConn)
+	c.holds = newHoldTable(&c.opts, c.scriptConn, cluster)
 	return c, nil
 }
 

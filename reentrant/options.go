@@ -17,9 +17,10 @@ type Options struct {
 	WatchdogTimeout time.Duration
 
 	// RenewBatchSize is the most locks one renewal script call extends.
-	// A call never spans two hash slots (a cluster, or a proxy in front of
-	// one, would refuse it), so only locks whose names share a hash tag
-	// fill a batch. Default 100.
+	// On a cluster client a call never spans two hash slots, so only locks
+	// whose names share a hash tag fill a batch; on any other it does,
+	// until the server refuses such a call (a cluster proxy, which looks
+	// like one node), and from then on keeps to one slot. Default 100.
 	RenewBatchSize int
 
 	// OnLockLost, if set, is called once for each hold found lost, after

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -21,9 +22,10 @@ import (
 // sees one node, yet every command or script whose keys span two hash
 // slots is refused with CROSSSLOT. redistest.StartProxyLike refuses them
 // the same way, and a default rueidis client takes it for a single node.
-// Nothing relock sends there may mix slots: not the watchdog's renewal
-// batches, not the unlock-latch sweeps, not any lock's or synchronizer's
-// scripts.
+// Nothing relock sends there may mix slots: not the unlock-latch sweeps,
+// not any lock's or synchronizer's scripts. The watchdog's renewals try it
+// once (on one node they need far fewer calls so), and keep to one slot
+// per script from the proxy's refusal on, within the same round.
 func TestBehindClusterProxy(t *testing.T) {
 	s := redistest.StartProxyLike(t)
 	var logs syncBuffer
@@ -111,9 +113,60 @@ func TestBehindClusterProxy(t *testing.T) {
 	})
 
 	assert.Zero(t, lost.Load(), "holds lost")
+	const learnt = "renewals keep to one hash slot per script from now on"
+	assert.Equal(t, 1, strings.Count(logs.String(), learnt), "renewals refused across slots, once")
 	for _, line := range strings.Split(logs.String(), "\n") {
-		if strings.Contains(line, "CROSSSLOT") {
+		if strings.Contains(line, "CROSSSLOT") && !strings.Contains(line, learnt) {
 			t.Fatalf("logged: %s", line)
 		}
+	}
+}
+
+// On one node a renewal script takes locks of many hash slots: 300 locks
+// in some 290 slots are renewed with 3 calls of RenewBatchSize (100)
+// each, where a script per slot took some 290. (The first round sends
+// each call twice, EVALSHA then EVAL, until the script is loaded.)
+func TestRenewalsSpanSlotsOnOneNode(t *testing.T) {
+	s := redistest.Start(t)
+	rounds := make(chan reentrant.Renewal, 64)
+	c, err := reentrant.New(s.Client(), reentrant.Options{
+		WatchdogTimeout: 3 * time.Second,
+		Hooks: reentrant.Hooks{Renewed: func(r reentrant.Renewal) {
+			select {
+			case rounds <- r:
+			default:
+			}
+		}},
+	})
+	require.NoError(t, err)
+	defer c.Close()
+	const n = 300
+	held := make([]context.Context, n)
+	for i := range held {
+		held[i], err = c.Lock(fmt.Sprintf("spread-%d", i)).Lock(bg())
+		require.NoError(t, err)
+	}
+	require.NoError(t, s.Do("CONFIG", "RESETSTAT").Error())
+	most := 0 // calls the rounds since may make: two per 100 holds
+	for r := range rounds {
+		require.NoError(t, r.Err, "renewal round")
+		require.Zero(t, r.Failed, "holds a round failed to renew")
+		most += 2 * ((r.Holds + 99) / 100)
+		if r.Holds == n {
+			break
+		}
+	}
+	info, err := s.Do("INFO", "commandstats").ToString()
+	require.NoError(t, err)
+	calls := 0
+	for _, line := range strings.Split(info, "\n") {
+		if name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls="); ok && (name == "cmdstat_evalsha" || name == "cmdstat_eval") {
+			k, _ := strconv.Atoi(strings.SplitN(rest, ",", 2)[0])
+			calls += k
+		}
+	}
+	assert.LessOrEqual(t, calls, most, "script calls for the rounds up to one of all %d holds", n)
+	for i, h := range held {
+		require.NoError(t, h.Err(), "hold %d", i)
 	}
 }

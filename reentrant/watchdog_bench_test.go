@@ -17,10 +17,11 @@ import (
 // BenchmarkWatchdogRenewal holds 10,000 locks on a real redis-server and
 // measures, per renewal period (one op), the renew.lua calls Redis ran, the
 // pipelines (round trips) the client sent, the time Redis spent running
-// them, and the client's CPU time. A
-// renewal script call never spans two hash slots, so names that share a
-// hash tag ("tagged") fill batches, while names in some 7,800 slots
-// ("distinct") take about one call per slot, in the same pipeline.
+// them, and the client's CPU time. On one node a renewal script call
+// takes holds of any slots, so names in some 7,800 slots ("distinct") fill
+// batches as names that share a hash tag ("tagged") do; behind a cluster
+// proxy, or on a cluster, distinct names take about one call per slot, in
+// the same pipeline.
 //
 //	go test -run '^$' -bench WatchdogRenewal -benchtime 10x ./reentrant
 func BenchmarkWatchdogRenewal(b *testing.B) {

@@ -302,27 +302,31 @@ func (s *Subscriber) HasWaiters(name string) bool {
 	return ch != nil && ch.waiters.Len() > 0
 }
 
-// ListensFor reports how long at least channel name will stay subscribed:
-// the linger while it has waiters (they leave no sooner than now, and it
-// lingers after the last), what is left of its linger while it lingers, and
-// 0 when it is not subscribed, is being unsubscribed, or failed. It takes
-// no lock when nothing is subscribed.
-func (s *Subscriber) ListensFor(name string) time.Duration {
+// ListensFor reports whether channel name is subscribed or being
+// subscribed or unsubscribed (as Subscribed: a message published on it may
+// be counted as heard by this subscriber), and how long at least it will
+// stay subscribed: the linger while it has waiters (they leave no sooner
+// than now, and it lingers after the last), what is left of its linger
+// while it lingers, and 0 when it is being unsubscribed or failed. It
+// takes no lock when nothing is subscribed.
+func (s *Subscriber) ListensFor(name string) (d time.Duration, subscribed bool) {
 	if s.Idle() {
-		return 0
+		return 0, false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ch := s.lookup(name)
 	switch {
-	case ch == nil || ch.state == unsubscribing || ch.err != nil || s.closed:
-		return 0
+	case ch == nil:
+		return 0, false
+	case ch.state == unsubscribing || ch.err != nil || s.closed:
+		return 0, true
 	case ch.idle != nil:
-		return max(time.Until(ch.idleAt), 0)
+		return max(time.Until(ch.idleAt), 0), true
 	case ch.waiters.Len() > 0:
-		return s.linger
+		return s.linger, true
 	}
-	return 0
+	return 0, true
 }
 
 // Join joins the queue of channel name if the channel is live: subscribed,

@@ -354,29 +354,37 @@ func TestGrant(t *testing.T) {
 	assert.Zero(t, b.TakeGrant())
 }
 
-// ListensFor bounds from below how long a channel stays subscribed: the
-// linger while it has waiters, what is left of it once the last one left
-// (a channel lingers only with an unclaimed handler), and 0 for a channel
-// being unsubscribed, one never subscribed, and after Close.
+// ListensFor says whether a channel is subscribed, and bounds from below
+// how long it stays subscribed: the linger while it has waiters, what is
+// left of it once the last one left (a channel lingers only with an
+// unclaimed handler), and 0 for a channel being unsubscribed, one never
+// subscribed, and after Close.
 func TestListensFor(t *testing.T) {
 	_, rdb := redistest.Miniredis(t)
 	s := pubsub.New(rdb, pubsub.Classic, nil, nil, time.Minute)
 	t.Cleanup(s.Close)
 	ctx := context.Background()
-	assert.Zero(t, s.ListensFor("ch"))
+	d, subscribed := s.ListensFor("ch")
+	assert.Zero(t, d)
+	assert.False(t, subscribed)
 
 	w, err := s.Subscribe(ctx, "ch", pubsub.LockWakes, func() {})
 	require.NoError(t, err)
-	assert.Equal(t, time.Minute, s.ListensFor("ch"), "with a waiter")
+	d, subscribed = s.ListensFor("ch")
+	assert.Equal(t, time.Minute, d, "with a waiter")
+	assert.True(t, subscribed)
 	w.Leave()
-	left := s.ListensFor("ch")
+	left, subscribed := s.ListensFor("ch")
 	assert.True(t, left > 0 && left <= time.Minute, "lingering: %v", left)
+	assert.True(t, subscribed)
 
 	w, err = s.Subscribe(ctx, "other", pubsub.LockWakes, nil)
 	require.NoError(t, err)
 	w.Leave() // no unclaimed handler: no linger
-	assert.Zero(t, s.ListensFor("other"))
+	d, _ = s.ListensFor("other")
+	assert.Zero(t, d)
 
 	s.Close()
-	assert.Zero(t, s.ListensFor("ch"), "closed")
+	d, _ = s.ListensFor("ch")
+	assert.Zero(t, d, "closed")
 }

@@ -66,11 +66,14 @@ func (c *Client) passOn(name string) func() {
 // long, as a mark, so that a release counts it among the listeners that
 // are not Java waiters.
 func (c *Client) listensFor(name string) time.Duration {
-	channel := scripts.LockChannel(name)
-	if !c.sub.Subscribed(channel) {
+	if c.sub.Idle() { // the uncontended path: no channel name built
 		return 0
 	}
-	return max(c.sub.ListensFor(channel), time.Millisecond)
+	d, subscribed := c.sub.ListensFor(scripts.LockChannel(name))
+	if !subscribed {
+		return 0
+	}
+	return max(d, time.Millisecond)
 }
 
 // dropCount counts this client's attempts that take it out of a lock's

@@ -259,9 +259,6 @@ func (c *Client) ownOffer(name string) (o scripts.Offer, done func()) {
 	// on the lock lately: it has no offer, and is not registered (the
 	// commonest release, uncontended, sends no more than its id).
 	o.Client = c.id
-	if c.sub.Idle() {
-		return o, func() {}
-	}
 	listens := c.listensFor(name)
 	if listens == 0 {
 		return o, func() {}

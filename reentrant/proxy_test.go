@@ -31,17 +31,12 @@ func TestBehindClusterProxy(t *testing.T) {
 	var logs syncBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var lost atomic.Int64
-	rounds := make(chan reentrant.Renewal, 64)
+	rounds, hooks := renewalRounds()
 	c, err := reentrant.New(s.Client(), reentrant.Options{
 		WatchdogTimeout: 3 * time.Second,
 		Logger:          logger,
 		OnLockLost:      func(string, reentrant.Owner, error) { lost.Add(1) },
-		Hooks: reentrant.Hooks{Renewed: func(r reentrant.Renewal) {
-			select {
-			case rounds <- r:
-			default:
-			}
-		}},
+		Hooks:           hooks,
 	})
 	require.NoError(t, err)
 	defer c.Close()
@@ -128,15 +123,10 @@ func TestBehindClusterProxy(t *testing.T) {
 // each call twice, EVALSHA then EVAL, until the script is loaded.)
 func TestRenewalsSpanSlotsOnOneNode(t *testing.T) {
 	s := redistest.Start(t)
-	rounds := make(chan reentrant.Renewal, 64)
+	rounds, hooks := renewalRounds()
 	c, err := reentrant.New(s.Client(), reentrant.Options{
 		WatchdogTimeout: 3 * time.Second,
-		Hooks: reentrant.Hooks{Renewed: func(r reentrant.Renewal) {
-			select {
-			case rounds <- r:
-			default:
-			}
-		}},
+		Hooks:           hooks,
 	})
 	require.NoError(t, err)
 	defer c.Close()
@@ -169,4 +159,16 @@ func TestRenewalsSpanSlotsOnOneNode(t *testing.T) {
 	for i, h := range held {
 		require.NoError(t, h.Err(), "hold %d", i)
 	}
+}
+
+// renewalRounds returns hooks that report the watchdog's renewal rounds on
+// the channel, dropping those that find it full.
+func renewalRounds() (chan reentrant.Renewal, reentrant.Hooks) {
+	rounds := make(chan reentrant.Renewal, 64)
+	return rounds, reentrant.Hooks{Renewed: func(r reentrant.Renewal) {
+		select {
+		case rounds <- r:
+		default:
+		}
+	}}
 }

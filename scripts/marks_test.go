@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -124,4 +125,26 @@ func TestMarkedListenersLetHandoffsThrough(t *testing.T) {
 			assert.Zero(t, n, "keys left")
 		})
 	}
+}
+
+// A release that would count the listeners first, by a Redis user refused
+// PUBSUB NUMSUB (New could not ask, Redis being down then), publishes
+// first instead: it has deleted the lock already, and does not fail.
+func TestReleaseCountRefused(t *testing.T) {
+	ctx := context.Background()
+	s := redistest.Start(t)
+	require.NoError(t, s.Do("ACL", "SETUSER", "nonumsub", "on", ">pw", "~*", "&*", "+@all", "-pubsub|numsub").Error())
+	rdb := scripts.Conn{Client: s.Client(func(o *rueidis.ClientOption) { o.Username, o.Password = "nonumsub", "pw" })}
+	const name = "l"
+	r, err := scripts.LockAcquire(ctx, rdb, scripts.Acquire{Key: name, Owner: "b:1", Lease: time.Minute})
+	require.NoError(t, err)
+	require.True(t, r.OK)
+	heard := listen(t, s.Client(), scripts.LockChannel(name))
+	rel := scripts.Release{Key: name, Owner: "b:1", RequestID: "r", Lease: time.Minute, LatchTTL: time.Minute,
+		Publish: scripts.PublishClassic, Directed: true, Handoff: true, Count: true, Believed: true,
+		Offer: scripts.Offer{Client: "b", Lease: time.Minute, Keep: time.Minute, Listens: time.Minute, Drop: true}}
+	got, err := rel.Run(ctx, rdb)
+	require.NoError(t, err)
+	assert.Equal(t, scripts.Freed, got)
+	assert.Equal(t, pubsub.WakeTold, <-heard, "announced on Redisson's channel")
 }

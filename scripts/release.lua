@@ -82,10 +82,9 @@ else -- the last hold: the key goes, so its count needs no update
 	-- was 1.6x as long). Other releases publish first, and read PUBLISH's
 	-- count: the commonest, uncontended, sends one command fewer so.
 	local counts = releaser and ARGV[4] ~= '' and ARGV[14] == '1'
-	local heard
-	if counts then
-		heard = wakeLib().subscribers(ARGV[4], KEYS[2])
-	else
+	local heard = counts and wakeLib().subscribers(ARGV[4], KEYS[2])
+	if not heard then
+		counts = false
 		heard = ARGV[4] ~= '' and redis.call(ARGV[4], KEYS[2], ARGV[1]) or 0
 	end
 	local given = false

@@ -239,10 +239,16 @@ local function wakeLib()
 	end
 
 	-- subscribers returns how many listen on channel, as PUBLISH (pub) there
-	-- would count them, patterns apart.
+	-- would count them, patterns apart; nil when the server refuses to say
+	-- (an ACL user refused PUBSUB NUMSUB, which New could not ask about:
+	-- the script has deleted the lock already, and must not fail now).
 	local function subscribers(pub, channel)
 		local numsub = pub == 'spublish' and 'shardnumsub' or 'numsub'
-		return redis.call('pubsub', numsub, channel)[2]
+		local r = redis.pcall('pubsub', numsub, channel)
+		if type(r) ~= 'table' or r.err then
+			return nil
+		end
+		return r[2]
 	end
 
 	wakeFns = {drop = drop, leave = leave, wakeNext = wakeNext, register = register,

@@ -32,7 +32,12 @@ func aclClient(t *testing.T, e env, user string, logs *syncBuffer, rules ...stri
 	t.Helper()
 	args := append([]string{"ACL", "SETUSER", user, "reset", "on", ">pw"}, rules...)
 	require.NoError(t, e.do(t, args...).Error())
-	rdb := e.server.Client(func(o *rueidis.ClientOption) { o.Username, o.Password = user, "pw" })
+	// The README's client, on the test's server as the test's user.
+	rdb := e.server.Client(func(o *rueidis.ClientOption) {
+		addr, tls := o.InitAddress, o.TLSConfig
+		*o = readmeOption()
+		o.InitAddress, o.TLSConfig, o.Username, o.Password = addr, tls, user, "pw"
+	})
 	c, err := reentrant.New(rdb, reentrant.Options{
 		RepollInterval: 50 * time.Millisecond,
 		Logger:         slog.New(slog.NewTextHandler(logs, nil)),

@@ -371,7 +371,6 @@ lockWatchdogTimeout: 20000
 		log.Fatal(err)
 	}
 	opt := cfg.Client
-	opt.DisableCache = true
 	opt.ForceSingleClient = true // miniredis; not needed with Redis
 	rdb, _ := rueidis.NewClient(opt)
 	defer rdb.Close()

@@ -21,9 +21,15 @@ import (
 // The README's snippets, compiled and run here; TestDocSnippets checks
 // that the README still shows this very code.
 
-func connect() (rueidis.Client, error) {
-	rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
-	return rdb, err
+// readmeOption is the README's rueidis option. TestACLUsers connects
+// with it (to its own server, as its own user), so the documented
+// least-privilege user and the README's client cannot drift apart.
+func readmeOption() rueidis.ClientOption {
+	opt := rueidis.ClientOption{
+		InitAddress:  []string{"127.0.0.1:6379"},
+		DisableCache: true, // relock reads nothing through the cache, and a least-privilege ACL user may not turn it on
+	}
+	return opt
 }
 
 var errBusy = errors.New("busy")
@@ -97,7 +103,6 @@ func TestReadmeSnippetsRun(t *testing.T) {
 	require.NoError(t, tryCharge(ctx, mu, func(context.Context) error { ran = true; return nil }))
 	assert.True(t, ran)
 	require.NoError(t, nightly(ctx, locks, func(context.Context) error { return nil }))
-	_ = connect // compiled, not run: it would dial 6379
 
 	// The goroutine's Lock, whether it starts before or after the caller's
 	// Unlock, takes the lock as another owner and runs the follow-up.

@@ -23,8 +23,9 @@ import (
 type RedissonConfig struct {
 	// Client connects to the server, servers or sentinels the config
 	// names, with its credentials, database, client name, timeouts and
-	// TLS. Pass it to rueidis.NewClient; set DisableCache or anything else
-	// you need first.
+	// TLS, and DisableCache (relock reads nothing through rueidis's
+	// client-side cache, and a least-privilege ACL user may not turn it
+	// on). Pass it to rueidis.NewClient; set anything else you need first.
 	Client rueidis.ClientOption
 	// Options carry lockWatchdogTimeout, lockWatchdogBatchSize,
 	// fairLockWaitTimeout, a cluster's shardedSubscriptionMode, and
@@ -66,7 +67,7 @@ func FromRedissonConfig(config []byte) (RedissonConfig, error) {
 	if err := yaml.Unmarshal([]byte(expandEnv(string(config))), &doc); err != nil {
 		return RedissonConfig{}, fmt.Errorf("relock: %w: Redisson config: %w", ErrInvalidArgument, err)
 	}
-	r := configReader{out: RedissonConfig{Client: rueidis.ClientOption{}}}
+	r := configReader{out: RedissonConfig{Client: rueidis.ClientOption{DisableCache: true}}}
 	top, err := r.mapping(&doc, "")
 	if err != nil {
 		return RedissonConfig{}, err

@@ -18,11 +18,12 @@ import (
 // semaphore channel redisson_sc:{N}. Ids are shown as 32 lowercase hex
 // digits, as Redisson's ByteBufUtil.hexDump writes them.
 
-// permitLib holds the functions the permit scripts share; it is prepended
-// to each body.
-//
+// permitLib holds the functions the permit scripts share, after
+// countlib.lua's check of N; it is prepended to each body.
+var permitLib = countLib + permitLibLua
+
 //go:embed permitlib.lua
-var permitLib string
+var permitLibLua string
 
 var (
 	//go:embed permitacquire.lua

@@ -1,6 +1,6 @@
 -- ratelib.lua: shared by every rate limiter script (RedissonRateLimiter);
--- prepended to each body, it only defines functions. Each script has the
--- same keys:
+-- prepended to each body, it defines functions and checks N's type (at
+-- its end). Each script has the same keys:
 --
 -- KEYS[1]  the configuration hash N: rate, interval (ms), type (0 OVERALL,
 --          1 PER_CLIENT), keepAliveTime (ms)
@@ -96,5 +96,15 @@ local function keepAlive(valueName, permitsName)
 	if ttl > 0 then
 		redis.call('pexpire', valueName, ttl)
 		redis.call('pexpire', permitsName, ttl)
+	end
+end
+
+-- A key N that holds anything but a hash fails the script before its body
+-- runs, so nothing changes, with a WRONGTYPE reply that names what N holds
+-- (as countlib.lua does for counts).
+do
+	local held = redis.call('type', KEYS[1])['ok']
+	if held ~= 'hash' and held ~= 'none' then
+		return redis.error_reply('WRONGTYPE the key holds a ' .. held .. ", where a rate limiter's configuration belongs")
 	end
 end

@@ -14,8 +14,8 @@ import (
 // per type (OVERALL, or PER_CLIENT with the client's id) a value key and a
 // ZSET window; see ratelib.lua. Nothing is published.
 
-// rateLib holds the functions the rate limiter scripts share; it is
-// prepended to the bodies that read the configuration.
+// rateLib holds the functions the rate limiter scripts share, and checks
+// N's type; it is prepended to each body.
 //
 //go:embed ratelib.lua
 var rateLib string
@@ -31,7 +31,7 @@ var (
 
 	//go:embed ratetryset.lua
 	rateTrySetLua    string
-	rateTrySetScript = newScript(rateTrySetLua)
+	rateTrySetScript = newScript(rateLib + rateTrySetLua)
 
 	//go:embed rateset.lua
 	rateSetLua    string

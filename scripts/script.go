@@ -3,6 +3,7 @@ package scripts
 import (
 	"context"
 	"crypto/sha1"
+	_ "embed"
 	"encoding/hex"
 	"errors"
 	"net"
@@ -149,6 +150,14 @@ func Code(err error) string {
 	}
 	return code
 }
+
+// countLib is prepended to the scripts of the synchronizers that keep a
+// count in their key: they fail with a WRONGTYPE reply naming what the key
+// holds, before they change anything, when it holds anything else (see
+// countlib.lua).
+//
+//go:embed countlib.lua
+var countLib string
 
 // IsWrongType reports whether err says a key holds another type of value
 // than the script expects.

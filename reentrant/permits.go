@@ -72,20 +72,27 @@ func (p *Permit) ID() string { return p.id }
 // the permit allows with it.
 func (p *Permit) Context() context.Context { return p.ctx }
 
-// Release gives the permit back; see PermitExpirableSemaphore.Release. A
-// permit whose lease ended before it (ErrLeaseEnded), or that this client
-// found lost (ErrLockLost), is not sent for: Release returns that cause at
-// once, as Lock.Unlock does.
+// Release gives the permit back by its id, as
+// PermitExpirableSemaphore.Release does: nil when it was given back, and
+// ErrNotHeld only when it is no longer taken. It is sent even after the
+// permit's Context ended: a permit whose lease another client set (Java's
+// updateLeaseTime) ends its Context with ErrLeaseEnded here, since this
+// client no longer keeps it, yet stays taken until that lease ends, or for
+// good with no lease; its holder's Release gives it back. An id is never
+// drawn twice, so a late Release cannot give back someone else's permit.
+// When the permit is gone and its Context had ended, the error wraps that
+// cause (ErrLeaseEnded, ErrLockLost) too.
 func (p *Permit) Release(ctx context.Context) error {
 	if p == nil {
 		return fmt.Errorf("relock: %w: nil permit", ErrInvalidArgument)
 	}
-	if p.ctx != nil && p.ctx.Err() != nil {
+	err := p.s.Release(ctx, p.id)
+	if errors.Is(err, ErrNotHeld) && p.ctx != nil && p.ctx.Err() != nil {
 		if cause := context.Cause(p.ctx); errors.Is(cause, ErrLeaseEnded) || errors.Is(cause, ErrLockLost) {
-			return fmt.Errorf("relock: semaphore %q: %w", p.s.name, cause)
+			return fmt.Errorf("%w (%w)", err, cause)
 		}
 	}
-	return p.s.Release(ctx, p.id)
+	return err
 }
 
 // Acquire takes one permit, waiting as long as none is available: a waiter

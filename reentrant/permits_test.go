@@ -3,6 +3,7 @@ package reentrant_test
 import (
 	"context"
 	"encoding/hex"
+	"fmt"
 	"testing"
 	"time"
 
@@ -190,4 +191,45 @@ func TestPermitJavaLeaseStands(t *testing.T) {
 		available, taken, err := s.Permits(bg())
 		return err == nil && available == 1 && taken == 1
 	})
+}
+
+// A permit whose lease a Java client set (updateLeaseTime: 60 s, 1.5 s, or
+// no lease) is no longer kept by this client, and its Context ends; its
+// holder's Release still gives it back by id, so it never stays taken
+// until Java's lease ends (with no lease, for good).
+func TestPermitReleasedAfterJavaSetItsLease(t *testing.T) {
+	e := onRedis(t)
+	c := e.client(t, reentrant.Options{WatchdogTimeout: 600 * time.Millisecond})
+	java := redissontest.New(e.rdb(t))
+	for _, lease := range []time.Duration{time.Minute, 1500 * time.Millisecond, -1} {
+		t.Run(fmt.Sprintf("lease %v", lease), func(t *testing.T) {
+			name := fmt.Sprintf("javalease%d", lease)
+			s := c.PermitExpirableSemaphore(name)
+			require.NoError(t, s.SetPermits(bg(), 2))
+			p, err := s.Acquire(bg())
+			require.NoError(t, err)
+			updated, err := java.PermitUpdateLease(bg(), name, p.ID(), lease)
+			require.NoError(t, err)
+			require.True(t, updated)
+			set := time.Now()
+			select {
+			case <-p.Context().Done():
+				require.ErrorIs(t, context.Cause(p.Context()), reentrant.ErrLeaseEnded)
+			case <-time.After(10 * time.Second):
+				t.Fatal("the permit's context outlived the watchdog's letting it go")
+			}
+			err = p.Release(bg())
+			if lease > 0 && time.Since(set) >= lease {
+				// Java's short lease ran out first, on a slow machine:
+				// the permit went back by itself, and Release says so.
+				assert.ErrorIs(t, err, reentrant.ErrNotHeld)
+			} else {
+				assert.NoError(t, err, "given back by its holder")
+			}
+			available, taken, err := s.Permits(bg())
+			require.NoError(t, err)
+			assert.Equal(t, [2]int64{2, 0}, [2]int64{available, taken}, "the permit is back in the count")
+			assert.ErrorIs(t, p.Release(bg()), reentrant.ErrNotHeld, "a second Release finds it gone")
+		})
+	}
 }

@@ -377,14 +377,19 @@ func (c *Client) PermitLeaseTime(ctx context.Context, name, id string) (int64, e
 
 // PermitUpdateLease is RedissonPermitExpirableSemaphore.updateLeaseTimeAsync:
 // reclaim every expired permit, then, when the id is taken, ZADD it with
-// the new lease end (calcTimeout: now + lease on this client's clock);
-// true when it was taken.
+// the new lease end (calcTimeout: now + lease on this client's clock, or
+// nonExpirableTimeout for a leaseTime of -1, which a negative lease
+// stands for here); true when it was taken.
 func (c *Client) PermitUpdateLease(ctx context.Context, name, id string, lease time.Duration) (bool, error) {
 	raw, err := hex.DecodeString(id)
 	if err != nil {
 		return false, err
 	}
 	now := time.Now().UnixMilli()
+	timeoutDate := int64(nonExpirable)
+	if lease >= 0 {
+		timeoutDate = now + lease.Milliseconds()
+	}
 	var updated bool
 	err = c.atomicallyAll(ctx, []string{name, permitTimeouts(name)}, func(d rueidis.DedicatedClient) error {
 		cmds, _, _, err := reclaim(ctx, d, name, now, -1)
@@ -399,7 +404,7 @@ func (c *Client) PermitUpdateLease(ctx context.Context, name, id string, lease t
 			return err
 		default:
 			updated = true
-			cmds = append(cmds, d.B().Zadd().Key(permitTimeouts(name)).ScoreMember().ScoreMember(float64(now+lease.Milliseconds()), string(raw)).Build())
+			cmds = append(cmds, d.B().Zadd().Key(permitTimeouts(name)).ScoreMember().ScoreMember(float64(timeoutDate), string(raw)).Build())
 		}
 		return exec(ctx, d, cmds...)
 	})

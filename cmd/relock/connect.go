@@ -42,15 +42,17 @@ func newConnFlags(fs *flag.FlagSet) *connFlags {
 		addr = "127.0.0.1:6379"
 	}
 	fs.StringVar(&c.redissonConfig, "redisson-config", "", "connect, and set the lock options, as the Redisson YAML config in this `file` does; other flags given add to it")
-	fs.StringVar(&c.url, "url", os.Getenv("REDIS_URL"), "a redis:// or rediss:// `URL` (user, password, host, port, db); other flags given add to it (default $REDIS_URL)")
-	fs.StringVar(&c.addr, "addr", addr, "Redis `host:port`; a comma-separated list for a cluster's seeds or the sentinels (default $REDIS_ADDR)")
-	fs.StringVar(&c.user, "user", os.Getenv("REDIS_USERNAME"), "ACL user `name` (default $REDIS_USERNAME; the password is read from $REDIS_PASSWORD)")
+	// The defaults shown are the environment's where it sets one: the
+	// flag package prints each non-empty default itself.
+	fs.StringVar(&c.url, "url", os.Getenv("REDIS_URL"), "a redis:// or rediss:// `URL` (user, password, host, port, db), from $REDIS_URL if set; other flags given add to it")
+	fs.StringVar(&c.addr, "addr", addr, "Redis `host:port`, from $REDIS_ADDR if set; a comma-separated list for a cluster's seeds or the sentinels")
+	fs.StringVar(&c.user, "user", os.Getenv("REDIS_USERNAME"), "ACL user `name`, from $REDIS_USERNAME if set; the password is read from $REDIS_PASSWORD")
 	fs.IntVar(&c.db, "db", 0, "the database `number` (SELECT), as Redisson's database setting")
-	fs.BoolVar(&c.tls, "tls", false, "connect with TLS")
-	fs.StringVar(&c.tlsCA, "tls-ca", "", "with --tls, trust the CA certificates in this PEM `file` (default the system's)")
-	fs.StringVar(&c.tlsCert, "tls-cert", "", "with --tls, present the client certificate in this PEM `file` (with --tls-key)")
-	fs.StringVar(&c.tlsKey, "tls-key", "", "with --tls, the client certificate's private key `file`")
-	fs.BoolVar(&c.tlsInsecure, "tls-insecure", false, "with --tls, do not verify the server's certificate")
+	fs.BoolVar(&c.tls, "tls", false, "connect with TLS (implied by a rediss:// URL and the other --tls flags)")
+	fs.StringVar(&c.tlsCA, "tls-ca", "", "trust the CA certificates in this PEM `file` (default the system's)")
+	fs.StringVar(&c.tlsCert, "tls-cert", "", "present the client certificate in this PEM `file` (with --tls-key)")
+	fs.StringVar(&c.tlsKey, "tls-key", "", "the client certificate's private key `file`")
+	fs.BoolVar(&c.tlsInsecure, "tls-insecure", false, "do not verify the server's certificate")
 	fs.DurationVar(&c.timeout, "connect-timeout", 5*time.Second, "give up connecting after this long")
 	fs.StringVar(&c.sentinelMaster, "sentinel-master", "", "with sentinels at --addr, the `name` of the master set")
 	return c
@@ -64,6 +66,8 @@ func (c *connFlags) options() (rueidis.ClientOption, error) {
 	var o rueidis.ClientOption
 	base := c.url != "" || c.redissonConfig != "" // flags given add to it
 	switch {
+	case c.db < 0:
+		return o, errExit{exitUsage, fmt.Errorf("--db %d: a database number is 0 or more", c.db)}
 	case c.url != "" && c.redissonConfig != "":
 		return o, errExit{exitUsage, errors.New("--url and --redisson-config: give one")}
 	case c.url != "":
@@ -101,8 +105,11 @@ func (c *connFlags) options() (rueidis.ClientOption, error) {
 	}
 	o.Dialer.Timeout = cmp.Or(o.Dialer.Timeout, c.timeout)
 	o.ConnWriteTimeout = cmp.Or(o.ConnWriteTimeout, c.timeout)
-	// A Redisson config's TLS settings stand unless TLS flags are given.
-	if c.tls || (o.TLSConfig != nil && c.redissonConfig == "") {
+	// A CA, a client certificate or --tls-insecure implies TLS, as a
+	// rediss:// address does. A Redisson config's TLS settings stand
+	// unless TLS flags are given.
+	tlsFlags := c.tls || c.tlsCA != "" || c.tlsCert != "" || c.tlsKey != "" || c.tlsInsecure
+	if tlsFlags || (o.TLSConfig != nil && c.redissonConfig == "") {
 		cfg, err := c.tlsConfig(o)
 		if err != nil {
 			return o, errExit{exitUsage, err}
@@ -170,8 +177,12 @@ func connectError(addr string, withTLS bool, err error) error {
 	var host x509.HostnameError
 	var header tls.RecordHeaderError
 	switch {
-	case strings.HasPrefix(msg, "WRONGPASS") || strings.HasPrefix(msg, "NOAUTH") || strings.Contains(msg, "invalid password"):
+	case strings.HasPrefix(msg, "NOAUTH"):
+		return errExit{exitNoPerm, fmt.Errorf("Redis at %s asks for a password, and none was given: set $REDIS_PASSWORD, or give it in --url or --redisson-config", addr)}
+	case strings.HasPrefix(msg, "WRONGPASS") || strings.Contains(msg, "invalid password"):
 		return errExit{exitNoPerm, fmt.Errorf("Redis at %s refused the credentials: %w", addr, err)}
+	case strings.Contains(msg, "DB index is out of range"):
+		return errExit{exitUsage, fmt.Errorf("--db: Redis at %s has no such database (its databases setting): %w", addr, err)}
 	case strings.HasPrefix(msg, "NOPERM"):
 		return errExit{exitNoPerm, fmt.Errorf("the Redis user at %s may not do what relock needs: %w", addr, err)}
 	case errors.As(err, &cert), errors.As(err, &host):

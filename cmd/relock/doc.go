@@ -3,7 +3,7 @@
 //
 //	relock run [flags] NAME [--] CMD [ARGS...]
 //	relock hold [flags] NAME
-//	relock inspect [--json] NAME
+//	relock inspect [--json] [--value V]... NAME
 //	relock list [--json] [PATTERN]
 //	relock force-unlock [--yes] NAME
 //	relock deadlocks [--json]
@@ -11,8 +11,9 @@
 //
 // Flags may come before or after NAME; for run, the first word after NAME
 // that is not a flag (or what follows "--") starts CMD, whose own flags
-// stay its own. "relock CMD --help" lists a command's flags and exits 0.
-// Every command takes the connection flags:
+// stay its own. "relock CMD --help" lists a command's flags on stdout and
+// exits 0. Every command takes the connection flags, before the command
+// (relock --url URL list) or after it:
 //
 //	--url URL                  redis://[user:password@]host:port[/db], or
 //	                           rediss:// for TLS (default $REDIS_URL); the
@@ -26,12 +27,14 @@
 //	--tls                      connect with TLS; --tls-ca FILE trusts that
 //	                           CA, --tls-cert FILE and --tls-key FILE present
 //	                           a client certificate, --tls-insecure skips
-//	                           the server's certificate check
+//	                           the server's certificate check (each of them
+//	                           implies --tls, as a rediss:// address does)
 //	--connect-timeout D        give up connecting after D (default 5s)
 //	--sentinel-master NAME     ask the sentinels at --addr for NAME's master
 //	--redisson-config FILE     connect, and set the lock options, as this
 //	                           Redisson YAML config does (instead of --url);
-//	                           the flags above, when given, override it
+//	                           the flags above, and --watchdog, when given,
+//	                           override it
 //
 // # run, hold
 //
@@ -40,7 +43,8 @@
 // forwards SIGINT and SIGTERM to it, releases the lock when it exits, and
 // exits with its status. Without -n or -w it waits as long as the lock is
 // held. The watchdog keeps the lock while CMD runs (--watchdog sets its
-// timeout, default 30s, renewed every third of it); --lease D holds it for D
+// timeout, default 30s or --redisson-config's lockWatchdogTimeout, renewed
+// every third of it); --lease D holds it for D
 // at most instead. If the lock is lost while CMD runs (deleted, expired, or
 // Redis unreachable past the timeout), CMD gets SIGTERM, then SIGKILL after
 // --grace (default 10s), and relock exits 75.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -34,7 +35,9 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binary = filepath.Join(dir, "relock")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+	// -buildvcs=auto: the commit is stamped when git can read it, even
+	// where GOFLAGS turns that off, so that version shows it.
+	if out, err := exec.Command("go", "build", "-buildvcs=auto", "-o", binary, ".").CombinedOutput(); err != nil {
 		panic("building relock: " + err.Error() + "\n" + string(out))
 	}
 	code := m.Run()
@@ -401,13 +404,33 @@ func TestUsage(t *testing.T) {
 	for _, want := range []string{"relock hold", "relock run", "--permits", "--tls-ca", "77"} {
 		assert.Contains(t, stdout, want)
 	}
+	assert.Contains(t, stdout, "--redisson-config")
 	for _, cmd := range []string{"run", "hold", "inspect", "list", "force-unlock"} {
-		code, _, stderr := result(t, exec.Command(binary, cmd, "--help"))
+		code, stdout, _ := result(t, exec.Command(binary, cmd, "--help"))
 		assert.Equal(t, 0, code, cmd)
-		assert.Contains(t, stderr, "-connect-timeout", cmd)
+		assert.Contains(t, stdout, "-connect-timeout", "%s --help on stdout, as relock --help", cmd)
+		addrHelp := regexp.MustCompile(`-addr host:port\n[^\n]*`).FindString(stdout)
+		assert.Equal(t, 1, strings.Count(addrHelp, "default"), "the address's default once: %s", addrHelp)
+	}
+	// Usage errors exit 2, in the CLI's own words.
+	for _, args := range [][]string{{"inspect", ""}, {"run", "", "--", "true"}, {"hold", ""},
+		{"list", "--db", "-1"}, {"list", "--db", "99"}, {"run", "--permits", "0", "p", "--", "true"},
+		{"run", "--watchdog", "-1s", "w", "--", "true"}, {"--bogus", "list"}, {"--db", "0"}, {"nosuch"}} {
+		code, _, stderr := result(t, relock(args...))
+		assert.Equal(t, 2, code, "%q: %s", args, stderr)
+		assert.NotContains(t, stderr, "Client from New", "%q", args)
+		assert.LessOrEqual(t, strings.Count(stderr, "\n"), 2, "%q: a line, not the whole usage: %s", args, stderr)
+	}
+	// Connection flags before the command, as after it.
+	code, stdout, stderr := result(t, exec.Command(binary, "--addr", s.Addr, "--db", "0", "list"))
+	assert.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "NAME")
+	if rev, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
+		_, stdout, _ = result(t, exec.Command(binary, "version"))
+		assert.Contains(t, stdout, string(rev[:12]), "version names the commit it was built at")
 	}
 	hold(t, s, "busy")
-	code, _, stderr := result(t, relock("run", "busy", "-n", "--", "true"))
+	code, _, stderr = result(t, relock("run", "busy", "-n", "--", "true"))
 	assert.Equal(t, 1, code, "-n after NAME: %s", stderr)
 	code, stdout, _ = result(t, relock("inspect", "busy", "--json"))
 	assert.Equal(t, 0, code)
@@ -458,10 +481,13 @@ func TestRunModes(t *testing.T) {
 	code, stdout, _ = result(t, relock("inspect", "orders"))
 	assert.Equal(t, 0, code)
 	assert.Contains(t, stdout, "group")
-	assert.Regexp(t, `value \S{22}: holder \S+:\d+ \(count 1, until `, stdout, "the held value, its owner, count and end")
+	assert.Regexp(t, `value hash \S{22}: holder \S+:\d+ \(count 1, until `, stdout, "the held value's hash, its owner, count and end")
+	code, stdout, _ = result(t, relock("inspect", "orders", "--value", "42", "--value", "41"))
+	assert.Equal(t, 0, code)
+	assert.Regexp(t, `(?s)value "42": holder \S+:\d+ \(count 1, until .*\n  value "41": free\n$`, stdout, "the values named, in order")
 	code, stdout, _ = result(t, relock("list", "orders"))
 	assert.Equal(t, 0, code)
-	assert.Regexp(t, `orders\s+group\s+\S+\s+\S{22}=\S+:\d+×1`, stdout, "list shows each held value")
+	assert.Regexp(t, `orders\s+group\s+\S+\s+#\S{22}=\S+:\d+×1`, stdout, "list shows each held value's hash")
 	code, _, stderr = result(t, relock("force-unlock", "--yes", "orders"))
 	assert.Equal(t, 0, code, "%s", stderr)
 	assert.Equal(t, int64(0), num(t, s, "EXISTS", "orders"), "every value freed")
@@ -525,6 +551,12 @@ func TestCredentialsAndACL(t *testing.T) {
 	cmd.Env = append(os.Environ(), "REDIS_URL=redis://app:right@"+s.Addr+"/3")
 	code, _, stderr = result(t, cmd)
 	assert.Equal(t, 0, code, stderr)
+
+	require.NoError(t, s.Do("CONFIG", "SET", "requirepass", "server-pw").Error())
+	code, _, stderr = result(t, relock("list"))
+	assert.Equal(t, 77, code)
+	assert.Contains(t, stderr, "asks for a password, and none was given")
+	assert.NotContains(t, stderr, "NOAUTH", "in relock's words")
 }
 
 // TLS: relock reaches a TLS-only server with --tls and the test CA, with a
@@ -543,6 +575,12 @@ func TestTLS(t *testing.T) {
 	assert.Equal(t, 0, code, stderr)
 	code, stderr = tlsRun("--url", "rediss://"+s.Addr, "--tls-ca", files.CA)
 	assert.Equal(t, 0, code, stderr)
+	code, stderr = tlsRun("--addr", s.Addr, "--tls-ca", files.CA)
+	assert.Equal(t, 0, code, "a CA implies TLS: %s", stderr)
+	yaml := filepath.Join(t.TempDir(), "redisson.yaml")
+	require.NoError(t, os.WriteFile(yaml, []byte("singleServerConfig:\n  address: \"rediss://"+s.Addr+"\"\n"), 0o600))
+	code, stderr = tlsRun("--redisson-config", yaml, "--tls-ca", files.CA)
+	assert.Equal(t, 0, code, "a Redisson config's rediss:// address with --tls-ca: %s", stderr)
 	code, stderr = tlsRun("--addr", s.Addr, "--tls", "--tls-insecure")
 	assert.Equal(t, 0, code, stderr)
 	code, stderr = tlsRun("--addr", s.Addr, "--tls")
@@ -621,6 +659,26 @@ func TestRedissonConfigFlag(t *testing.T) {
 	assert.Equal(t, 1, code, "--db given: not in db 0")
 	code, _, stderr = result(t, relock("run", "--redisson-config", cfg, "job", "--", "true"))
 	assert.Equal(t, 0, code, stderr)
+
+	// The config's lockWatchdogTimeout sets the lock's TTL; --watchdog,
+	// when given, wins over it.
+	ten := file("ten.yaml", "singleServerConfig:\n  address: \"redis://"+s.Addr+"\"\nlockWatchdogTimeout: 10000\n")
+	for _, c := range []struct {
+		flags    []string
+		min, max int64
+	}{{nil, 5000, 10000}, {[]string{"--watchdog", "12s"}, 10000, 12000}} {
+		cmd := relock(append([]string{"hold", "--redisson-config", ten, "wd"}, c.flags...)...)
+		out, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		line := make([]byte, 200)
+		_, err = out.Read(line) // "wd held by ...": the lock is held
+		require.NoError(t, err)
+		ttl := num(t, s, "PTTL", "wd")
+		assert.True(t, ttl > c.min && ttl <= c.max, "%v: PTTL %d, want (%d, %d]", c.flags, ttl, c.min, c.max)
+		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+		require.NoError(t, cmd.Wait())
+	}
 
 	bad := file("bad.yaml", "singleServerConfig:\n  address: \"redis://"+s.Addr+"\"\nlockWatchdogTimeout: soon\n")
 	code, _, stderr = result(t, relock("list", "--redisson-config", bad))

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/relock-go/relock/reentrant"
+	"github.com/relock-go/relock/scripts"
 )
 
 // keyReport is inspect's and list's JSON form of a key.
@@ -25,8 +27,12 @@ type keyReport struct {
 }
 
 type entry struct {
-	Value    string     `json:"value,omitempty"` // a group lock's value field
-	Owner    string     `json:"owner"`
+	// A group lock's held value: Field is its hash, as stored (see
+	// scripts.GroupField); Value is the value itself, when inspect
+	// --value named it. A free value named has no owner.
+	Field    string     `json:"field,omitempty"`
+	Value    string     `json:"value,omitempty"`
+	Owner    string     `json:"owner,omitempty"`
 	Count    int64      `json:"count,omitempty"`
 	Write    bool       `json:"write,omitempty"`
 	Deadline *time.Time `json:"deadline,omitempty"`
@@ -63,7 +69,7 @@ func report(k reentrant.KeyInfo) keyReport {
 func entries(hs []reentrant.Holder) []entry {
 	var es []entry
 	for _, h := range hs {
-		e := entry{Value: h.Value, Owner: h.Owner, Count: h.Count, Write: h.Write}
+		e := entry{Field: h.Value, Owner: h.Owner, Count: h.Count, Write: h.Write}
 		if !h.Deadline.IsZero() {
 			d := h.Deadline.UTC()
 			e.Deadline = &d
@@ -80,6 +86,8 @@ func entries(hs []reentrant.Holder) []entry {
 func (e env) inspect(args []string) int {
 	fs, conn := e.flags("inspect")
 	asJSON := fs.Bool("json", false, "print JSON")
+	var values valueList
+	fs.Var(&values, "value", "of group lock NAME, show only value `V`'s holder (or that it is free); repeat for more. A value is stored as its hash")
 	rest, code, ok := e.parse(fs, args, 0)
 	if !ok {
 		return code
@@ -97,6 +105,9 @@ func (e env) inspect(args []string) int {
 		return e.fail(exitFor(err), "%v", err)
 	}
 	r := report(info)
+	if len(values) > 0 {
+		r.Holders = namedValues(r.Holders, values)
+	}
 	if *asJSON {
 		writeJSON(e.stdout, r)
 	} else {
@@ -106,6 +117,23 @@ func (e env) inspect(args []string) int {
 		return exitNotFound
 	}
 	return exitOK
+}
+
+// namedValues returns a group lock's holders of values, in their order:
+// each value's holder, found by its hash, or the value alone when free.
+func namedValues(holders []entry, values []string) []entry {
+	var named []entry
+	for _, v := range values {
+		field := scripts.GroupField(v)
+		i := slices.IndexFunc(holders, func(h entry) bool { return h.Field == field })
+		h := entry{Field: field}
+		if i >= 0 {
+			h = holders[i]
+		}
+		h.Value = v
+		named = append(named, h)
+	}
+	return named
 }
 
 func writeJSON(w io.Writer, v any) {
@@ -140,8 +168,15 @@ func (r keyReport) write(w io.Writer) {
 		fmt.Fprintf(w, "  fencing token: %d\n", r.Token)
 	}
 	for _, h := range r.Holders {
-		if h.Value != "" {
-			fmt.Fprintf(w, "  value %s: holder %s%s\n", h.Value, h.Owner, h.detail())
+		switch {
+		case h.Value != "" && h.Owner == "":
+			fmt.Fprintf(w, "  value %q: free\n", h.Value)
+			continue
+		case h.Value != "":
+			fmt.Fprintf(w, "  value %q: holder %s%s\n", h.Value, h.Owner, h.detail())
+			continue
+		case h.Field != "":
+			fmt.Fprintf(w, "  value hash %s: holder %s%s\n", h.Field, h.Owner, h.detail())
 			continue
 		}
 		fmt.Fprintf(w, "  holder %s%s\n", h.Owner, h.detail())

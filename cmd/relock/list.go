@@ -65,8 +65,8 @@ func (e env) list(args []string) int {
 		}
 		var holders []string
 		for _, h := range r.Holders {
-			if h.Value != "" { // a group lock's held value
-				holders = append(holders, fmt.Sprintf("%s=%s×%d", h.Value, h.Owner, h.Count))
+			if h.Field != "" { // a group lock's held value, by its hash
+				holders = append(holders, fmt.Sprintf("#%s=%s×%d", h.Field, h.Owner, h.Count))
 				continue
 			}
 			holders = append(holders, fmt.Sprintf("%s×%d", h.Owner, h.Count))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -43,6 +44,10 @@ func relock(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprint(stderr, usage)
 		return exitUsage
 	}
+	conn, args, code, ok := e.leadingConnFlags(args)
+	if !ok {
+		return code
+	}
 	commands := map[string]func([]string) int{
 		"run":          e.run,
 		"hold":         e.hold,
@@ -58,10 +63,33 @@ func relock(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			fmt.Fprint(stdout, usage)
 			return exitOK
 		}
-		fmt.Fprintf(stderr, "relock: unknown command %q\n%s", args[0], usage)
+		fmt.Fprintf(stderr, "relock: unknown command %q (relock --help lists them)\n", args[0])
 		return exitUsage
 	}
-	return cmd(args[1:])
+	// The connection flags given before the command go to it, as if given
+	// after: each command parses its flags before and after NAME alike.
+	return cmd(append(conn, args[1:]...))
+}
+
+// leadingConnFlags splits off the connection flags given before the
+// command (relock --url URL list), as git and kubectl users write them,
+// and returns them and the rest, the command first. Only connection flags
+// may come there: a lock flag belongs to run or hold.
+func (e env) leadingConnFlags(args []string) (conn, rest []string, code int, ok bool) {
+	if !strings.HasPrefix(args[0], "-") || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
+		return nil, args, 0, true
+	}
+	fs := flag.NewFlagSet("relock", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	newConnFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, e.fail(exitUsage, "%v before the command; only connection flags may come there (relock --help)", err), false
+	}
+	rest = fs.Args()
+	if len(rest) == 0 {
+		return nil, nil, e.fail(exitUsage, "connection flags, but no command (relock --help)"), false
+	}
+	return args[:len(args)-len(rest)], rest, 0, true
 }
 
 const usage = `relock runs commands under Redisson-compatible Redis locks, and shows them.
@@ -69,7 +97,7 @@ const usage = `relock runs commands under Redisson-compatible Redis locks, and s
 usage:
   relock run [flags] NAME [--] CMD [ARGS...]   take lock NAME, run CMD, release
   relock hold [flags] NAME                     take lock NAME, hold it until signalled
-  relock inspect [--json] NAME                 what is at NAME: kind, holders, TTL
+  relock inspect [--json] [--value V] NAME     what is at NAME: kind, holders, TTL
   relock list [--json] [PATTERN]               the locks held now
   relock force-unlock [--yes] NAME             release NAME whoever holds it
   relock deadlocks [--json]                    owners waiting for each other's locks
@@ -78,8 +106,9 @@ usage:
 
 lock flags (run, hold): -n | -w/--wait DURATION, -E CODE, --lease D | --watchdog D,
   --fenced | --shared | --permits N | --value V..., --grace D (run), -v/--verbose
-connection flags (every command): --url, --addr, --db, --user, --tls, --tls-ca,
-  --tls-cert, --tls-key, --tls-insecure, --connect-timeout, --sentinel-master;
+connection flags (every command, before or after it): --url, --addr, --db,
+  --user, --tls, --tls-ca, --tls-cert, --tls-key, --tls-insecure,
+  --connect-timeout, --sentinel-master, --redisson-config FILE;
   $REDIS_URL, $REDIS_ADDR, $REDIS_USERNAME, $REDIS_PASSWORD
 flags may come before or after NAME; after NAME, run's first other word starts CMD.
 
@@ -88,7 +117,8 @@ exit status:
   1        not held, not found, or not confirmed; or the lock was held by
            someone else (-n, -w ran out; run and hold: -E CODE); deadlocks:
            a cycle was found
-  2        bad usage
+  2        bad usage: an unknown flag or command, an empty NAME, a flag's
+           bad value (--db the server does not have, --permits 0)
   69       Redis could not be reached, or answered with an error
   75       the lock was lost while held; CMD was stopped
   77       Redis refused the credentials, or the user may not do what relock needs
@@ -96,11 +126,12 @@ exit status:
   128+n    relock got signal n while waiting for the lock
 `
 
-// flags returns a flag set for command name that prints its errors to
-// stderr, and the connection flags registered on it.
+// flags returns a flag set for command name, and the connection flags
+// registered on it. What it prints goes to a buffer that parse sends on:
+// to stdout for --help, as relock --help's, to stderr for an error.
 func (e env) flags(name string) (*flag.FlagSet, *connFlags) {
 	fs := flag.NewFlagSet("relock "+name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs.SetOutput(new(strings.Builder))
 	return fs, newConnFlags(fs)
 }
 
@@ -108,14 +139,17 @@ func (e env) flags(name string) (*flag.FlagSet, *connFlags) {
 // arguments, and returns the positional ones. After the leading
 // positionals (0: no limit), or after "--", the rest is returned as it
 // is, "--" first if it was there: a command's own arguments. code is the
-// exit code when ok is false: 0 for --help (fs printed its flags), 2 for
-// bad usage (fs printed why).
+// exit code when ok is false: 0 for --help (its flags printed on stdout),
+// 2 for bad usage (why, on stderr), an empty NAME or PATTERN included.
 func (e env) parse(fs *flag.FlagSet, args []string, leading int) (pos []string, code int, ok bool) {
 	for {
 		if err := fs.Parse(args); err != nil {
+			printed := fs.Output().(*strings.Builder).String()
 			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprint(e.stdout, printed)
 				return nil, exitOK, false
 			}
+			fmt.Fprint(e.stderr, printed)
 			return nil, exitUsage, false
 		}
 		rest := fs.Args()
@@ -127,6 +161,9 @@ func (e env) parse(fs *flag.FlagSet, args []string, leading int) (pos []string, 
 		}
 		if leading > 0 && len(pos) == leading {
 			return append(pos, rest...), 0, true
+		}
+		if rest[0] == "" {
+			return nil, e.fail(exitUsage, "%s: an empty argument where NAME or PATTERN belongs", strings.TrimPrefix(fs.Name(), "relock ")), false
 		}
 		pos, args = append(pos, rest[0]), rest[1:]
 	}
@@ -143,12 +180,36 @@ func (e env) version(args []string) int {
 	if len(args) > 0 {
 		return e.fail(exitUsage, "version takes no arguments")
 	}
-	v := "(devel)"
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
-		v = info.Main.Version
-	}
-	fmt.Fprintln(e.stdout, "relock", v)
+	fmt.Fprintln(e.stdout, "relock", buildVersion())
 	return exitOK
+}
+
+// buildVersion is the module version the binary was built at (go install
+// ...@v1.2.3), or, for a build from a checkout, "(devel)" with the commit,
+// its time, and "modified" when the tree had uncommitted changes.
+func buildVersion() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(devel)"
+	}
+	v := cmp.Or(info.Main.Version, "(devel)")
+	if v != "(devel)" {
+		return v
+	}
+	vcs := map[string]string{}
+	for _, s := range info.Settings {
+		vcs[s.Key] = s.Value
+	}
+	if rev := vcs["vcs.revision"]; rev != "" {
+		v += " " + rev[:min(12, len(rev))]
+		if t := vcs["vcs.time"]; t != "" {
+			v += " " + t
+		}
+		if vcs["vcs.modified"] == "true" {
+			v += " modified"
+		}
+	}
+	return v
 }
 
 // errExit carries an exit code with an error.

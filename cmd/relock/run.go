@@ -33,6 +33,7 @@ type lockFlags struct {
 	lease, timeout time.Duration
 	fenced, shared bool
 	permits        int64
+	permitsGiven   bool // --permits 0 is refused, not a plain lock
 	values         valueList
 	grace          time.Duration
 	verbose        bool
@@ -44,7 +45,7 @@ func (f *lockFlags) register(fs *flag.FlagSet, run bool) {
 	fs.DurationVar(&f.wait, "wait", 0, "the same as -w")
 	fs.IntVar(&f.notAcquired, "E", 1, "exit `code` when the lock is not acquired")
 	fs.DurationVar(&f.lease, "lease", 0, "hold the lock for this long at most, without the watchdog")
-	fs.DurationVar(&f.timeout, "watchdog", 30*time.Second, "the watchdog's timeout: the lock's TTL, renewed every third of it")
+	fs.DurationVar(&f.timeout, "watchdog", 0, "the watchdog's timeout: the lock's TTL, renewed every third of it (default 30s, or --redisson-config's lockWatchdogTimeout)")
 	fs.BoolVar(&f.fenced, "fenced", false, "take a fenced lock and give its token in RELOCK_TOKEN")
 	fs.BoolVar(&f.shared, "shared", false, "take the read side of read-write lock NAME: shared with other readers (flock -s)")
 	fs.Int64Var(&f.permits, "permits", 0, "take one permit of a permit-expirable semaphore NAME of `N` permits, so that up to N hold it at once (set if NAME has none)")
@@ -67,12 +68,12 @@ func (f *lockFlags) check() error {
 	switch {
 	case f.noWait && f.wait > 0:
 		return errors.New("-n and -w exclude each other")
-	case f.wait < 0 || f.lease < 0 || f.grace < 0:
+	case f.wait < 0 || f.lease < 0 || f.grace < 0 || f.timeout < 0:
 		return errors.New("durations must not be negative")
 	case kinds > 1:
 		return errors.New("--fenced, --shared, --permits and --value exclude each other")
-	case f.permits < 0:
-		return errors.New("--permits must be positive")
+	case f.permits < 0 || f.permitsGiven && f.permits == 0:
+		return errors.New("--permits N takes N of 1 or more")
 	}
 	return nil
 }
@@ -176,6 +177,7 @@ func (e env) lockCommand(name string, args []string, leading int) (conn *connFla
 	if rest, code, ok = e.parse(fs, args, leading); !ok {
 		return nil, nil, nil, code, false
 	}
+	fs.Visit(func(fl *flag.Flag) { f.permitsGiven = f.permitsGiven || fl.Name == "permits" })
 	if err := f.check(); err != nil {
 		return nil, nil, nil, e.fail(exitUsage, "%v", err), false
 	}

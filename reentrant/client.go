@@ -351,8 +351,13 @@ func (c *Client) checkOpen() error {
 
 // redisError turns an error from Redis into one of this package's errors
 // where one fits, keeping the original in the chain (but for the errors
-// relock's own scripts raise, which the package's errors say in full).
+// relock's own scripts raise, which the package's errors say in full). An
+// error this package made already (a change replicas did not confirm,
+// say) is returned as it is: it names the lock, and once is enough.
 func redisError(op, name string, err error) error {
+	if strings.HasPrefix(err.Error(), "relock: ") {
+		return err
+	}
 	err = tidy(err)
 	switch {
 	case scripts.Code(err) == scripts.CodeRateNotSet:

@@ -58,6 +58,20 @@ func (k Kind) noun() string {
 	return "lock"
 }
 
+// described names the kind in a message: "fair lock", "latch", "rate
+// limiter".
+func (k Kind) described() string {
+	switch k {
+	case KindPermitSemaphore:
+		return "permit-expirable semaphore"
+	case KindRate:
+		return "rate limiter"
+	case Kind(k.noun()):
+		return string(k)
+	}
+	return string(k) + " " + k.noun()
+}
+
 // holds reports whether a call of the kind records a hold, which a
 // HoldEnded ends: a lock's acquisition, or a permit.
 func (k Kind) holds() bool {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -58,6 +59,29 @@ func TestMisuse(t *testing.T) {
 			_, err = c.ReadWriteLock("a-list").ReadLock().Lock(bg())
 			assert.ErrorIs(t, err, reentrant.ErrWrongType)
 			assert.Equal(t, int64(1), e.int(t, "LLEN", "a-list"))
+		}},
+		{"two waits are refused, not one silently winning", func(t *testing.T, c *reentrant.Client) {
+			for _, opts := range [][]reentrant.LockOption{{reentrant.NoWait(), reentrant.WaitAtMost(time.Second)},
+				{reentrant.WaitAtMost(time.Second), reentrant.NoWait()}, {reentrant.WaitAtMost(time.Second), reentrant.WaitAtMost(time.Minute)}} {
+				_, _, err := c.Lock("d").TryLock(bg(), opts...)
+				assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+				assert.ErrorContains(t, err, "give one")
+			}
+		}},
+		{"Priority on another kind names it once", func(t *testing.T, c *reentrant.Client) {
+			_, err := c.Lock("d").Lock(bg(), reentrant.Priority(3))
+			assert.EqualError(t, err, "relock: invalid argument: Priority(3) is for a PriorityLock, not a lock")
+			_, err = c.FairLock("d").Lock(bg(), reentrant.Priority(3))
+			assert.ErrorContains(t, err, "not a fair lock")
+			_, err = c.PermitExpirableSemaphore("d").Acquire(bg(), reentrant.Priority(3))
+			assert.ErrorContains(t, err, "not a permit-expirable semaphore")
+		}},
+		{"New on a closed rueidis client", func(t *testing.T, _ *reentrant.Client) {
+			rdb := e.rdb(t)
+			rdb.Close()
+			_, err := reentrant.New(rdb, reentrant.Options{})
+			assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+			assert.ErrorIs(t, err, rueidis.ErrClosing)
 		}},
 		{"zero and negative durations", func(t *testing.T, c *reentrant.Client) {
 			for _, o := range []reentrant.LockOption{reentrant.LeaseFor(0), reentrant.LeaseFor(-time.Second),

@@ -39,7 +39,12 @@ type multiKey struct{}
 // The held context is cancelled when any part's is: on loss of any lock
 // (cause ErrLockLost), or on Unlock.
 func (m *MultiLock) Lock(ctx context.Context, opts ...LockOption) (context.Context, error) {
-	cfg := newAcquireConfig(-1, KindLock, opts)
+	return m.lock(ctx, newAcquireConfig(-1, KindLock, opts))
+}
+
+// lock is Lock with cfg, whose wait is the call's default unless the
+// options said otherwise.
+func (m *MultiLock) lock(ctx context.Context, cfg acquireConfig) (context.Context, error) {
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
@@ -146,7 +151,7 @@ func (m *MultiLock) release(parts []context.Context) error {
 // TryLock is Lock with NoWait unless the options say otherwise; ok is false
 // when the locks could not all be taken within the limits.
 func (m *MultiLock) TryLock(ctx context.Context, opts ...LockOption) (held context.Context, ok bool, err error) {
-	held, err = m.Lock(ctx, append([]LockOption{NoWait()}, opts...)...)
+	held, err = m.lock(ctx, newAcquireConfig(0, KindLock, opts))
 	if errors.Is(err, ErrNotAcquired) {
 		return ctx, false, nil
 	}

@@ -229,6 +229,7 @@ type LockOption struct{ apply func(*acquireConfig) }
 
 type acquireConfig struct {
 	wait        time.Duration // how long to wait in all; < 0: until ctx ends
+	waitSet     bool          // NoWait or WaitAtMost was given: a second one is refused
 	lease       time.Duration // 0: the watchdog keeps the lock
 	retries     int           // tries after the first; < 0: no limit
 	retryDelay  time.Duration // 0: retry when the lock may be free
@@ -254,7 +255,7 @@ func newAcquireConfig(wait time.Duration, k Kind, opts []LockOption) acquireConf
 			o.apply(&with)
 		}
 		if with.prioritized && k != KindPriority {
-			with.invalid("Priority(%d) is for a PriorityLock, and this is a %s (%s)", with.priority, k.noun(), k)
+			with.invalid("Priority(%d) is for a PriorityLock, not a %s", with.priority, k.described())
 		}
 		cfg = with
 	}
@@ -267,17 +268,23 @@ func (cfg *acquireConfig) invalid(format string, args ...any) {
 	}
 }
 
-// NoWait makes one attempt: the lock is taken now or not at all.
+// NoWait makes one attempt: the lock is taken now or not at all. It and
+// WaitAtMost each say how long to wait: a call given both, or either twice,
+// is refused with ErrInvalidArgument rather than one silently winning.
 func NoWait() LockOption { return WaitAtMost(0) }
 
 // WaitAtMost waits up to d for the lock (0 is NoWait). The ctx may end the
-// wait sooner.
+// wait sooner. A call given it twice, or with NoWait, is refused with
+// ErrInvalidArgument.
 func WaitAtMost(d time.Duration) LockOption {
 	return LockOption{func(cfg *acquireConfig) {
-		if d < 0 {
+		switch {
+		case d < 0:
 			cfg.invalid("WaitAtMost(%v): negative wait", d)
+		case cfg.waitSet:
+			cfg.invalid("two waits given (NoWait or WaitAtMost twice, or both): give one")
 		}
-		cfg.wait = d
+		cfg.wait, cfg.waitSet = d, true
 	}}
 }
 

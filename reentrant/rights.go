@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -68,6 +69,9 @@ func probeRights(rdb rueidis.Client, pub scripts.Publish) (noChannels, noCount, 
 	}
 	rs := rdb.DoMulti(ctx, cmds...)
 	for _, r := range rs {
+		if err := r.Error(); errors.Is(err, rueidis.ErrClosing) {
+			return nil, nil, fmt.Errorf("relock: %w: the rueidis client is closed (%w)", ErrInvalidArgument, err)
+		}
 		if err := r.Error(); err != nil && (!scripts.IsReply(err) || scripts.IsUnavailable(err)) {
 			return nil, nil, nil // not reachable, or not ready: the first Lock will tell
 		}

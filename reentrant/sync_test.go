@@ -7,6 +7,7 @@ import (
 	"net"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -50,6 +51,7 @@ func TestReplicaSyncRefusesWithoutReplica(t *testing.T) {
 		for i := 0; i < 3; i++ {
 			_, err := l.Lock(bg())
 			require.ErrorIs(t, err, reentrant.ErrNotSynced, "%s, try %d", l.Name(), i)
+			assert.Equal(t, 1, strings.Count(err.Error(), "relock:"), "the prefix once: %q", err.Error())
 			n, err := r.Master.Do("HLEN", l.Name()).AsInt64()
 			require.NoError(t, err)
 			assert.Zero(t, n, "%s: the acquire was rolled back", l.Name())

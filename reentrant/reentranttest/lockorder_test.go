@@ -3,6 +3,7 @@ package reentranttest_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -65,5 +66,11 @@ func TestLockOrder(t *testing.T) {
 	if errs := rec.reported(); len(errs) != 1 {
 		t.Fatalf("want one report of opposite orders, got %v", errs)
 	}
-	t.Log(rec.reported()[0])
+	// Both takings by the line that asked for them (takeBoth's second
+	// Lock), not by the hook's own line, and by owner.
+	report := rec.reported()[0]
+	if strings.Count(report, "lockorder_test.go:") != 2 || strings.Contains(report, "reentranttest.go") || strings.Count(report, "owner ") != 2 {
+		t.Errorf("the report names each taking's line and owner: %s", report)
+	}
+	t.Log(report)
 }

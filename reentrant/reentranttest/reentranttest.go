@@ -11,6 +11,10 @@ package reentranttest
 
 import (
 	"context"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -63,9 +67,11 @@ func Rueidis(t testing.TB, m *miniredis.Miniredis) rueidis.Client {
 // lucky, and did not deadlock, fails all the same. Give them to the
 // Clients under test (Options.Hooks); every Client of a test may share
 // them. It looks at locks only, not at semaphores, latches or rate
-// limiters, and it replaces any other hooks.
+// limiters, and it replaces any other hooks. A report names both
+// acquisitions by the line that made them (the hooks run inside the
+// library, so the test's own report line says nothing) and their owners.
 func LockOrder(t testing.TB) reentrant.Hooks {
-	o := &lockOrder{t: t, held: map[string]map[string]int{}, after: map[[2]string]string{}}
+	o := &lockOrder{t: t, held: map[string]map[string]int{}, after: map[[2]string]taking{}}
 	return reentrant.Hooks{AcquireEnded: o.acquired, HoldEnded: o.ended}
 }
 
@@ -74,8 +80,34 @@ type lockOrder struct {
 	t    testing.TB
 	mu   sync.Mutex
 	held map[string]map[string]int // owner -> the locks it holds, with their counts
-	// after[{a, b}] is the first owner seen taking b while holding a.
-	after map[[2]string]string
+	// after[{a, b}] is the first taking of b seen while a was held.
+	after map[[2]string]taking
+}
+
+// taking is one acquisition: its owner, and the line of the caller's code
+// that asked for it.
+type taking struct {
+	owner, at string
+}
+
+func (k taking) String() string { return "owner " + k.owner + " at " + k.at }
+
+// caller returns file:line of the innermost frame outside relock's
+// reentrant package and this hook: the code that called Lock (or Do).
+func caller() string {
+	pcs := make([]uintptr, 32)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
+	for {
+		f, more := frames.Next()
+		if !strings.HasPrefix(f.Function, "github.com/relock-go/relock/reentrant.") &&
+			!strings.HasPrefix(f.Function, "github.com/relock-go/relock/reentrant/reentranttest.") &&
+			!strings.HasPrefix(f.Function, "runtime.") {
+			return filepath.Base(f.File) + ":" + strconv.Itoa(f.Line)
+		}
+		if !more {
+			return "an unknown line"
+		}
+	}
 }
 
 func (o *lockOrder) acquired(ctx context.Context, a reentrant.Acquire) {
@@ -86,17 +118,21 @@ func (o *lockOrder) acquired(ctx context.Context, a reentrant.Acquire) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	held := o.held[owner.String()]
+	var this taking
 	for first := range held {
 		if first == a.Name {
 			continue
 		}
+		if this.at == "" {
+			this = taking{owner: owner.String(), at: caller()}
+		}
 		pair := [2]string{first, a.Name}
 		if _, seen := o.after[pair]; !seen {
-			o.after[pair] = owner.String()
+			o.after[pair] = this
 		}
 		if other, seen := o.after[[2]string{a.Name, first}]; seen {
-			o.t.Errorf("reentranttest: locks taken in opposite orders, which can deadlock: owner %s took %q while holding %q, owner %s took %q while holding %q",
-				other, first, a.Name, owner, a.Name, first)
+			o.t.Errorf("reentranttest: locks taken in opposite orders, which can deadlock: %q while holding %q by %v; %q while holding %q by %v",
+				first, a.Name, other, a.Name, first, this)
 		}
 	}
 	if held == nil {

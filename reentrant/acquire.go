@@ -220,7 +220,7 @@ func (w *waiting) undoLost(a attempter, waits bool) error {
 		if err == nil || (scripts.IsReply(err) && !scripts.IsUnavailable(err)) {
 			return nil
 		}
-		w.outage(err)
+		w.c.outages.failing(w, err)
 	}
 	return nil
 }

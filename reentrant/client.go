@@ -42,6 +42,7 @@ type Client struct {
 	holds       *holdTable // the holds it has, and their watchdog
 	sub         *pubsub.Subscriber
 	latches     *latchSweeper
+	outages     outages     // tells of waits held up by an outage, once per outage
 	queued      queuedLocks // fair locks whose last wait here queued
 	degraded    atomic.Bool // waiting by polling: subscribing failed
 	// conn runs the lock scripts: rdb, with the replica sync in use (off
@@ -131,6 +132,7 @@ func New(rdb rueidis.Client, opts Options) (*Client, error) {
 	// one that comes back soon (steady contention) finds it live.
 	c.sub = pubsub.New(rdb, opts.PubSub, scripts.Slot, opts.Logger, min(opts.RepollInterval, time.Second))
 	c.latches = newLatchSweeper(rdb, opts.Logger)
+	c.outages = outages{log: opts.Logger, after: opts.RepollInterval}
 	c.background(func() { c.latches.run(c.closing) })
 	c.holds = newHoldTable(&c.opts, c.scriptConn, cluster)
 	return c, nil

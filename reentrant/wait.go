@@ -58,10 +58,9 @@ type waiting struct {
 	// had an answer: a wait that ends then ended for want of Redis, not
 	// because the thing was taken, and says so.
 	unreachable error
-	// unreachableSince is when attempts began to fail for want of Redis
-	// (zero while they are answered); outageTold, that the wait said so.
-	unreachableSince time.Time
-	outageTold       bool
+	// failing says the client's outages count this wait among those
+	// failing for want of Redis (see outages).
+	failing bool
 	// For the hooks: when the call started (zero if no hook listens) and
 	// how many attempts it made.
 	start    time.Time
@@ -105,27 +104,13 @@ func (w *waiting) heard(err error) {
 	}
 	w.unreachable = nil
 	if err != nil && (!scripts.IsReply(err) || scripts.IsUnavailable(err)) {
+		// A Lock with no wait limit would otherwise wait through an
+		// outage in silence: the client says so, once for all its waits.
 		w.unreachable = err
-		w.outage(err)
+		w.c.outages.failing(w, err)
 		return
 	}
-	w.unreachableSince = time.Time{}
-}
-
-// outage notes an attempt that failed for want of Redis. A wait that has
-// been failing so for a re-poll interval says so, once: a Lock with no
-// wait limit would otherwise wait through an outage in silence.
-func (w *waiting) outage(err error) {
-	now := time.Now()
-	if w.unreachableSince.IsZero() {
-		w.unreachableSince = now
-		return
-	}
-	if !w.outageTold && now.Sub(w.unreachableSince) >= w.c.opts.RepollInterval {
-		w.outageTold = true
-		w.c.opts.Logger.Warn("relock: waiting, but Redis cannot be reached or cannot run scripts; still trying",
-			"kind", w.kind, "name", w.name, "for", now.Sub(w.unreachableSince).Round(time.Millisecond), "error", err)
-	}
+	w.c.outages.answered(w)
 }
 
 // notRun reports whether an attempt that failed with err surely did not
@@ -295,6 +280,7 @@ func (w *waiting) end(err error) error {
 			sub.Leave()
 		}
 	}
+	w.c.outages.left(w)
 	if !w.start.IsZero() {
 		w.c.opts.Hooks.ended(w.ctx, Acquire{Kind: w.kind, Name: w.name, Priority: w.priority, Start: w.start, Attempts: w.attempts, Held: w.kind.holds()}, err)
 	}

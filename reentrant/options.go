@@ -37,9 +37,10 @@ type Options struct {
 
 	// Logger receives what an operator should see, each said once rather
 	// than per attempt: a warning for each lost hold, one when the pub/sub
-	// connection is lost (and a note when it is back), one per wait that
-	// cannot reach Redis for a re-poll interval, one at New for missing
-	// channel rights. Default slog.Default().
+	// connection is lost (and a note when it is back), one per outage that
+	// holds waits up for a re-poll interval, however many (and a note when
+	// Redis answers again), one at New for missing channel rights. Default
+	// slog.Default().
 	Logger *slog.Logger
 
 	// PubSub is the kind of pub/sub that lock releases are announced on

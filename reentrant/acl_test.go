@@ -21,7 +21,7 @@ import (
 var leastPrivilege = strings.Fields(`resetkeys ~* resetchannels &redisson_* &relock_*
 -@all +hello +auth +ping +info +eval +evalsha
 +publish +subscribe +unsubscribe +spublish +ssubscribe +sunsubscribe
-+get +set +del +exists +type +pttl +pexpire +time +incr +incrby +decr +decrby
++get +set +del +exists +type +pttl +pexpire +persist +time +incr +incrby +decr +decrby
 +hget +hset +hsetnx +hdel +hexists +hincrby +hkeys +hlen +hgetall +pubsub|numsub +pubsub|shardnumsub
 +zadd +zrem +zscore +zrange +zrangebyscore +zremrangebyscore +zincrby +zcount
 +lpop +rpush +lrem +lindex +lrange +scan +wait`)

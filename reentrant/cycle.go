@@ -459,7 +459,7 @@ func (t lockTry) run(ctx context.Context) (r lockAttempt) {
 	}
 	a := scripts.Acquire{Key: l.name, Owner: t.owner.id, Lease: t.ttl, Wake: t.wake,
 		Turn: l.queueTurn(t.cfg), Join: t.cfg.wait != 0, Publish: l.c.publish, GrantTry: t.grantTry,
-		Priority: t.cfg.priority, Aging: l.c.opts.priorityAging(), Fields: l.fields}
+		Priority: t.cfg.priority, Aging: l.c.opts.priorityAging(), Fields: l.fields, CounterTTL: l.c.opts.FencingCounterTTL}
 	r.Acquired, r.err = l.kind.spec().acquire(ctx, l.c.scriptConn(), a)
 	if n := t.wake.Grant; n != 0 {
 		switch {

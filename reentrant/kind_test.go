@@ -141,6 +141,100 @@ func TestFencedTokensSurviveDataLoss(t *testing.T) {
 	})
 }
 
+// A fenced lock's token counter lives FencingCounterTTL (a day by
+// default) after its last draw, and tokens stay strictly increasing across
+// its expiry, being floored to the server's clock: on miniredis a day is
+// skipped, on Redis a short TTL runs out. Names fenced and released leave
+// no key behind once it has.
+func TestFencingCounterExpires(t *testing.T) {
+	onBoth(t, func(t *testing.T, e env) {
+		draw := func(f *reentrant.Lock) int64 {
+			t.Helper()
+			held, err := f.Lock(bg())
+			require.NoError(t, err)
+			token, _ := reentrant.TokenFrom(held)
+			require.NoError(t, f.Unlock(held))
+			return token
+		}
+		gone := func(key string) {
+			t.Helper()
+			eventually(t, key+" to expire", func() bool { return e.int(t, "EXISTS", key) == 0 })
+		}
+		daily := e.client(t).FencedLock("daily")
+		first := draw(daily)
+		ttl := time.Duration(e.int(t, "PTTL", "redisson_lock_token:{daily}")) * time.Millisecond
+		assert.True(t, ttl > 23*time.Hour && ttl <= 24*time.Hour, "a day by default: %v", ttl)
+		short := e.client(t, reentrant.Options{FencingCounterTTL: 100 * time.Millisecond})
+		if e.mini != nil {
+			e.mini.FastForward(24*time.Hour + time.Millisecond) // a day later
+			gone("redisson_lock_token:{daily}")
+			assert.Greater(t, draw(daily), first, "a token after the counter expired")
+		} else {
+			f := short.FencedLock("daily")
+			second := draw(f)
+			assert.Greater(t, second, first)
+			gone("redisson_lock_token:{daily}")
+			assert.Greater(t, draw(f), second, "a token after the counter expired")
+		}
+
+		// Many names, each fenced once and released: nothing stays once
+		// the counters expire.
+		require.NoError(t, e.do(t, "FLUSHALL").Error())
+		for i := 0; i < 1000; i++ {
+			draw(short.FencedLock("name" + strconv.Itoa(i)))
+		}
+		if e.mini != nil {
+			e.mini.FastForward(time.Second)
+		}
+		eventually(t, "every counter to expire", func() bool { return e.int(t, "DBSIZE") == 0 })
+	})
+}
+
+// Names shared with Java keep their counter, as Redisson does
+// (FencingCounterTTL NoExpiry, which FromRedissonConfig sets): an expired
+// counter would give Java's RFencedLock token 1, below relock's. With it,
+// a counter another relock client gave a TTL is kept for good from the
+// first draw, and tokens grow across Java and Go.
+func TestFencingCounterSharedWithJava(t *testing.T) {
+	e := onRedis(t)
+	java := redissontest.New(e.rdb(t))
+	cfg, err := reentrant.FromRedissonConfig([]byte("singleServerConfig:\n  address: \"redis://" + e.server.Addr + "\"\n"))
+	require.NoError(t, err)
+	require.Equal(t, reentrant.NoExpiry, cfg.Options.FencingCounterTTL)
+	asJava := e.client(t, cfg.Options).FencedLock("shared")
+	expiring := e.client(t, reentrant.Options{FencingCounterTTL: 100 * time.Millisecond}).FencedLock("shared")
+	draw := func(f *reentrant.Lock) int64 {
+		t.Helper()
+		held, err := f.Lock(bg())
+		require.NoError(t, err)
+		token, _ := reentrant.TokenFrom(held)
+		require.NoError(t, f.Unlock(held))
+		return token
+	}
+
+	goToken := draw(expiring)
+	assert.Positive(t, e.int(t, "PTTL", "redisson_lock_token:{shared}"))
+	goToken2 := draw(asJava)
+	assert.Greater(t, goToken2, goToken)
+	assert.Equal(t, int64(-1), e.int(t, "PTTL", "redisson_lock_token:{shared}"), "kept for good")
+	javaToken, pttl, err := java.FencedTryAcquire(bg(), "shared", 1)
+	require.NoError(t, err)
+	require.Zero(t, pttl, "Java holds it")
+	assert.Greater(t, javaToken, goToken2, "Java's token after Go's")
+	_, err = java.Unlock(bg(), "shared", 1)
+	require.NoError(t, err)
+	assert.Greater(t, draw(asJava), javaToken, "Go's token after Java's")
+
+	// Why: a counter that expired gives Java token 1.
+	draw(expiring)
+	eventually(t, "the counter to expire", func() bool { return e.int(t, "EXISTS", "redisson_lock_token:{shared}") == 0 })
+	javaToken, _, err = java.FencedTryAcquire(bg(), "shared", 1)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), javaToken, "Java's INCR starts again at 1")
+	_, err = java.Unlock(bg(), "shared", 1)
+	require.NoError(t, err)
+}
+
 // A Java holder's lock excludes a relock spin waiter, which gets it by
 // backing off, not by the message; a relock spin release lets a Java
 // waiter in by its own polling bound.

@@ -95,6 +95,16 @@ type Options struct {
 	// Redisson's checkLockSyncedSlaves does. Off by default.
 	ReplicaSync ReplicaSync
 
+	// FencingCounterTTL is how long a fenced lock's token counter
+	// (redisson_lock_token:{name}) lives after the last token drawn from
+	// it; each draw sets it again. Default 24h; NoExpiry keeps it for good,
+	// as Redisson does. Tokens stay larger than every earlier one across
+	// the expiry, since each is floored to the server's clock in
+	// microseconds. Java's RFencedLock draws with a plain INCR and would
+	// start again at 1 on an expired counter, so names shared with Java
+	// need NoExpiry, which FromRedissonConfig sets (docs/fencing.md).
+	FencingCounterTTL time.Duration
+
 	// NameMapper, if set, maps each name given to this Client (to Lock,
 	// FairLock, Semaphore and the other handles, to Do and to Inspect) to
 	// its key in Redis, as Redisson's NameMapper.map does: give both sides
@@ -181,6 +191,12 @@ func (o Options) withDefaults() (Options, error) {
 		o.PriorityAging = time.Second
 	case o.PriorityAging < time.Microsecond:
 		return o, fmt.Errorf("relock: %w: PriorityAging %v is below 1µs", ErrInvalidArgument, o.PriorityAging)
+	}
+	switch {
+	case o.FencingCounterTTL == 0:
+		o.FencingCounterTTL = 24 * time.Hour
+	case o.FencingCounterTTL < time.Millisecond && o.FencingCounterTTL != NoExpiry:
+		return o, fmt.Errorf("relock: %w: FencingCounterTTL %v is below 1ms (NoExpiry keeps the counter)", ErrInvalidArgument, o.FencingCounterTTL)
 	}
 	if err := o.ReplicaSync.check(); err != nil {
 		return o, err

@@ -29,7 +29,10 @@ type RedissonConfig struct {
 	Client rueidis.ClientOption
 	// Options carry lockWatchdogTimeout, lockWatchdogBatchSize,
 	// fairLockWaitTimeout, a cluster's shardedSubscriptionMode, and
-	// checkLockSyncedSlaves with slavesSyncTimeout (see FromRedissonConfig).
+	// checkLockSyncedSlaves with slavesSyncTimeout (see FromRedissonConfig),
+	// and FencingCounterTTL NoExpiry: a service configured as a Java one
+	// shares names with Java, whose RFencedLock would draw token 1 from a
+	// counter that expired.
 	Options Options
 	// Ignored lists, as dotted paths ("singleServerConfig.connectionPoolSize"),
 	// the keys that were read but change nothing here: Java pool, thread,
@@ -67,7 +70,7 @@ func FromRedissonConfig(config []byte) (RedissonConfig, error) {
 	if err := yaml.Unmarshal([]byte(expandEnv(string(config))), &doc); err != nil {
 		return RedissonConfig{}, fmt.Errorf("relock: %w: Redisson config: %w", ErrInvalidArgument, err)
 	}
-	r := configReader{out: RedissonConfig{Client: rueidis.ClientOption{DisableCache: true}}}
+	r := configReader{out: RedissonConfig{Client: rueidis.ClientOption{DisableCache: true}, Options: Options{FencingCounterTTL: NoExpiry}}}
 	top, err := r.mapping(&doc, "")
 	if err != nil {
 		return RedissonConfig{}, err

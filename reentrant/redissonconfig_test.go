@@ -36,7 +36,8 @@ func TestRedissonConfigExamples(t *testing.T) {
 	assert.Zero(t, single.Client.SelectDB)
 	assert.Empty(t, single.Client.Password)
 	assert.Nil(t, single.Client.TLSConfig)
-	assert.Equal(t, reentrant.Options{ReplicaSync: asRedisson}, single.Options, "no lock settings: relock's defaults, which are Redisson's, and Redisson's replica sync")
+	assert.Equal(t, reentrant.Options{ReplicaSync: asRedisson, FencingCounterTTL: reentrant.NoExpiry}, single.Options,
+		"no lock settings: relock's defaults, which are Redisson's, Redisson's replica sync, and fencing counters kept as Java's")
 	for _, key := range []string{"singleServerConfig.connectionPoolSize", "singleServerConfig.retryDelay", "threads", "codec", "transportMode"} {
 		assert.Contains(t, single.Ignored, key)
 	}
@@ -80,11 +81,12 @@ someFutureSetting: 1
 	require.NotNil(t, c.TLSConfig)
 	assert.True(t, c.TLSConfig.InsecureSkipVerify, "NONE")
 	assert.Equal(t, reentrant.Options{
-		WatchdogTimeout: 12 * time.Second,
-		RenewBatchSize:  50,
-		FairWaitTimeout: time.Minute,
-		PubSub:          reentrant.PubSubClassic,
-		ReplicaSync:     reentrant.ReplicaSync{Replicas: reentrant.ConnectedReplicas, Timeout: 2500 * time.Millisecond},
+		WatchdogTimeout:   12 * time.Second,
+		RenewBatchSize:    50,
+		FairWaitTimeout:   time.Minute,
+		PubSub:            reentrant.PubSubClassic,
+		ReplicaSync:       reentrant.ReplicaSync{Replicas: reentrant.ConnectedReplicas, Timeout: 2500 * time.Millisecond},
+		FencingCounterTTL: reentrant.NoExpiry,
 	}, cfg.Options)
 	assert.Equal(t, []string{"someFutureSetting"}, cfg.Ignored)
 

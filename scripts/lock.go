@@ -68,6 +68,8 @@ func millis(d time.Duration) string {
 		return "30000"
 	case 10 * time.Second:
 		return "10000"
+	case 24 * time.Hour: // a fencing counter's TTL, by default
+		return "86400000"
 	case 3 * time.Second: // a waiting client's registration, by default
 		return "3000"
 	case time.Second: // how long a channel lingers, by default
@@ -110,6 +112,9 @@ type Acquire struct {
 	// Fields are a group lock's value fields (GroupAcquire; see
 	// GroupFields).
 	Fields []string
+	// CounterTTL is how long a fenced lock's token counter lives after
+	// this draw (FencedAcquire); < 0: for good, as Redisson keeps it.
+	CounterTTL time.Duration
 }
 
 // Acquired is what an acquire script did.
@@ -170,9 +175,12 @@ func tokenCounter(name string) string {
 // FencedAcquire runs fencedacquire.lua (RFencedLock) for a: LockAcquire,
 // plus a fencing token drawn from the lock's counter on every success.
 func FencedAcquire(ctx context.Context, c Conn, a Acquire) (Acquired, error) {
-	keys, args := keysArgs(3, 3, 5)
+	keys, args := keysArgs(3, 3, 6)
 	keys[0], keys[1] = a.Key, tokenCounter(a.Key)
-	args[0], args[1] = millis(a.Lease), a.Owner
+	args[0], args[1], args[2] = millis(a.Lease), a.Owner, "-1"
+	if a.CounterTTL >= 0 {
+		args[2] = millis(a.CounterTTL)
+	}
 	keys, args = a.Wake.with(keys, args, a.Key)
 	res, syncErr := fencedAcquireScript.exec(ctx, c, keys, args)
 	r, err := res.ToArray()

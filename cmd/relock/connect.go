@@ -225,6 +225,7 @@ func withRedisson(opts, r reentrant.Options) reentrant.Options {
 	opts.FairWaitTimeout = cmp.Or(opts.FairWaitTimeout, r.FairWaitTimeout)
 	opts.PubSub = cmp.Or(opts.PubSub, r.PubSub)
 	opts.ReplicaSync = cmp.Or(opts.ReplicaSync, r.ReplicaSync)
+	opts.FencingCounterTTL = cmp.Or(opts.FencingCounterTTL, r.FencingCounterTTL)
 	return opts
 }
 

@@ -387,3 +387,61 @@ func TestPriorityWrongType(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "not a lock", v)
 }
+
+// A live waiter that sleeps a re-poll longer than the watchdog timeout
+// keeps its place: its alive window is the longer of the two (three
+// re-polls here, 6 s, not the watchdog's 300ms). It queues first, a waiter
+// of the same priority queues after its first 300ms have passed, and on
+// the release the first is served first.
+func TestPriorityAliveWindowCoversRepoll(t *testing.T) {
+	e := onRedis(t)
+	holder := e.client(t)
+	sleepy := e.client(t, reentrant.Options{WatchdogTimeout: 300 * time.Millisecond, RepollInterval: 2 * time.Second})
+	other := e.client(t)
+	held, err := holder.PriorityLock("prio").Lock(bg())
+	require.NoError(t, err)
+	served := make(chan string, 2)
+	var wg sync.WaitGroup // the waiters' Unlocks, before the clients close
+	defer waitAll(t, &wg, 30*time.Second, func() {})
+	wait := func(c *reentrant.Client, who string) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, err := c.PriorityLock("prio").Lock(bg(), reentrant.Priority(1), reentrant.WaitAtMost(time.Minute))
+			if assert.NoError(t, err, who) {
+				served <- who
+				assert.NoError(t, c.PriorityLock("prio").Unlock(ctx))
+			}
+		}()
+	}
+	wait(sleepy, "first")
+	eventually(t, "the first waiter to queue", func() bool { return e.int(t, "HLEN", priorityWaiters) == 1 })
+	records, err := e.do(t, "HGETALL", priorityWaiters).AsStrMap()
+	require.NoError(t, err)
+	var first string
+	var alive int64
+	for owner, r := range records {
+		first = owner
+		alive, err = strconv.ParseInt(strings.Split(r, ":")[0], 10, 64)
+		require.NoError(t, err)
+	}
+	queued := serverMillis(t, e)
+	assert.Greater(t, alive-queued, int64(4000), "alive for three re-polls, not the watchdog's 300ms")
+	// Past the watchdog's 300ms, the second waiter arrives.
+	eventually(t, "300ms to pass on the server", func() bool { return serverMillis(t, e) > queued+500 })
+	wait(other, "second")
+	eventually(t, "the second waiter to queue", func() bool {
+		owners, err := e.do(t, "ZRANGE", priorityQueue, "0", "-1").AsStrSlice()
+		require.NoError(t, err)
+		return slices.ContainsFunc(owners, func(o string) bool { return o != first })
+	})
+	require.NoError(t, holder.PriorityLock("prio").Unlock(held))
+	for _, want := range []string{"first", "second"} {
+		select {
+		case who := <-served:
+			assert.Equal(t, want, who, "served in the order they queued")
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s not served", want)
+		}
+	}
+}

@@ -148,3 +148,53 @@ func TestReleaseCountRefused(t *testing.T) {
 	assert.Equal(t, scripts.Freed, got)
 	assert.Equal(t, pubsub.WakeTold, <-heard, "announced on Redisson's channel")
 }
+
+// A registered client that attempts again keeps its place in the waiters'
+// set (ZADD LT): the longest-registered client is served first however
+// often it retries. A marked client (one that stopped waiting and still
+// listens) that waits again is registered again, not left a mark that no
+// release serves.
+func TestRegistrationKeepsPlaceAndReplacesMark(t *testing.T) {
+	ctx := context.Background()
+	s := redistest.Start(t)
+	rdb := scripts.Conn{Client: s.Client()}
+	const name = "l"
+	waiters := scripts.Waiters(name)
+	r, err := scripts.LockAcquire(ctx, rdb, scripts.Acquire{Key: name, Owner: "holder:1", Lease: time.Minute})
+	require.NoError(t, err)
+	require.True(t, r.OK)
+	attempt := func(client string) {
+		t.Helper()
+		r, err := scripts.LockAcquire(ctx, rdb, scripts.Acquire{Key: name, Owner: client + ":1", Lease: time.Minute,
+			Wake: scripts.Wake{Client: client, Register: time.Minute}})
+		require.NoError(t, err)
+		require.False(t, r.OK)
+	}
+	order := func() []string {
+		t.Helper()
+		members, err := s.Do("ZRANGE", waiters, "0", "-1").AsStrSlice()
+		require.NoError(t, err)
+		return members
+	}
+
+	attempt("a")
+	attempt("b")
+	for range 3 {
+		attempt("a")
+		assert.Equal(t, []string{"a", "b"}, order(), "a registered first, and stays first when it tries again")
+		attempt("b")
+	}
+
+	// c stops waiting and is marked while it still listens; then it waits
+	// again.
+	attempt("c")
+	require.NoError(t, scripts.PassOn(ctx, rdb, name, "c", scripts.PublishClassic, time.Minute))
+	mark, err := s.Do("ZSCORE", waiters, "c").AsFloat64()
+	require.NoError(t, err)
+	require.Greater(t, mark, 1e13, "c is a mark")
+	attempt("c")
+	score, err := s.Do("ZSCORE", waiters, "c").AsFloat64()
+	require.NoError(t, err)
+	assert.Less(t, score, 1e13, "c waits again: registered, no longer a mark")
+	assert.Equal(t, []string{"a", "b", "c"}, order(), "at the end of the set")
+}

@@ -181,7 +181,7 @@ func TestReconnectWhileUnsubscribing(t *testing.T) {
 	srv.Resume()
 	resumed = true
 
-	r := <-second
+	r := recv(t, second)
 	require.NoError(t, r.err, "the second waiter is confirmed on the new connection")
 	srv.Do("PUBLISH", "ch", pubsub.WakeOne)
 	assert.True(t, woken(r.w), "and hears the channel")
@@ -309,7 +309,7 @@ func TestRecheckOnePerSubscription(t *testing.T) {
 			t.Cleanup(w.Leave)
 		}()
 	}
-	wg.Wait()
+	waitAll(t, &wg)
 	close(rechecks)
 	told := 0
 	for r := range rechecks {

@@ -132,7 +132,7 @@ func handOnWhileWaiting(t *testing.T, e env, c, other *reentrant.Client, name st
 		return e.do(t, "ZSCORE", "relock_waiters:{"+name+"}", c.ID()).Error() == nil
 	})
 	require.NoError(t, other.Lock(name).Unlock(held))
-	first := <-taken
+	first := recv(t, taken)
 	go func() {
 		h, err := other.Lock(name).Lock(ctx)
 		if err == nil {
@@ -146,6 +146,6 @@ func handOnWhileWaiting(t *testing.T, e env, c, other *reentrant.Client, name st
 		return listening == 2 && e.do(t, "ZSCORE", "relock_waiters:{"+name+"}", other.ID()).Error() == nil
 	})
 	require.NoError(t, c.Lock(name).Unlock(first), "a release while c and other wait")
-	require.NoError(t, c.Lock(name).Unlock(<-taken))
-	require.NoError(t, <-errs)
+	require.NoError(t, c.Lock(name).Unlock(recv(t, taken)))
+	require.NoError(t, recv(t, errs))
 }

@@ -40,7 +40,7 @@ func TestWorkersKeptUpToTheBound(t *testing.T) {
 	}
 	workers := map[string]bool{}
 	for range n { // n jobs at once: n workers
-		workers[<-ran] = true
+		workers[recv(t, ran)] = true
 	}
 	require.Len(t, workers, n)
 	close(release)

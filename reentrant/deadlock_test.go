@@ -161,7 +161,7 @@ func TestDeadlockReadToWrite(t *testing.T) {
 		require.ErrorAs(t, err, &dl)
 		require.Len(t, dl.Cycle, 1)
 		assert.Equal(t, dl.Cycle[0].Waiter, dl.Cycle[0].Holder)
-		assert.Same(t, dl, <-hooked, "Hooks.Deadlock saw it first")
+		assert.Same(t, dl, recv(t, hooked), "Hooks.Deadlock saw it first")
 	case <-time.After(30 * time.Second):
 		t.Fatal("the self-wait was not reported")
 	}
@@ -241,7 +241,7 @@ func TestDeadlockDetectionOff(t *testing.T) {
 	a := async(func() error { _, err := c1.Lock("y").Lock(ha, reentrant.WaitAtMost(500*time.Millisecond)); return err })
 	b := async(func() error { _, err := c2.Lock("x").Lock(hb, reentrant.WaitAtMost(500*time.Millisecond)); return err })
 	for _, done := range []<-chan error{a, b} {
-		assert.ErrorIs(t, <-done, reentrant.ErrNotAcquired)
+		assert.ErrorIs(t, recv(t, done), reentrant.ErrNotAcquired)
 	}
 	keys, err := e.do(t, "KEYS", "relock_wait:*").AsStrSlice()
 	require.NoError(t, err)

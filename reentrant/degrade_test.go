@@ -99,7 +99,7 @@ func TestUnlockDuringOutage(t *testing.T) {
 	assert.ErrorAs(t, err, &op, "wraps the connection error")
 	assert.Less(t, took, 5*time.Second, "bounded by the hold's lease, not the 10 s window")
 
-	<-lost.Done()
+	recv(t, lost.Done())
 	require.ErrorIs(t, context.Cause(lost), reentrant.ErrLockLost)
 	start = time.Now()
 	err = c.Lock("lost-first").Unlock(lost)
@@ -158,7 +158,7 @@ func TestOutageLogging(t *testing.T) {
 
 	e.server.Restart()
 	for i := 0; i < waiters; i++ {
-		require.NoError(t, <-done, "waiter %d after the outage", i)
+		require.NoError(t, recv(t, done), "waiter %d after the outage", i)
 	}
 	assert.Equal(t, 1, count("relock: Redis answers again; waits go on"), logs.String())
 	// The waiters may all have passed before the subscription was
@@ -170,7 +170,7 @@ func TestOutageLogging(t *testing.T) {
 		return count("pub/sub connection is back") == 1
 	})
 	require.NoError(t, holder.Lock("outage").Unlock(held))
-	require.NoError(t, <-done)
+	require.NoError(t, recv(t, done))
 	assert.LessOrEqual(t, lines()-before, 4, "the outage, told in a few lines:\n%s", logs.String())
 	assert.Equal(t, 1, count("relock: waits go on, but Redis cannot be reached"))
 	t.Log(logs.String())

@@ -77,7 +77,7 @@ func TestCluster(t *testing.T) {
 					require.NoError(t, err, "re-entry")
 					require.NoError(t, pair[0].Unlock(again))
 					require.NoError(t, pair[0].Unlock(held))
-					require.NoError(t, <-got, "%s %s: the waiter on another client", kind, name)
+					require.NoError(t, recv(t, got), "%s %s: the waiter on another client", kind, name)
 				}
 				f := c.FencedLock(name + ":tokens")
 				held, err := f.Lock(bg())
@@ -163,7 +163,7 @@ func TestCluster(t *testing.T) {
 		} else {
 			require.NoError(t, err, "a kept hold releases cleanly")
 		}
-		require.NoError(t, <-got, "the waiter after the release")
+		require.NoError(t, recv(t, got), "the waiter after the release")
 	})
 
 	// A slot moved to another master while waiters wait: the server drops
@@ -206,7 +206,7 @@ func TestCluster(t *testing.T) {
 		})
 		// The holder's renewals follow the key; its release wakes them.
 		require.NoError(t, holder.Lock(name).Unlock(held))
-		wg.Wait()
+		waitAll(t, &wg, redistest.Within, func() {})
 		assert.Equal(t, int64(6), passed.Load())
 	})
 }
@@ -293,7 +293,7 @@ func TestSentinelFailover(t *testing.T) {
 		assert.True(t, errors.Is(err, reentrant.ErrLockLost), "unlock: %v", err)
 	}
 	for i := 0; i < 3; i++ {
-		require.NoError(t, <-got, "waiter %d after the failover", i)
+		require.NoError(t, recv(t, got), "waiter %d after the failover", i)
 	}
 	h, err := holder.Lock("sentinel").Lock(bg())
 	require.NoError(t, err)

@@ -51,7 +51,7 @@ func TestInspect(t *testing.T) {
 	assert.Equal(t, reentrant.KindFair, info.Kind)
 	assert.True(t, info.Queue[0].Deadline.After(time.Now()))
 	require.NoError(t, c.FairLock("fair").Unlock(fairHeld))
-	require.NoError(t, <-waiting)
+	require.NoError(t, recv(t, waiting))
 
 	_, err = c.ReadWriteLock("rw").WriteLock().Lock(ctx)
 	require.NoError(t, err)
@@ -83,7 +83,7 @@ func TestInspect(t *testing.T) {
 	go func() { awaiting <- latch.Await(awaitCtx) }()
 	eventually(t, "a waiter on the latch", func() bool { return kind("latch").Kind == reentrant.KindLatch })
 	cancel()
-	<-awaiting
+	recv(t, awaiting)
 
 	require.NoError(t, c.RateLimiter("rate").SetRate(ctx, reentrant.Rate{Permits: 5, Interval: time.Second}))
 	info = kind("rate")

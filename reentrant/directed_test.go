@@ -135,7 +135,7 @@ func TestDirectedWakePassesOn(t *testing.T) {
 			e.server.ScriptCalls() == scripts+4
 	})
 	cancel()
-	require.ErrorIs(t, <-done, context.Canceled)
+	require.ErrorIs(t, recv(t, done), context.Canceled)
 	assert.Equal(t, int64(3), e.int(t, "ZCARD", waitersKey(name)), "a waiter that gives up stays registered")
 
 	before := e.server.ScriptCalls()

@@ -111,7 +111,7 @@ func (e env) subscribe(t *testing.T, channel string) <-chan string {
 	if err := d.Do(context.Background(), d.B().Subscribe().Channel(channel).Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
-	<-live
+	recv(t, live)
 	return msgs
 }
 
@@ -144,6 +144,14 @@ var ownerField = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-
 // bg is the context of steps that must not be cut short.
 func bg() context.Context { return context.Background() }
 
+// recv is a test's wait for a value, bounded (see redistest.Within): a
+// failure names its line in seconds. (waitAll bounds a wait for
+// goroutines.)
+func recv[T any](t testing.TB, ch <-chan T) T {
+	t.Helper()
+	return redistest.Recv(t, ch)
+}
+
 // contend runs one goroutine per lock handle (handles on one lock, from any
 // clients), each taking it rounds times and holding it 100µs. Each sets an
 // in-section flag on entry; finding it set means two holders at once. It
@@ -171,7 +179,7 @@ func contend(t *testing.T, locks []*reentrant.Lock, rounds int) (overlaps, entri
 			}
 		}()
 	}
-	wg.Wait()
+	waitAll(t, &wg, redistest.Within, func() {})
 	return o.Load(), n.Load()
 }
 

@@ -48,7 +48,7 @@ func handOver(t *testing.T, what string, a, b *reentrant.Lock) {
 	require.NoError(t, err, "%s: re-entry", what)
 	require.NoError(t, a.Unlock(again), what)
 	require.NoError(t, a.Unlock(held), what)
-	require.NoError(t, <-got, "%s: the waiter on another client", what)
+	require.NoError(t, recv(t, got), "%s: the waiter on another client", what)
 }
 
 // exercise hands every lock kind over between c and other, both ways, and
@@ -68,7 +68,7 @@ func exercise(t *testing.T, c, other *reentrant.Client, prefix string) {
 	woken := make(chan error, 1)
 	go func() { woken <- sem.Acquire(bg(), 1, reentrant.WaitAtMost(20*time.Second)) }()
 	require.NoError(t, other.Semaphore(prefix+"sem").Release(bg(), 1))
-	require.NoError(t, <-woken, "semaphore waiter")
+	require.NoError(t, recv(t, woken), "semaphore waiter")
 	require.NoError(t, sem.Release(bg(), 1))
 
 	ps := c.PermitExpirableSemaphore(prefix + "permits")
@@ -84,14 +84,14 @@ func exercise(t *testing.T, c, other *reentrant.Client, prefix string) {
 		woken <- err
 	}()
 	require.NoError(t, p.Release(bg()))
-	require.NoError(t, <-woken, "permit waiter")
+	require.NoError(t, recv(t, woken), "permit waiter")
 
 	latch := c.CountDownLatch(prefix + "latch")
 	_, err = latch.TrySetCount(bg(), 1)
 	require.NoError(t, err)
 	go func() { woken <- latch.Await(bg(), reentrant.WaitAtMost(20*time.Second)) }()
 	require.NoError(t, other.CountDownLatch(prefix+"latch").CountDown(bg()))
-	require.NoError(t, <-woken, "latch waiter")
+	require.NoError(t, recv(t, woken), "latch waiter")
 
 	for _, perClient := range []bool{false, true} {
 		rl := c.RateLimiter(prefix + map[bool]string{false: "rate", true: "rate-per-client"}[perClient])

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/internal/redissontest"
+	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/reentrant"
 )
 
@@ -120,7 +121,7 @@ func TestFairMixedQueueOrder(t *testing.T) {
 
 	released := time.Now()
 	require.NoError(t, holder.Unlock(held))
-	wg.Wait()
+	waitAll(t, &wg, redistest.Within, func() {})
 	close(events)
 	// Holds never overlap, so their acquisition times give the order in
 	// which the turns were taken.
@@ -189,7 +190,7 @@ func TestFairJavaBehindGoGivesUp(t *testing.T) {
 				e.do(t, "DEL", "fair")
 			}
 			cancel()
-			require.ErrorIs(t, <-goDone, context.Canceled)
+			require.ErrorIs(t, recv(t, goDone), context.Canceled)
 			freed := time.Now()
 			if how != "free when it gives up" { // else the Java waiter may have its turn already
 				// An attempt in flight when ctx ended is heard out first:
@@ -277,7 +278,7 @@ func TestFairMixedMutualExclusion(t *testing.T) {
 			}
 		}(int64(i + 1))
 	}
-	wg.Wait()
+	waitAll(t, &wg, redistest.Within, func() {})
 	assert.Zero(t, overlaps.Load(), "two holders inside at once")
 	assert.Equal(t, int64(9*rounds), e.int(t, "GET", "counter"), "updates lost")
 	assertFairClean(t, e)
@@ -305,7 +306,7 @@ func TestFairGoBehindJavaGivesUp(t *testing.T) {
 	owner := c.NewOwner()
 	goDone := make(chan time.Time, 1)
 	unlocked := make(chan struct{})
-	defer func() { <-unlocked }() // the waiter's Unlock, before the client closes
+	defer func() { recv(t, unlocked) }() // the waiter's Unlock, before the client closes
 	go func() {
 		defer close(unlocked)
 		wctx, cancel := context.WithTimeout(bg(), time.Minute)
@@ -318,7 +319,7 @@ func TestFairGoBehindJavaGivesUp(t *testing.T) {
 	}()
 	eventually(t, "the relock waiter to queue", func() bool { return e.int(t, "LLEN", fairQueue) == 2 })
 	before := deadline(t, e, owner.String())
-	require.False(t, <-javaDone, "the Java tryLock runs out of time")
+	require.False(t, recv(t, javaDone), "the Java tryLock runs out of time")
 	assert.Equal(t, before-javaWait.Milliseconds(), deadline(t, e, owner.String()), "one Java turn earlier")
 
 	freed := time.Now()

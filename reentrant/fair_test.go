@@ -135,7 +135,7 @@ func TestFairGiveUpLeavesQueue(t *testing.T) {
 	go func() { _, err := c.FairLock("fair").Lock(ctx); done <- err }()
 	eventually(t, "the waiter to queue", func() bool { return e.int(t, "LLEN", fairQueue) == 1 })
 	cancel()
-	assert.ErrorIs(t, <-done, context.Canceled)
+	assert.ErrorIs(t, recv(t, done), context.Canceled)
 	// An attempt in flight when ctx ended is heard out first: the waiter
 	// leaves once its reply has come.
 	eventually(t, "the waiter to leave", func() bool {
@@ -206,7 +206,7 @@ func TestFairExpiredHeadHandsOn(t *testing.T) {
 	e.do(t, "ZADD", fairTimeouts, strconv.FormatInt(deadline, 10), dead)
 	got := make(chan time.Time, 1)
 	done := make(chan struct{})
-	defer func() { <-done }() // the waiter's Unlock, before the client closes
+	defer func() { recv(t, done) }() // the waiter's Unlock, before the client closes
 	go func() {
 		defer close(done)
 		ctx, cancel := context.WithTimeout(bg(), time.Minute)

@@ -46,7 +46,7 @@ func TestReleaseInTheGap(t *testing.T) {
 	defer cancel()
 	got, err := waiter.Lock("gap").Lock(ctx)
 	require.NoError(t, err, "the waiter was left waiting")
-	t.Logf("acquired %v after the release in the gap", time.Since(<-released))
+	t.Logf("acquired %v after the release in the gap", time.Since(recv(t, released)))
 	require.NoError(t, waiter.Lock("gap").Unlock(got))
 }
 
@@ -139,10 +139,10 @@ func TestUnconfirmedSubscriptionWakesWhenConfirmed(t *testing.T) {
 				held, err := lock(waiter).Lock(ctx)
 				got <- result{held, err}
 			}()
-			<-gaveUp
+			recv(t, gaveUp)
 			s.Resume()
 			paused = false
-			r := <-got
+			r := recv(t, got)
 			require.NoError(t, r.err)
 			assert.Equal(t, int32(1), woken.Load(), "taken after the confirmation's wake-up, not the re-poll")
 			require.NoError(t, lock(waiter).Unlock(r.held))
@@ -208,5 +208,5 @@ func TestReleaseInTheGapManyWaiters(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
+	waitAll(t, &wg)
 }

@@ -58,7 +58,7 @@ func TestFairReleaseGrantsHead(t *testing.T) {
 			})
 			before := e.server.ScriptCalls()
 			require.NoError(t, holder.FairLock("fair").Unlock(held))
-			r := <-got
+			r := recv(t, got)
 			require.NoError(t, r.err)
 			assert.Equal(t, tc.scripts, e.server.ScriptCalls()-before, "scripts from the release to the waiter's return")
 
@@ -100,7 +100,7 @@ func TestFairContendedWaitSubscribesFirst(t *testing.T) {
 			return err == nil && len(chans) == 1 && e.server.ScriptCalls() == want-1
 		})
 		unlock(holder, held)
-		unlock(waiter, <-got)
+		unlock(waiter, recv(t, got))
 		assert.Equal(t, want+1, e.server.ScriptCalls(), "wait %d: scripts from its start to its return, and its release", i)
 	}
 	unlock(waiter, lock(waiter)) // free: the next wait subscribes after its attempt again
@@ -110,7 +110,7 @@ func TestFairContendedWaitSubscribesFirst(t *testing.T) {
 	go func() { got <- lock(waiter) }()
 	eventually(t, "the waiter attempts again once subscribed", func() bool { return e.server.ScriptCalls() == 2 })
 	unlock(holder, held)
-	unlock(waiter, <-got)
+	unlock(waiter, recv(t, got))
 }
 
 // A fair waiter keeps the lock a release handed it after its attempt's
@@ -154,7 +154,7 @@ func TestFairLostAttemptKeepsGrant(t *testing.T) {
 	assert.Equal(t, 1, n, "one hold")
 	assert.EqualValues(t, 1, e.int(t, "LLEN", fairQueue), "the waiter behind is still queued")
 	require.NoError(t, waiter.FairLock("fair").Unlock(got))
-	require.NoError(t, behind.FairLock("fair").Unlock(<-behindGot))
+	require.NoError(t, behind.FairLock("fair").Unlock(recv(t, behindGot)))
 }
 
 // A client with ReplicaSync takes no grant: its acquire must be confirmed
@@ -187,5 +187,5 @@ func TestFairNoGrantWithReplicaSync(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, n, "the queued waiter is not recorded as taking grants")
 	require.NoError(t, holder.FairLock("fair").Unlock(held))
-	require.NoError(t, <-got)
+	require.NoError(t, recv(t, got))
 }

@@ -90,7 +90,7 @@ func TestGroupLock(t *testing.T) {
 			assert.NoError(t, a.GroupLock("class_100", "Jack_001", "Mary_002").Unlock(held))
 		}()
 		jack := lockedWithin(t, 10*time.Second, func() (context.Context, error) { return waiter.Lock(bg()) })
-		<-released
+		recv(t, released)
 		assert.ErrorIs(t, context.Cause(held), context.Canceled, "released")
 
 		require.NoError(t, waiter.Unlock(jack))
@@ -208,7 +208,7 @@ func TestGroupRedissonInterop(t *testing.T) {
 	}()
 	mu := c.GroupLock("class_100", "Mary_002", "Tom_003")
 	held := lockedWithin(t, 10*time.Second, func() (context.Context, error) { return mu.Lock(bg()) })
-	<-javaDone
+	recv(t, javaDone)
 
 	wait, err = java.GroupTryAcquire(bg(), "class_100", 1, []string{"Tom_003"})
 	require.NoError(t, err)
@@ -228,7 +228,7 @@ func TestGroupRedissonInterop(t *testing.T) {
 		assert.NoError(t, mu.Unlock(held))
 	}()
 	require.NoError(t, java.GroupLock(bg(), "class_100", 2, []string{"Tom_003"}), "Java takes it once Go gives it back")
-	<-goDone
+	recv(t, goDone)
 	freed, err = java.GroupUnlock(bg(), "class_100", 2, []string{"Tom_003"})
 	require.NoError(t, err)
 	require.NotNil(t, freed)

@@ -81,7 +81,7 @@ func TestPlainReleaseHandsOn(t *testing.T) {
 	n := offerOf(t, e, b, name)
 	eventually(t, "the waiter to listen", func() bool { return e.numsub(t, wakeChannel(b, name)) == 1 })
 	require.NoError(t, a.Lock(name).Unlock(held))
-	r := <-got
+	r := recv(t, got)
 	require.NoError(t, r.err)
 	h := r.held
 	owner, ok := reentrant.OwnerFrom(h)
@@ -153,11 +153,11 @@ func TestPlainHandoffGivenBack(t *testing.T) {
 					time.Sleep(100 * time.Millisecond)
 					t.Logf("100ms later: %d; logs:\n%s", e.int(t, "EXISTS", name), logs.String())
 				}
-				assert.ErrorIs(t, (<-done).err, reentrant.ErrClosed)
+				assert.ErrorIs(t, (recv(t, done)).err, reentrant.ErrClosed)
 				return
 			}
 			cancel()
-			assert.ErrorIs(t, (<-done).err, context.Canceled)
+			assert.ErrorIs(t, (recv(t, done)).err, context.Canceled)
 			eventually(t, "the lock given back", func() bool { return e.int(t, "EXISTS", name) == 0 })
 		})
 	}

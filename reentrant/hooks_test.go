@@ -131,7 +131,7 @@ func TestHooks(t *testing.T) {
 	}()
 	eventually(t, "the waiter's attempt after it subscribed", func() bool { return e.server.ScriptCalls() == 2 })
 	require.NoError(t, other.Lock("w").Unlock(theirs))
-	require.NoError(t, <-got)
+	require.NoError(t, recv(t, got))
 	require.NoError(t, c.Lock("w").Unlock(mine))
 	assert.Equal(t, []string{
 		"start lock w", "woken lock w", "end lock w ok attempts=3 held=true", "released lock w",
@@ -153,7 +153,7 @@ func TestHooks(t *testing.T) {
 	rec.mu.Unlock()
 	assert.Equal(t, reentrant.Renewal{Holds: 1, Duration: first.Duration}, first)
 	e.do(t, "DEL", "l")
-	<-lost.Done()
+	recv(t, lost.Done())
 	require.ErrorIs(t, context.Cause(lost), reentrant.ErrLockLost, "the hold was lost, not the test's time")
 	assert.Equal(t, []string{"start lock l", "end lock l ok attempts=1 held=true", "lost lock l"}, rec.take())
 	assert.Equal(t, 0, rec.held())

@@ -44,7 +44,7 @@ func TestFencedTokens(t *testing.T) {
 				}
 			}(clients[w%2].FencedLock("fenced"))
 		}
-		wg.Wait()
+		waitAll(t, &wg, redistest.Within, func() {})
 		require.Len(t, seen, 60)
 		for i := 1; i < len(seen); i++ {
 			assert.Greater(t, seen[i], seen[i-1], "token %d", i)
@@ -449,7 +449,7 @@ func TestRedlockValidityShrinks(t *testing.T) {
 	slow := validity(held)
 	t.Logf("validity %v with every master answering, %v with one paused", fast, slow)
 	assert.Less(t, slow, fast-lease/20, "the paused master's timeout is taken off")
-	<-held.Done()
+	recv(t, held.Done())
 	assert.ErrorIs(t, context.Cause(held), reentrant.ErrLockLost, "ends with its validity")
 }
 

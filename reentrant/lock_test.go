@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/reentrant"
 )
 
@@ -319,7 +320,7 @@ func TestMutualExclusion(t *testing.T) {
 				}
 			}(clients[w%2].Lock("mutex"))
 		}
-		wg.Wait()
+		waitAll(t, &wg, redistest.Within, func() {})
 		assert.Zero(t, overlaps.Load(), "two holders inside at once")
 		assert.Equal(t, int64(workers*rounds), entries.Load())
 		assert.Equal(t, workers*rounds, shared)
@@ -455,7 +456,7 @@ func TestWithoutOwnerOutlivesHold(t *testing.T) {
 	require.NoError(t, f.Unlock(again))
 	stop(errors.New("request over"))
 	for name, ctx := range free {
-		<-ctx.Done()
+		recv(t, ctx.Done())
 		assert.ErrorIs(t, ctx.Err(), context.Canceled, name)
 	}
 

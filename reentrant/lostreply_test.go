@@ -506,7 +506,7 @@ func TestUnlockLatchesDeleted(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
+	waitAll(t, &wg, redistest.Within, func() {})
 	// Well before the latches' own 10s TTL would remove them.
 	redistest.Eventually(t, 5*time.Second, "every latch deleted", func() bool {
 		keys, err := s.Do("KEYS", "redisson_unlock_latch:*").AsStrSlice()
@@ -606,6 +606,6 @@ return 1`).Numkeys(1).Key(l.Name()).Build()).Error()
 		err = l.Unlock(held)
 		assert.ErrorIs(t, err, reentrant.ErrLockLost, l.Name())
 		assert.NotContains(t, fmt.Sprint(err), "reply was lost", l.Name())
-		require.NoError(t, <-busy)
+		require.NoError(t, recv(t, busy))
 	}
 }

@@ -227,7 +227,7 @@ func TestMisuseTraps(t *testing.T) {
 		before := len(log.at(slog.LevelWarn))
 		held, err := c.Lock("leased").Lock(bg(), reentrant.LeaseFor(50*time.Millisecond))
 		require.NoError(t, err)
-		<-held.Done()
+		recv(t, held.Done())
 		assert.ErrorIs(t, context.Cause(held), reentrant.ErrLeaseEnded)
 		assert.Len(t, log.at(slog.LevelWarn), before, "nothing logged at WARN or above")
 	})
@@ -281,7 +281,7 @@ func TestMisuseTraps(t *testing.T) {
 			assert.NoError(t, err)
 			done <- ok
 		}()
-		assert.False(t, <-done, "a new owner waits like anyone else")
+		assert.False(t, recv(t, done), "a new owner waits like anyone else")
 		require.NoError(t, c.Lock("job").Unlock(held))
 	})
 }

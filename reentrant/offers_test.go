@@ -70,7 +70,7 @@ func TestWaitersThatStartedTogetherTakeHandoffs(t *testing.T) {
 	})
 	before := attempts.Load()
 	require.NoError(t, holder.Lock(name).Unlock(held))
-	wg.Wait()
+	waitAll(t, &wg)
 	close(errs)
 	for err := range errs {
 		require.NoError(t, err)

@@ -74,7 +74,7 @@ func TestWokenWaiterGivesUpPassesOn(t *testing.T) {
 	case <-time.After(6 * time.Second):
 		t.Fatal("the wake-up was not passed on")
 	}
-	errs := []error{<-results, <-results}
+	errs := []error{recv(t, results), recv(t, results)}
 	assert.ElementsMatch(t, []bool{true, false}, []bool{errs[0] == nil, errs[1] == nil}, "one gave up, one held and released: %v", errs)
 }
 

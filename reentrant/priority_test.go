@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/reentrant"
 )
 
@@ -155,7 +156,7 @@ func TestPriorityAgingBound(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond) // a stream of arrivals, not a wait for an event
 	}
-	wg.Wait()
+	waitAll(t, &wg, redistest.Within, func() {})
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -335,7 +336,7 @@ func TestPriorityInspect(t *testing.T) {
 		assert.True(t, q.Deadline.After(q.Since), "taken for dead only after it arrived")
 	}
 	cancel()
-	wg.Wait()
+	waitAll(t, &wg, redistest.Within, func() {})
 	require.NoError(t, c.PriorityLock("prio").Unlock(held))
 	// A waiter whose attempt was in flight when ctx ended leaves once its
 	// reply has come.

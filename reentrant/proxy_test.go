@@ -59,7 +59,7 @@ func TestBehindClusterProxy(t *testing.T) {
 		}
 		require.Greater(t, len(slots), 900)
 		for full := 0; full < 3; {
-			r := <-rounds
+			r := recv(t, rounds)
 			require.NoError(t, r.Err, "renewal round")
 			require.Zero(t, r.Failed, "holds a round failed to renew")
 			if r.Holds == n {

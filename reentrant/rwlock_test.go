@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/internal/redissontest"
+	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/reentrant"
 )
 
@@ -147,7 +148,7 @@ func TestWriteUnlockWakesAllReaders(t *testing.T) {
 		t.Fatal("readers not all woken by the write unlock")
 	}
 	close(release)
-	wg.Wait()
+	waitAll(t, &wg, redistest.Within, func() {})
 }
 
 // The watchdog keeps both sides: ten minutes of fake time, and the read
@@ -249,7 +250,7 @@ func TestShortReaderKeepsLongerTTL(t *testing.T) {
 	brief, err := short.ReadWriteLock("readers").ReadLock().Lock(bg(), reentrant.LeaseFor(300*time.Millisecond))
 	require.NoError(t, err)
 	assert.Greater(t, e.int(t, "PTTL", "readers"), int64(50_000), "the longer lease stays")
-	<-brief.Done() // the short reader's lease ran out
+	recv(t, brief.Done()) // the short reader's lease ran out
 	eventually(t, "the short lease's own key to expire", func() bool {
 		o, _ := reentrant.OwnerFrom(brief)
 		return e.int(t, "EXISTS", "{readers}:"+o.String()+":rwlock_timeout:1") == 0

@@ -242,7 +242,7 @@ func TestPermitExpirableSemaphore(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, ok)
 
-	<-leased.Context().Done()
+	recv(t, leased.Context().Done())
 	assert.ErrorIs(t, context.Cause(leased.Context()), reentrant.ErrLeaseEnded)
 	assert.NotErrorIs(t, context.Cause(leased.Context()), reentrant.ErrLockLost, "a lease that ran its course is not a loss")
 	eventually(t, "the leased permit reclaimed", func() bool {
@@ -262,7 +262,7 @@ func TestPermitExpirableSemaphore(t *testing.T) {
 	assert.ErrorIs(t, p.Release(bg()), reentrant.ErrNotHeld)
 	assert.ErrorIs(t, s.Release(bg(), "nothex"), reentrant.ErrInvalidArgument)
 	require.NoError(t, s.UpdateLease(bg(), q.ID(), 100*time.Millisecond))
-	<-q.Context().Done()
+	recv(t, q.Context().Done())
 	assert.ErrorIs(t, context.Cause(q.Context()), reentrant.ErrLeaseEnded, "no longer kept by the watchdog")
 	assert.ErrorIs(t, s.UpdateLease(bg(), "00000000000000000000000000000000", time.Second), reentrant.ErrNotHeld)
 }

@@ -360,7 +360,7 @@ func TestWokenAfterCancelSendsNothing(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the waiter was not woken")
 	}
-	a := <-ended
+	a := recv(t, ended)
 	assert.Equal(t, 2, a.Attempts, "no attempt after the cancel")
 	assert.False(t, a.Held)
 }

@@ -285,7 +285,7 @@ func TestNoZombies(t *testing.T) {
 			}
 		}(w)
 	}
-	wg.Wait()
+	waitAll(t, &wg, redistest.Within, func() {})
 	assert.Zero(t, failed.Load(), "no Unlock failed but of holds the library reported lost")
 	t.Logf("%d holds reported lost", lost.Load())
 	// Acquires cut short with their reply lost may have left a hold in

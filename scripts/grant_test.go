@@ -94,7 +94,7 @@ func TestFairGrant(t *testing.T) {
 
 	heardB := listen(t, rdb.Client, scripts.FairChannel(name, "b"))
 	release("a")
-	assert.Equal(t, pubsub.Granted+":2", <-heardB, "the message names the attempt the grant answers")
+	assert.Equal(t, pubsub.Granted+":2", recv(t, heardB), "the message names the attempt the grant answers")
 	assert.EqualValues(t, 1, holds("b"), "the head holds the lock with no attempt of its own")
 	assert.Equal(t, []string{"c", "d"}, queue())
 	assert.Equal(t, "0", grant("b"))
@@ -116,20 +116,20 @@ func TestFairGrant(t *testing.T) {
 
 	heardD := listen(t, rdb.Client, scripts.FairChannel(name, "d"))
 	release("c") // d takes no grants: told as Redisson's waiters are
-	assert.Equal(t, pubsub.WakeOne, <-heardD)
+	assert.Equal(t, pubsub.WakeOne, recv(t, heardD))
 	assert.EqualValues(t, 0, holds("d"))
 	require.True(t, acquire("d", false).OK)
 
 	heardE := listen(t, rdb.Client, scripts.FairChannel(name, "e"))
 	require.False(t, acquire("f", false).OK)
 	release("d")
-	assert.Equal(t, pubsub.Granted+":1", <-heardE)
+	assert.Equal(t, pubsub.Granted+":1", recv(t, heardE))
 	assert.EqualValues(t, 1, holds("e"))
 	heardF := listen(t, rdb.Client, scripts.FairChannel(name, "f"))
 	require.NoError(t, scripts.FairLeave(ctx, rdb, name, "e", 5*time.Second, scripts.PublishClassic))
 	assert.EqualValues(t, 0, holds("e"), "a waiter that gives up gives its grant back")
 	assert.Empty(t, grant("e"))
-	assert.Equal(t, pubsub.WakeOne, <-heardF, "and the lock goes on to the next head")
+	assert.Equal(t, pubsub.WakeOne, recv(t, heardF), "and the lock goes on to the next head")
 	require.True(t, acquire("f", false).OK)
 
 	// A head whose last attempt is older than its lease may be gone: it is
@@ -138,6 +138,6 @@ func TestFairGrant(t *testing.T) {
 	require.NoError(t, s.Do("HSET", scripts.FairGrants(name), "g", "1:30000:5000:1").Error())
 	heardG := listen(t, rdb.Client, scripts.FairChannel(name, "g"))
 	release("f")
-	assert.Equal(t, pubsub.WakeOne, <-heardG)
+	assert.Equal(t, pubsub.WakeOne, recv(t, heardG))
 	assert.EqualValues(t, 0, holds("g"))
 }

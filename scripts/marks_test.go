@@ -101,15 +101,15 @@ func TestMarkedListenersLetHandoffsThrough(t *testing.T) {
 				n, err := s.Do("EXISTS", name).AsInt64()
 				require.NoError(t, err)
 				assert.Zero(t, n, "not handed: the lock is free")
-				assert.Equal(t, pubsub.WakeOne, <-told, "and a was told so")
-				assert.Equal(t, pubsub.WakeTold, <-heard, "and the release announced on Redisson's channel")
+				assert.Equal(t, pubsub.WakeOne, recv(t, told), "and a was told so")
+				assert.Equal(t, pubsub.WakeTold, recv(t, heard), "and the release announced on Redisson's channel")
 				return
 			}
-			assert.Equal(t, pubsub.Granted+":7", <-told)
+			assert.Equal(t, pubsub.Granted+":7", recv(t, told))
 			// Handed on, it announced nothing on Redisson's channel: the next
 			// message there is the test's own.
 			require.NoError(t, s.Do("PUBLISH", lockChannel, "next").Error())
-			assert.Equal(t, "next", <-heard, "a lock handed on is announced to its taker only")
+			assert.Equal(t, "next", recv(t, heard), "a lock handed on is announced to its taker only")
 
 			// a, with no waiter left, releases in turn: no client is
 			// registered now, so the set goes, marks and all, and with it
@@ -146,7 +146,7 @@ func TestReleaseCountRefused(t *testing.T) {
 	got, err := rel.Run(ctx, rdb)
 	require.NoError(t, err)
 	assert.Equal(t, scripts.Freed, got)
-	assert.Equal(t, pubsub.WakeTold, <-heard, "announced on Redisson's channel")
+	assert.Equal(t, pubsub.WakeTold, recv(t, heard), "announced on Redisson's channel")
 }
 
 // A registered client that attempts again keeps its place in the waiters'

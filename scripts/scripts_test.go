@@ -313,7 +313,7 @@ func TestDirectedReleaseTellsOnlyWhenHeard(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, n, "someone listening: the client registered longest is told (and, unheard, dropped)")
 	cancel()
-	<-done
+	recv(t, done)
 }
 
 // Clients that register within one millisecond keep their order: the

@@ -220,7 +220,7 @@ func (w *waiting) undoLost(a attempter, waits bool) error {
 		if err == nil || (scripts.IsReply(err) && !scripts.IsUnavailable(err)) {
 			return nil
 		}
-		w.c.outages.failing(w, err)
+		w.c.outages.failing(&w.outage, err)
 	}
 	return nil
 }

@@ -8,10 +8,6 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// NoExpiry is what RemainTTL returns for a lock whose key has no TTL, and
-// the Options.FencingCounterTTL that keeps fencing counters for good.
-const NoExpiry time.Duration = -1
-
 // IsLocked reports whether anyone holds the lock; for a group lock, any of
 // its values (Redisson's isLocked). A key of another type than a lock's
 // hash is ErrWrongType.

@@ -150,6 +150,10 @@ type ReplicaSync struct {
 	Required bool
 }
 
+// NoExpiry is what RemainTTL returns for a lock whose key has no TTL, and
+// the Options.FencingCounterTTL that keeps fencing counters for good.
+const NoExpiry time.Duration = -1
+
 const (
 	defaultWatchdogTimeout = 30 * time.Second
 	minTimeout             = 30 * time.Millisecond

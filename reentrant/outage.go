@@ -28,12 +28,20 @@ type outages struct {
 	told  atomic.Bool   // read without the lock by every answered attempt
 
 	mu    sync.Mutex
-	waits map[*waiting]struct{} // failing for want of Redis now
-	since time.Time             // when the outage began
+	waits map[*outageMark]struct{} // failing for want of Redis now
+	since time.Time                // when the outage began
+}
+
+// outageMark is one wait as outages sees it: what it waits for, and
+// whether it is counted among those failing for want of Redis.
+type outageMark struct {
+	kind    Kind
+	name    string
+	failing bool
 }
 
 // failing notes that w's last attempt failed for want of Redis, with err.
-func (o *outages) failing(w *waiting, err error) {
+func (o *outages) failing(w *outageMark, err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	now := time.Now()
@@ -41,7 +49,7 @@ func (o *outages) failing(w *waiting, err error) {
 		o.since = now
 	}
 	if o.waits == nil {
-		o.waits = map[*waiting]struct{}{}
+		o.waits = map[*outageMark]struct{}{}
 	}
 	o.waits[w] = struct{}{}
 	w.failing = true
@@ -55,7 +63,7 @@ func (o *outages) failing(w *waiting, err error) {
 
 // answered notes that w's last attempt got an answer from Redis, which
 // ends a told outage. It costs nothing while there is none.
-func (o *outages) answered(w *waiting) {
+func (o *outages) answered(w *outageMark) {
 	if !w.failing && !o.told.Load() {
 		return
 	}
@@ -73,7 +81,7 @@ func (o *outages) answered(w *waiting) {
 }
 
 // left forgets w, whose call ended.
-func (o *outages) left(w *waiting) {
+func (o *outages) left(w *outageMark) {
 	if !w.failing {
 		return
 	}

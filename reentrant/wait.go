@@ -58,9 +58,8 @@ type waiting struct {
 	// had an answer: a wait that ends then ended for want of Redis, not
 	// because the thing was taken, and says so.
 	unreachable error
-	// failing says the client's outages count this wait among those
-	// failing for want of Redis (see outages).
-	failing bool
+	// outage is the wait as the client's outages count it (see outages).
+	outage outageMark
 	// For the hooks: when the call started (zero if no hook listens) and
 	// how many attempts it made.
 	start    time.Time
@@ -71,7 +70,8 @@ type waiting struct {
 // kind, that gives up after wait (< 0: never) or
 // 1+retries attempts (retries < 0: no limit).
 func (c *Client) startWaiting(w *waiting, ctx context.Context, kind Kind, name string, cfg acquireConfig) {
-	*w = waiting{c: c, kind: kind, name: name, ctx: ctx, retries: cfg.retries, priority: cfg.priority, unavailable: 20 * time.Millisecond}
+	*w = waiting{c: c, kind: kind, name: name, ctx: ctx, retries: cfg.retries, priority: cfg.priority, unavailable: 20 * time.Millisecond,
+		outage: outageMark{kind: kind, name: name}}
 	w.start = c.opts.Hooks.started(ctx, Acquire{Kind: kind, Name: name, Priority: cfg.priority})
 	if cfg.wait >= 0 {
 		w.timer = time.NewTimer(cfg.wait)
@@ -107,10 +107,10 @@ func (w *waiting) heard(err error) {
 		// A Lock with no wait limit would otherwise wait through an
 		// outage in silence: the client says so, once for all its waits.
 		w.unreachable = err
-		w.c.outages.failing(w, err)
+		w.c.outages.failing(&w.outage, err)
 		return
 	}
-	w.c.outages.answered(w)
+	w.c.outages.answered(&w.outage)
 }
 
 // notRun reports whether an attempt that failed with err surely did not
@@ -280,7 +280,7 @@ func (w *waiting) end(err error) error {
 			sub.Leave()
 		}
 	}
-	w.c.outages.left(w)
+	w.c.outages.left(&w.outage)
 	if !w.start.IsZero() {
 		w.c.opts.Hooks.ended(w.ctx, Acquire{Kind: w.kind, Name: w.name, Priority: w.priority, Start: w.start, Attempts: w.attempts, Held: w.kind.holds()}, err)
 	}

@@ -10,12 +10,17 @@
 //   - reentrant's file-level graph (a file uses another when it names
 //     something declared there) laid out in layers, and the edges that run
 //     back up those layers: a file that uses a file which uses it, directly
-//     or through others.
+//     or through others;
+//   - the largest group of reentrant's files that all depend on one another
+//     (a strongly connected component of that graph), and the pairs of
+//     files that use each other.
 //
-// Run it from the module root: go run ./internal/codefigures
+// Run it from the module root: go run ./internal/codefigures. With -check
+// it exits 1 when a figure is past its limit (see limits); CI runs it so.
 package main
 
 import (
+	"flag"
 	"fmt"
 	"go/ast"
 	"go/importer"
@@ -30,7 +35,24 @@ import (
 
 var packages = []string{"reentrant", "scripts", "pubsub", "watchdog"}
 
+// limits are the most each figure may be. Where the code is past the shape
+// wanted (in the comment), the limit is the figure it has: it may fall, and
+// is lowered with it, but it may not rise, so a feature that would pass one
+// changes the structure first.
+var limits = []struct {
+	name string
+	most int
+}{
+	{"longest function", 60},
+	{"most branch points", 22},                        // wanted: 15
+	{"Client's unexported methods", 30},               // wanted: 10
+	{"largest group of mutually dependent files", 23}, // wanted: 8
+	{"back edges", 21},                                // wanted: 3
+}
+
 func main() {
+	checkLimits := flag.Bool("check", false, "exit 1 when a figure is past its limit")
+	flag.Parse()
 	fset := token.NewFileSet()
 	var longest, branchiest fnFigure
 	loops := []string{}
@@ -61,12 +83,34 @@ func main() {
 		fmt.Printf("  %s\n", l)
 	}
 	files, info := checkReentrant(fset)
-	fields, methods := clientShape(info)
-	fmt.Printf("Client: %d fields, %d methods\n", fields, methods)
-	back := backEdges(fileGraph(fset, files, info))
+	fields, methods, unexported := clientShape(info)
+	fmt.Printf("Client: %d fields, %d methods (%d unexported)\n", fields, methods, unexported)
+	graph := fileGraph(fset, files, info)
+	back := backEdges(graph)
 	fmt.Printf("back edges in reentrant's file graph: %d\n", len(back))
 	for _, e := range back {
 		fmt.Printf("  %s\n", e)
+	}
+	group := largestGroup(graph)
+	fmt.Printf("largest group of mutually dependent files: %d of %d, %d pairs of files using each other\n", len(group), len(files), mutualPairs(graph))
+	fmt.Printf("  %s\n", strings.Join(group, " "))
+
+	figures := map[string]int{
+		"longest function":                          longest.lines,
+		"most branch points":                        branchiest.branches,
+		"Client's unexported methods":               unexported,
+		"largest group of mutually dependent files": len(group),
+		"back edges":                                len(back),
+	}
+	passed := false
+	for _, l := range limits {
+		if figures[l.name] > l.most {
+			fmt.Printf("past its limit: %s %d, at most %d\n", l.name, figures[l.name], l.most)
+			passed = true
+		}
+	}
+	if *checkLimits && passed {
+		os.Exit(1)
 	}
 }
 
@@ -149,7 +193,7 @@ func checkReentrant(fset *token.FileSet) ([]parsedFile, *types.Info) {
 	return files, info
 }
 
-func clientShape(info *types.Info) (fields, methods int) {
+func clientShape(info *types.Info) (fields, methods, unexported int) {
 	for id, obj := range info.Defs {
 		if id.Name != "Client" || obj == nil {
 			continue
@@ -159,9 +203,76 @@ func clientShape(info *types.Info) (fields, methods int) {
 			continue
 		}
 		named := tn.Type().(*types.Named)
-		return named.Underlying().(*types.Struct).NumFields(), named.NumMethods()
+		for i := range named.NumMethods() {
+			if !named.Method(i).Exported() {
+				unexported++
+			}
+		}
+		return named.Underlying().(*types.Struct).NumFields(), named.NumMethods(), unexported
 	}
-	return 0, 0
+	return 0, 0, 0
+}
+
+// largestGroup returns the largest strongly connected component of graph
+// (files that all reach one another), sorted: Tarjan's algorithm.
+func largestGroup(graph map[string]map[string]bool) []string {
+	var nodes []string
+	for n := range graph {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	index, low, onStack := map[string]int{}, map[string]int{}, map[string]bool{}
+	var stack, best []string
+	var visit func(n string)
+	visit = func(n string) {
+		index[n], low[n] = len(index), len(index)
+		stack = append(stack, n)
+		onStack[n] = true
+		for m := range graph[n] {
+			if _, seen := index[m]; !seen {
+				visit(m)
+				low[n] = min(low[n], low[m])
+			} else if onStack[m] {
+				low[n] = min(low[n], index[m])
+			}
+		}
+		if low[n] != index[n] {
+			return
+		}
+		var group []string
+		for {
+			m := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			onStack[m] = false
+			group = append(group, m)
+			if m == n {
+				break
+			}
+		}
+		if len(group) > len(best) {
+			sort.Strings(group)
+			best = group
+		}
+	}
+	for _, n := range nodes {
+		if _, seen := index[n]; !seen {
+			visit(n)
+		}
+	}
+	return best
+}
+
+// mutualPairs counts the pairs of files that use each other.
+func mutualPairs(graph map[string]map[string]bool) int {
+	n := 0
+	for a, uses := range graph {
+		for b := range uses {
+			if a < b && graph[b][a] {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // fileGraph maps each file of reentrant to the set of other files whose

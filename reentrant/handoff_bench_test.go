@@ -1,9 +1,7 @@
 package reentrant_test
 
 import (
-	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -136,22 +134,15 @@ func forcedHandoff(b *testing.B, clients int) {
 }
 
 // commandStats sums INFO commandstats: script calls (EVALSHA and EVAL) and
-// all commands.
+// all commands but the benchmark's own INFO and CONFIG.
 func commandStats(s *redistest.Server) (scripts, all int64) {
-	info, _ := s.Do("INFO", "commandstats").ToString()
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
-		if !ok {
-			continue
-		}
-		var calls int64
-		fmt.Sscanf(rest, "%d", &calls)
-		if strings.HasPrefix(name, "cmdstat_info") || strings.HasPrefix(name, "cmdstat_config") {
+	for name, st := range s.CommandStats() {
+		if name == "info" || name == "config" {
 			continue // the benchmark's own
 		}
-		all += calls
-		if name == "cmdstat_evalsha" || name == "cmdstat_eval" {
-			scripts += calls
+		all += st.Calls
+		if name == "evalsha" || name == "eval" {
+			scripts += st.Calls
 		}
 	}
 	return scripts, all

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -146,15 +145,7 @@ func TestRenewalsSpanSlotsOnOneNode(t *testing.T) {
 			break
 		}
 	}
-	info, err := s.Do("INFO", "commandstats").ToString()
-	require.NoError(t, err)
-	calls := 0
-	for _, line := range strings.Split(info, "\n") {
-		if name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls="); ok && (name == "cmdstat_evalsha" || name == "cmdstat_eval") {
-			k, _ := strconv.Atoi(strings.SplitN(rest, ",", 2)[0])
-			calls += k
-		}
-	}
+	calls := int(s.ScriptCalls())
 	assert.LessOrEqual(t, calls, most, "script calls for the rounds up to one of all %d holds", n)
 	for i, h := range held {
 		require.NoError(t, h.Err(), "hold %d", i)

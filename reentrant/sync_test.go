@@ -5,8 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
-	"regexp"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -189,14 +187,7 @@ func TestReplicaSyncConnected(t *testing.T) {
 	connected := reentrant.Options{ReplicaSync: reentrant.ReplicaSync{Replicas: reentrant.ConnectedReplicas, Timeout: 200 * time.Millisecond}}
 	calls := func(t *testing.T, s *redistest.Server, cmd string) int64 {
 		t.Helper()
-		info, err := s.Do("INFO", "commandstats").ToString()
-		require.NoError(t, err)
-		m := regexp.MustCompile(`(?m)^cmdstat_` + cmd + `:calls=(\d+)`).FindStringSubmatch(info)
-		if m == nil {
-			return 0
-		}
-		n, _ := strconv.ParseInt(m[1], 10, 64)
-		return n
+		return s.CommandStats()[cmd].Calls
 	}
 
 	alone := redistest.Start(t)

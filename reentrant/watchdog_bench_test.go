@@ -3,7 +3,6 @@ package reentrant
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -74,9 +73,9 @@ func benchmarkRenewal(b *testing.B, names string) {
 	time.Sleep(time.Duration(b.N) * timeout / 3)
 	b.StopTimer()
 	cpu := cpuTime() - cpu0
-	info, _ := s.Do("INFO", "commandstats").ToString()
+	evalsha := s.CommandStats()["evalsha"]
 	periods := float64(b.N)
-	calls, spent := evalshaStats(info)
+	calls, spent := evalsha.Calls, time.Duration(evalsha.Usec)*time.Microsecond
 	b.ReportMetric(float64(calls)/periods, "scripts/period")
 	b.ReportMetric(float64(spent.Microseconds())/1000/periods, "redis-ms/period")
 	b.ReportMetric(float64(pipelines.Load())/periods, "roundtrips/period")
@@ -88,17 +87,4 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// evalshaStats reads cmdstat_evalsha's calls and the time Redis spent in
-// them from INFO commandstats.
-func evalshaStats(info string) (calls int64, spent time.Duration) {
-	for _, line := range strings.Split(info, "\n") {
-		if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:"); ok {
-			var usec int64
-			fmt.Sscanf(rest, "calls=%d,usec=%d", &calls, &usec)
-			return calls, time.Duration(usec) * time.Microsecond
-		}
-	}
-	return 0, 0
 }

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -334,21 +333,49 @@ func (s *Server) Do(args ...string) rueidis.RedisResult {
 	return admin.Do(ctx, admin.B().Arbitrary(args...).Build())
 }
 
-var scriptStat = regexp.MustCompile(`(?m)^cmdstat_(?:evalsha|eval):calls=(\d+)`)
+// CommandStat is one command's line of INFO commandstats.
+type CommandStat struct {
+	Calls int64
+	Usec  int64 // the time the server spent in them
+}
+
+// CommandStats returns INFO commandstats by command name, in lower case as
+// the server reports it ("evalsha", "hgetall"), since the server started
+// or since CONFIG RESETSTAT; the commands scripts run are counted too. It
+// is the one reader of those figures for the tests and benchmarks.
+func (s *Server) CommandStats() map[string]CommandStat {
+	s.t.Helper()
+	info, err := s.Do("INFO", "commandstats").ToString()
+	if err != nil {
+		s.t.Fatalf("redistest: INFO commandstats: %v", err)
+	}
+	stats := map[string]CommandStat{}
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		name, isStat := strings.CutPrefix(name, "cmdstat_")
+		if !ok || !isStat {
+			continue
+		}
+		var st CommandStat
+		for _, field := range strings.Split(rest, ",") {
+			k, v, _ := strings.Cut(field, "=")
+			switch k {
+			case "calls":
+				st.Calls, _ = strconv.ParseInt(v, 10, 64)
+			case "usec":
+				st.Usec, _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+		stats[name] = st
+	}
+	return stats
+}
 
 // ScriptCalls returns how many script calls (EVALSHA and EVAL) the server
 // has run since it started or since CONFIG RESETSTAT: a way to count a
 // client's attempts.
 func (s *Server) ScriptCalls() int64 {
 	s.t.Helper()
-	info, err := s.Do("INFO", "commandstats").ToString()
-	if err != nil {
-		s.t.Fatalf("redistest: INFO commandstats: %v", err)
-	}
-	var n int64
-	for _, m := range scriptStat.FindAllStringSubmatch(info, -1) {
-		c, _ := strconv.ParseInt(m[1], 10, 64)
-		n += c
-	}
-	return n
+	stats := s.CommandStats()
+	return stats["evalsha"].Calls + stats["eval"].Calls
 }

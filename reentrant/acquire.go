@@ -86,7 +86,7 @@ type outcome struct {
 	// so at most (a lock's PTTL, a rate limiter's wait), or -1.
 	bound time.Duration
 	// abandoned: ctx cut it short; it is undone in the background (see
-	// attemptOnce).
+	// attempt.Once).
 	abandoned bool
 	// final, when not nil, ends the call with this error: the attempt
 	// found the thing taken, and the wait must not go on (a deadlock).
@@ -150,7 +150,7 @@ func (w *waiting) late(a attempter, policy retryPolicy, cfg acquireConfig, n int
 // failed handles an attempt that ended in err, and returns nil when the
 // call goes on.
 //   - ctx ended: an undoable attempt whose reply was lost is undone once
-//     (one cut short by ctx is undone in the background; see attemptOnce).
+//     (one cut short by ctx is undone in the background; see attempt.Once).
 //   - The server cannot run scripts for now, or could not be dialled: the
 //     attempt did not run; back off and go on.
 //   - The reply was lost (the connection broke, or came too late to keep

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/relock-go/relock/pubsub"
+	"github.com/relock-go/relock/reentrant/internal/attempt"
 	"github.com/relock-go/relock/scripts"
 )
 
@@ -56,10 +57,8 @@ type Client struct {
 	// arguments being decided and the attempt being sent.
 	hookBeforeSend func()
 
-	// idle hands jobs to the workers waiting for one; idleWorkers counts
-	// them (see hand).
-	idle        chan job
-	idleWorkers atomic.Int32
+	// attempts runs the acquire attempts a caller's ctx may cut short.
+	attempts *attempt.Workers
 
 	mu     sync.Mutex
 	closed bool
@@ -103,10 +102,10 @@ func New(rdb rueidis.Client, opts Options) (*Client, error) {
 		opts:    opts,
 		publish: scripts.PublishClassic,
 		cluster: cluster,
-		idle:    make(chan job),
 	}
 	c.closing, c.shutdown = context.WithCancel(context.Background())
 	c.done = c.closing.Done()
+	c.attempts = attempt.New(c.closing, c.background, releaseWindow)
 	if opts.PubSub == pubsub.Sharded {
 		c.publish = scripts.PublishSharded
 	}

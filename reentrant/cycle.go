@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/relock-go/relock/pubsub"
+	"github.com/relock-go/relock/reentrant/internal/attempt"
 	"github.com/relock-go/relock/scripts"
 )
 
@@ -28,7 +29,7 @@ type cycle struct {
 	key     holdKey
 	backoff time.Duration // the last spin or fair-idle sleep
 	// abandoned: ctx ended while an attempt was in flight; its reply is
-	// awaited, and what it did undone, in the background (see attemptOnce).
+	// awaited, and what it did undone, in the background (see attempt.Once).
 	abandoned bool
 	// directed: the lock takes directed wakes (directed.go); registered: an
 	// attempt of this cycle put the client in the waiters' set; dropping:
@@ -394,7 +395,7 @@ func (c *cycle) end(err error) error {
 	return err
 }
 
-// attempt runs the lock's acquire script once (see attemptOnce).
+// attempt runs the lock's acquire script once (see attempt.Once).
 func (c *cycle) attempt(ttl time.Duration) lockAttempt {
 	ctx := c.ctx
 	if c.cfg.timeout > 0 {
@@ -428,12 +429,12 @@ func (c *cycle) attempt(ttl time.Duration) lockAttempt {
 		}
 	}
 	if ctx.Done() == nil { // nothing can cut it short
-		return t.run(ctx)
+		return t.Run(ctx)
 	}
-	r, abandoned := attemptOnce[lockAttempt](c.l.c, ctx, t)
+	r, abandoned := attempt.Once[lockAttempt](c.l.c.attempts, ctx, t)
 	if abandoned {
 		c.abandoned = true
-		r.err = abandonedError(ctx)
+		r.err = attempt.Abandoned(ctx)
 	}
 	return r
 }
@@ -452,7 +453,7 @@ type lockTry struct {
 
 // run runs the acquire script; an acquire that replicas did not confirm is
 // rolled back (see unsynced).
-func (t lockTry) run(ctx context.Context) (r lockAttempt) {
+func (t lockTry) Run(ctx context.Context) (r lockAttempt) {
 	l := t.l
 	if t.wake.Settle == scripts.SettleDrop {
 		defer l.c.drops.sending()()
@@ -480,7 +481,7 @@ func (t lockTry) run(ctx context.Context) (r lockAttempt) {
 // undo undoes what an attempt the caller gave up on did, once its reply
 // came: a hold it took is released (see undoHold), and a fair lock's
 // waiter leaves the queue it may have joined.
-func (t lockTry) undo(ctx context.Context, r lockAttempt) {
+func (t lockTry) Undo(ctx context.Context, r lockAttempt) {
 	if r.Handed {
 		t.l.c.takeBack(t.l.name, t.wake.Grant)
 		return

@@ -12,7 +12,7 @@ import (
 
 // BenchmarkLockUnlock: one goroutine takes and gives back one lock. With
 // a ctx that can end, as a request's can, each attempt runs on one of the
-// client's workers, so that one cut short is heard out (see attemptOnce).
+// client's workers, so that one cut short is heard out (see attempt.Once).
 //
 //	go test -run '^$' -bench LockUnlock -benchmem ./reentrant
 func BenchmarkLockUnlock(b *testing.B) {

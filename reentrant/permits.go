@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/relock-go/relock/reentrant/internal/attempt"
 	"github.com/relock-go/relock/scripts"
 )
 
@@ -188,7 +189,7 @@ func (a *permitAcquire) try(int) outcome {
 	a.sent = time.Now()
 	acquired, score, nearest, err := a.s.attempt(a.ctx, a.ids, a.ttl)
 	a.score = score
-	return outcome{err: err, taken: acquired, bound: nearest, abandoned: errors.Is(err, errAbandoned)}
+	return outcome{err: err, taken: acquired, bound: nearest, abandoned: errors.Is(err, attempt.ErrAbandoned)}
 }
 
 func (a *permitAcquire) keep(o outcome) (err error) {
@@ -219,7 +220,7 @@ func (a *permitAcquire) sleepAfter(o outcome) time.Duration {
 
 func (a *permitAcquire) undo(ctx context.Context, _ int) error { return a.s.undo(ctx, a.ids) }
 
-// attempt runs the acquire script once for permits ids (see attemptOnce):
+// attempt runs the acquire script once for permits ids (see attempt.Once):
 // an attempt that ctx cut short is undone once its reply comes, the
 // permits released if they were taken or may have been.
 func (s *PermitExpirableSemaphore) attempt(ctx context.Context, ids []string, ttl time.Duration) (acquired bool, score string, nearest time.Duration, err error) {
@@ -232,16 +233,16 @@ func (s *PermitExpirableSemaphore) attempt(ctx context.Context, ids []string, tt
 		nearest  time.Duration
 		err      error
 	}
-	r, abandoned := attemptOnce[result](s.c, ctx, funcAttempt[result]{func(ctx context.Context) (r result) {
+	r, abandoned := attempt.Once[result](s.c.attempts, ctx, attempt.Funcs[result]{RunFn: func(ctx context.Context) (r result) {
 		r.acquired, r.score, r.nearest, r.err = scripts.PermitAcquire(ctx, s.c.scriptConn(), s.name, ids, ttl, s.c.publish)
 		return r
-	}, func(ctx context.Context, r result) {
+	}, UndoFn: func(ctx context.Context, r result) {
 		if r.acquired || (r.err != nil && !scripts.IsReply(r.err) && !scripts.NotSent(r.err)) {
 			_ = s.undo(ctx, ids) // one try: if it fails, the lease ends the permits
 		}
 	}})
 	if abandoned {
-		return false, "", 0, abandonedError(ctx)
+		return false, "", 0, attempt.Abandoned(ctx)
 	}
 	return r.acquired, r.score, r.nearest, r.err
 }

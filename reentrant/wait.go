@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/relock-go/relock/pubsub"
+	"github.com/relock-go/relock/reentrant/internal/attempt"
 	"github.com/relock-go/relock/scripts"
 )
 
@@ -96,10 +97,10 @@ func (w *waiting) listenAlso(channel string) {
 
 // heard records whether an attempt got an answer from Redis: any reply,
 // except one saying the server cannot run scripts for now. An attempt the
-// caller gave up on (errAbandoned) tells nothing new.
+// caller gave up on (attempt.ErrAbandoned) tells nothing new.
 func (w *waiting) heard(err error) {
 	w.attempts++
-	if errors.Is(err, errAbandoned) {
+	if errors.Is(err, attempt.ErrAbandoned) {
 		return
 	}
 	w.unreachable = nil

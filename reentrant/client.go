@@ -16,6 +16,7 @@ import (
 
 	"github.com/relock-go/relock/pubsub"
 	"github.com/relock-go/relock/reentrant/internal/attempt"
+	"github.com/relock-go/relock/reentrant/internal/latches"
 	"github.com/relock-go/relock/scripts"
 )
 
@@ -42,7 +43,7 @@ type Client struct {
 	nextRequest atomic.Uint64
 	holds       *holdTable // the holds it has, and their watchdog
 	sub         *pubsub.Subscriber
-	latches     *latchSweeper
+	latches     *latches.Sweeper
 	outages     outages     // tells of waits held up by an outage, once per outage
 	queued      queuedLocks // fair locks whose last wait here queued
 	degraded    atomic.Bool // waiting by polling: subscribing failed
@@ -130,9 +131,9 @@ func New(rdb rueidis.Client, opts Options) (*Client, error) {
 	// A lock's wake channel lingers a little after its last waiter leaves:
 	// one that comes back soon (steady contention) finds it live.
 	c.sub = pubsub.New(rdb, opts.PubSub, scripts.Slot, opts.Logger, min(opts.RepollInterval, time.Second))
-	c.latches = newLatchSweeper(rdb, opts.Logger)
+	c.latches = latches.New(rdb, opts.Logger)
 	c.outages = outages{log: opts.Logger, after: opts.RepollInterval}
-	c.background(func() { c.latches.run(c.closing) })
+	c.background(func() { c.latches.Run(c.closing) })
 	c.holds = newHoldTable(&c.opts, c.scriptConn, cluster)
 	return c, nil
 }

@@ -220,7 +220,7 @@ func (l *Lock) release(ctx context.Context, owner Owner, restore time.Duration, 
 	}
 	res, err := l.kind.spec().release(ctx, rdb, rel)
 	if err == nil && rel.Latched(res) {
-		l.c.latches.drop(rel.Latch()) // answered: it will not be sent again
+		l.c.latches.Drop(rel.Latch()) // answered: it will not be sent again
 	}
 	return res, err
 }

@@ -1,4 +1,6 @@
-package reentrant
+// Package latches deletes relock's unlock latches once their release has
+// its reply (see Sweeper).
+package latches
 
 import (
 	"context"
@@ -10,7 +12,7 @@ import (
 	"github.com/relock-go/relock/scripts"
 )
 
-// latchSweeper deletes unlock latches once their release has its reply,
+// Sweeper deletes unlock latches once their release has its reply,
 // as Redisson does (RedissonBaseLock.unlockInnerAsync sends DEL of the
 // latch when the unlock script's reply arrives). A latch only has to
 // outlive retries of its own request, and a release that got its reply is
@@ -23,7 +25,7 @@ import (
 // client: a cluster proxy that looks like a single node refuses that with
 // CROSSSLOT. Close sends what is still queued. A name the queue has no room
 // for, or whose DEL fails, expires with its TTL; a failed DEL is logged.
-type latchSweeper struct {
+type Sweeper struct {
 	rdb   rueidis.Client
 	log   *slog.Logger
 	queue chan string
@@ -41,21 +43,22 @@ const (
 	sweepWait   = time.Second
 )
 
-func newLatchSweeper(rdb rueidis.Client, log *slog.Logger) *latchSweeper {
-	return &latchSweeper{rdb: rdb, log: log, queue: make(chan string, 4*sweepBatch)}
+// New returns a sweeper that deletes with rdb and logs to log; Run runs it.
+func New(rdb rueidis.Client, log *slog.Logger) *Sweeper {
+	return &Sweeper{rdb: rdb, log: log, queue: make(chan string, 4*sweepBatch)}
 }
 
-// drop queues latch for deletion, unless the queue is full.
-func (s *latchSweeper) drop(latch string) {
+// Drop queues latch for deletion, unless the queue is full.
+func (s *Sweeper) Drop(latch string) {
 	select {
 	case s.queue <- latch:
 	default:
 	}
 }
 
-// run deletes queued latches until closing ends, and then those still
+// Run deletes queued latches until closing ends, and then those still
 // queued.
-func (s *latchSweeper) run(closing context.Context) {
+func (s *Sweeper) Run(closing context.Context) {
 	linger := time.NewTimer(sweepLinger)
 	linger.Stop()
 	names := make([]string, 0, sweepBatch)
@@ -74,7 +77,7 @@ func (s *latchSweeper) run(closing context.Context) {
 // flush deletes what is still queued, a batch at a time, until the queue
 // is empty or Redis does not answer: Close sends the deletes rather than
 // leave each latch to its TTL.
-func (s *latchSweeper) flush(names []string) {
+func (s *Sweeper) flush(names []string) {
 	for {
 		names = names[:0]
 	gather:
@@ -94,7 +97,7 @@ func (s *latchSweeper) flush(names []string) {
 
 // gather adds to names what is queued within sweepLinger, up to
 // sweepBatch names.
-func (s *latchSweeper) gather(names []string, linger *time.Timer) []string {
+func (s *Sweeper) gather(names []string, linger *time.Timer) []string {
 	linger.Reset(sweepLinger)
 	defer linger.Stop()
 	for len(names) < sweepBatch {
@@ -113,7 +116,7 @@ func (s *latchSweeper) gather(names []string, linger *time.Timer) []string {
 // latch not deleted expires with its TTL; the first error is logged,
 // unless closing has ended (the flush at Close passes a context that never
 // does: its errors are logged).
-func (s *latchSweeper) sweep(names []string, closing context.Context) bool {
+func (s *Sweeper) sweep(names []string, closing context.Context) bool {
 	bySlot := map[uint16][]string{}
 	for _, n := range names {
 		slot := scripts.Slot(n)
@@ -134,16 +137,4 @@ func (s *latchSweeper) sweep(names []string, closing context.Context) bool {
 		}
 	}
 	return true
-}
-
-// releaseWindow bounds how long Unlock keeps trying to release when the
-// outcome of an attempt is unknown, and how long Redis remembers a release
-// request (the unlock latch).
-const releaseWindow = 10 * time.Second
-
-// cleanup is the context for a call that gives something back: ctx's
-// values without its cancellation (the caller's ctx is often done by then),
-// bounded by the release window.
-func cleanup(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), releaseWindow)
 }

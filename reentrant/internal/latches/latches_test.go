@@ -1,4 +1,4 @@
-package reentrant
+package latches
 
 import (
 	"context"
@@ -19,15 +19,15 @@ import (
 func TestLatchSweeperFlushesOnClose(t *testing.T) {
 	s := redistest.Start(t)
 	rdb := s.Client()
-	sw := newLatchSweeper(rdb, slog.New(slog.DiscardHandler))
+	sw := New(rdb, slog.New(slog.DiscardHandler))
 	for i := 0; i < sweepBatch+100; i++ {
 		name := scripts.Release{Key: fmt.Sprintf("lock:%d", i%7), RequestID: fmt.Sprint(i)}.Latch()
 		require.NoError(t, s.Do("SET", name, "1", "PX", "60000").Error())
-		sw.drop(name)
+		sw.Drop(name)
 	}
 	closed, cancel := context.WithCancel(context.Background())
 	cancel() // as Close does before the sweeper sees the queue
-	sw.run(closed)
+	sw.Run(closed)
 	keys, err := s.Do("KEYS", "redisson_unlock_latch:*").AsStrSlice()
 	require.NoError(t, err)
 	assert.Empty(t, keys)

@@ -9,8 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/rueidis"
-
+	"github.com/relock-go/relock/reentrant/internal/waitgraph"
 	"github.com/relock-go/relock/scripts"
 )
 
@@ -68,10 +67,6 @@ func (e *DeadlockError) Error() string {
 // Unwrap makes errors.Is(err, ErrDeadlock) hold.
 func (e *DeadlockError) Unwrap() error { return ErrDeadlock }
 
-// maxWaitGraph bounds how many owners one check visits (InnoDB stops at
-// 200): a longer chain is taken for no deadlock.
-const maxWaitGraph = 64
-
 // deadlockCheck is one cycle's detection state (see cycle.detectDeadlock).
 type deadlockCheck struct {
 	on         bool      // the cycle's owner may close a cycle, and detection is on
@@ -113,7 +108,7 @@ func (c *cycle) detectDeadlock() error {
 		}
 		// Before the timeout, only the read-to-write self-wait, once.
 		d.selfChecked = true
-		holders, err := c.l.c.lockHolders(ctx, lock)
+		holders, err := graphOf(c.l.c).Holders(ctx, lock)
 		if err != nil || !slices.Contains(holders, self) {
 			return nil
 		}
@@ -130,11 +125,16 @@ func (c *cycle) detectDeadlock() error {
 		c.l.c.opts.Logger.Debug("relock: could not register a wait for deadlock detection", "lock", lock, "error", err)
 		return nil
 	}
-	cyc := c.l.c.findCycle(ctx, self, lock, d.since)
-	if cyc == nil || !c.l.c.stillTrue(ctx, cyc) {
+	graph := graphOf(c.l.c)
+	cyc := graph.Cycle(ctx, self, lock, d.since)
+	if cyc == nil || !graph.StillTrue(ctx, cyc) {
 		return nil
 	}
-	return c.victim(cyc)
+	edges := make([]WaitEdge, len(cyc))
+	for i, e := range cyc {
+		edges[i] = WaitEdge(e)
+	}
+	return c.victim(edges)
 }
 
 // victim returns the error that ends this wait if it is cyc's victim: the
@@ -168,110 +168,6 @@ func (c *cycle) endDeadlockCheck() {
 	_ = rdb.Do(ctx, rdb.B().Del().Key(scripts.WaitEdgeKey(c.owner.id)).Build()).Error()
 }
 
-// findCycle follows waits-for edges from self, which waits for lock since
-// since, and returns the first cycle back to self, starting with self's
-// edge, or nil.
-func (c *Client) findCycle(ctx context.Context, self, lock string, since time.Time) []WaitEdge {
-	seen := map[string]bool{self: true}
-	var walk func(waiter, lock string, since time.Time, path []WaitEdge) []WaitEdge
-	walk = func(waiter, lock string, since time.Time, path []WaitEdge) []WaitEdge {
-		holders, err := c.lockHolders(ctx, lock)
-		if err != nil {
-			return nil
-		}
-		for _, h := range holders {
-			edge := append(path[:len(path):len(path)], WaitEdge{waiter, lock, h, since})
-			if h == self {
-				return edge
-			}
-			if seen[h] || len(seen) >= maxWaitGraph {
-				continue
-			}
-			seen[h] = true
-			next, nextSince, ok := c.waitsFor(ctx, h)
-			if !ok {
-				continue
-			}
-			if cyc := walk(h, next, nextSince, edge); cyc != nil {
-				return cyc
-			}
-		}
-		return nil
-	}
-	return walk(self, lock, since, nil)
-}
-
-// stillTrue reads cyc's edges again: each waiter but the first (this
-// one) still waits for the same lock since the same time, and each lock
-// is still held by the same holder. An edge that changed (a holder that
-// released, a waiter that was served or gave up) breaks the cycle.
-func (c *Client) stillTrue(ctx context.Context, cyc []WaitEdge) bool {
-	for i, e := range cyc {
-		if i > 0 {
-			lock, since, ok := c.waitsFor(ctx, e.Waiter)
-			if !ok || lock != e.Lock || !since.Equal(e.Since) {
-				return false
-			}
-		}
-		holders, err := c.lockHolders(ctx, e.Lock)
-		if err != nil || !slices.Contains(holders, e.Holder) {
-			return false
-		}
-	}
-	return true
-}
-
-// waitsFor reads owner's registered edge: the lock it waits for, and
-// since when; ok is false when there is none, or it cannot be read.
-func (c *Client) waitsFor(ctx context.Context, owner string) (lock string, since time.Time, ok bool) {
-	lock, since, ok, _ = c.readWait(ctx, owner)
-	return lock, since, ok
-}
-
-// readWait reads owner's registered edge, and the error that kept it from
-// being read (none when there is no edge).
-func (c *Client) readWait(ctx context.Context, owner string) (lock string, since time.Time, ok bool, err error) {
-	v, err := c.rdb.Do(ctx, c.rdb.B().Get().Key(scripts.WaitEdgeKey(owner)).Build()).ToString()
-	if err != nil {
-		if rueidis.IsRedisNil(err) {
-			err = nil
-		}
-		return "", time.Time{}, false, err
-	}
-	lock, since, ok = parseWaitEdge(v)
-	return lock, since, ok, nil
-}
-
-// parseWaitEdge parses a registered edge, "<since, ms>:<lock>".
-func parseWaitEdge(v string) (lock string, since time.Time, ok bool) {
-	ms, lock, ok := strings.Cut(v, ":")
-	n, err := strconv.ParseInt(ms, 10, 64)
-	if !ok || err != nil {
-		return "", time.Time{}, false
-	}
-	return lock, time.UnixMilli(n), true
-}
-
-// lockHolders reads the owners that hold lock: the fields of its hash that
-// are owners (a read-write lock's writer field is "<owner>:write"), in
-// order.
-func (c *Client) lockHolders(ctx context.Context, lock string) ([]string, error) {
-	// HGETALL, not HKEYS, which the acquire scripts run: the server's
-	// command counts tell detection's reads apart (TestDeadlockCost).
-	fields, err := c.rdb.Do(ctx, c.rdb.B().Hgetall().Key(lock).Build()).AsStrMap()
-	if err != nil && !rueidis.IsRedisNil(err) {
-		return nil, err
-	}
-	var holders []string
-	for f := range fields {
-		if owner, _, ok := holderField(f); ok && !slices.Contains(holders, owner) {
-			holders = append(holders, owner)
-		}
-	}
-	slices.Sort(holders)
-	return holders, nil
-}
-
 // WaitsFor reads owner's registered wait, as deadlock detection sees it:
 // one edge to each holder of the lock owner waits for, or none when owner
 // has no wait registered (it waits for less than DeadlockTimeout, waits as
@@ -284,14 +180,15 @@ func (c *Client) WaitsFor(ctx context.Context, owner string) ([]WaitEdge, error)
 	case c.checkOpen() != nil:
 		return nil, fmt.Errorf("relock: waits of %q: %w", owner, ErrClosed)
 	}
-	lock, since, ok, err := c.readWait(ctx, owner)
+	graph := graphOf(c)
+	lock, since, ok, err := graph.WaitOf(ctx, owner)
 	if err != nil {
 		return nil, redisError("lock", owner, err)
 	}
 	if !ok {
 		return nil, nil
 	}
-	holders, err := c.lockHolders(ctx, lock)
+	holders, err := graph.Holders(ctx, lock)
 	if err != nil {
 		return nil, redisError("lock", lock, err)
 	}
@@ -300,4 +197,12 @@ func (c *Client) WaitsFor(ctx context.Context, owner string) ([]WaitEdge, error)
 		edges = append(edges, WaitEdge{Waiter: owner, Lock: lock, Holder: h, Since: since})
 	}
 	return edges, nil
+}
+
+// graphOf reads c's waits-for graph (see waitgraph).
+func graphOf(c *Client) waitgraph.Reader {
+	return waitgraph.New(c.rdb, func(field string) (string, bool) {
+		owner, _, ok := holderField(field)
+		return owner, ok
+	})
 }

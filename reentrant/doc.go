@@ -16,9 +16,9 @@
 //	defer locks.Close()
 //
 //	mu := locks.Lock("order:42")
-//	ctx, err := mu.Lock(ctx) // blocks until held or ctx ends
+//	held, err := mu.Lock(ctx) // blocks until held or ctx ends
 //	if err != nil { ... }
-//	defer mu.Unlock(ctx)
+//	defer mu.Unlock(held) // the context Lock returned, not ctx
 //
 // The context Lock returns carries the owner, so a call made with it re-enters
 // the lock instead of blocking on itself, and it is cancelled when the hold
@@ -37,6 +37,15 @@
 // lease the watchdog keeps, as it keeps locks), [CountDownLatch] and
 // [RateLimiter]. They wait, wake and renew as locks do, on the Client's one
 // pub/sub connection and one watchdog.
+//
+// Beyond Redisson's kinds ([Client.Lock], [Client.FairLock],
+// [Client.FencedLock], [Client.ReadWriteLock], [Client.SpinLock],
+// [Client.NonReentrantLock], [Client.GroupLock], [NewMultiLock], [NewRedlock]):
+// [Client.PriorityLock] serves waiters by priority with aging, and a Lock
+// call whose owner holds other locks detects a cycle of owners waiting for
+// each other and fails with [ErrDeadlock] (docs/deadlocks.md).
+// [FromRedissonConfig] reads a Java service's Redisson YAML; package
+// reentranttest runs all of it on an embedded miniredis for unit tests.
 //
 // Owners can be made explicit to hand a hold to another goroutine or process:
 // [Client.NewOwner], [WithOwner], [Owner.String] and [ParseOwner].

@@ -32,7 +32,7 @@ func aclClient(t *testing.T, e env, user string, logs *syncBuffer, rules ...stri
 	t.Helper()
 	args := append([]string{"ACL", "SETUSER", user, "reset", "on", ">pw"}, rules...)
 	require.NoError(t, e.do(t, args...).Error())
-	// The README's client, on the test's server as the test's user.
+	// The guide's client, on the test's server as the test's user.
 	rdb := e.server.Client(func(o *rueidis.ClientOption) {
 		addr, tls := o.InitAddress, o.TLSConfig
 		*o = readmeOption()

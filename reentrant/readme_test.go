@@ -18,10 +18,12 @@ import (
 	"github.com/relock-go/relock/reentrant"
 )
 
-// The README's snippets, compiled and run here; TestDocSnippets checks
-// that the README still shows this very code.
+// The snippets of docs/guide.md (the README's lock calls in full),
+// compiled and run here; TestDocSnippets checks that the guide still shows
+// this very code, and that the README's first lock is
+// examples/firstlock's, which CI runs.
 
-// readmeOption is the README's rueidis option. TestACLUsers connects
+// readmeOption is the guide's rueidis option. TestACLUsers connects
 // with it (to its own server, as its own user), so the documented
 // least-privilege user and the README's client cannot drift apart.
 func readmeOption() rueidis.ClientOption {
@@ -125,19 +127,20 @@ func TestReadmeSnippetsRun(t *testing.T) {
 
 var fence = regexp.MustCompile("(?s)```go\n(.*?)```")
 
-// Every Go snippet in the README, the testing guide and the synchronizers
-// guide is code that this package's tests compile: the README's here, the
+// Every Go snippet in the README, the guide, the testing guide and the
+// synchronizers guide is code that this package's tests compile (or CI
+// runs): the guide's here, the README's in examples/firstlock, the
 // synchronizers' in their examples (which run), the testing guide's in
 // reentranttest.
 func TestDocSnippets(t *testing.T) {
 	sources := ""
-	for _, f := range []string{"readme_test.go", "example_synchronizers_test.go", "reentranttest/example_test.go", "reentranttest/synctest_test.go", "reentranttest/settings_test.go"} {
+	for _, f := range []string{"readme_test.go", "example_synchronizers_test.go", "reentranttest/example_test.go", "reentranttest/synctest_test.go", "reentranttest/settings_test.go", "../examples/firstlock/main.go"} {
 		b, err := os.ReadFile(f)
 		require.NoError(t, err)
 		sources += string(b)
 	}
 	code := squash(sources)
-	for _, doc := range []string{"../README.md", "../docs/testing.md", "../docs/synchronizers.md"} {
+	for _, doc := range []string{"../README.md", "../docs/guide.md", "../docs/testing.md", "../docs/synchronizers.md"} {
 		b, err := os.ReadFile(doc)
 		require.NoError(t, err)
 		blocks := fence.FindAllStringSubmatch(string(b), -1)

@@ -141,6 +141,17 @@ func TestFencedTokensSurviveDataLoss(t *testing.T) {
 	})
 }
 
+// drawToken takes fenced lock f and gives it back, and returns the
+// token the acquisition drew.
+func drawToken(t *testing.T, f *reentrant.Lock) int64 {
+	t.Helper()
+	held, err := f.Lock(bg())
+	require.NoError(t, err)
+	token, _ := reentrant.TokenFrom(held)
+	require.NoError(t, f.Unlock(held))
+	return token
+}
+
 // A fenced lock's token counter lives FencingCounterTTL (a day by
 // default) after its last draw, and tokens stay strictly increasing across
 // its expiry, being floored to the server's clock: on miniredis a day is
@@ -148,14 +159,7 @@ func TestFencedTokensSurviveDataLoss(t *testing.T) {
 // no key behind once it has.
 func TestFencingCounterExpires(t *testing.T) {
 	onBoth(t, func(t *testing.T, e env) {
-		draw := func(f *reentrant.Lock) int64 {
-			t.Helper()
-			held, err := f.Lock(bg())
-			require.NoError(t, err)
-			token, _ := reentrant.TokenFrom(held)
-			require.NoError(t, f.Unlock(held))
-			return token
-		}
+		draw := func(f *reentrant.Lock) int64 { return drawToken(t, f) }
 		gone := func(key string) {
 			t.Helper()
 			eventually(t, key+" to expire", func() bool { return e.int(t, "EXISTS", key) == 0 })
@@ -203,14 +207,7 @@ func TestFencingCounterSharedWithJava(t *testing.T) {
 	require.Equal(t, reentrant.NoExpiry, cfg.Options.FencingCounterTTL)
 	asJava := e.client(t, cfg.Options).FencedLock("shared")
 	expiring := e.client(t, reentrant.Options{FencingCounterTTL: 100 * time.Millisecond}).FencedLock("shared")
-	draw := func(f *reentrant.Lock) int64 {
-		t.Helper()
-		held, err := f.Lock(bg())
-		require.NoError(t, err)
-		token, _ := reentrant.TokenFrom(held)
-		require.NoError(t, f.Unlock(held))
-		return token
-	}
+	draw := func(f *reentrant.Lock) int64 { return drawToken(t, f) }
 
 	goToken := draw(expiring)
 	assert.Positive(t, e.int(t, "PTTL", "redisson_lock_token:{shared}"))

@@ -30,19 +30,22 @@ func (l *Lock) Name() string {
 	return l.given
 }
 
-// Lock takes the lock, waiting as long as it is held by another owner, and
-// returns the held context: ctx, carrying the owner (a new one if ctx had
-// none), and cancelled when the hold ends. Pass it to the work done under
-// the lock, and to Unlock.
+// Lock takes the lock, waiting while another owner holds it, and returns
+// the held context. Do the work under the lock with it, and give it to
+// Unlock: it carries the owner (ctx's, or a new one), and it is cancelled
+// when the hold ends: by Unlock (cause context.Canceled), by Close
+// (ErrClosed), or the moment the client learns the lock may be lost
+// (ErrLockLost; see context.Cause). An owner that holds the lock already
+// takes it again at once; each Lock needs its own Unlock. Without LeaseFor
+// the watchdog keeps the lock for as long as it is held.
 //
-// If ctx's owner already holds the lock, Lock takes it again at once
-// (reentrancy): each Lock needs its own Unlock.
-//
-// Without LeaseFor the lock is kept by the watchdog for as long as it is
-// held. The held context is cancelled when Unlock gives the hold back
-// (cause context.Canceled), or as soon as the client learns the lock may be
-// lost (cause ErrLockLost; see context.Cause), or by Close (cause
-// ErrClosed). Work under the lock with the held context.
+// Its errors: ctx's, wrapped, when ctx ends first; ErrNotAcquired when a
+// wait option (NoWait, WaitAtMost, RetryCount) ran out while others held
+// the lock; ErrDeadlock when the owner is the one a waits-for cycle gives
+// up (docs/deadlocks.md); one that wraps the connection's error when Redis
+// gave no answer, never ErrNotAcquired; ErrClosed after Close;
+// ErrWrongType, ErrInvalidArgument and Redis's refusals at once. The rest
+// says how, and why.
 //
 // An acquire whose reply comes after the new hold's local deadline (a stall
 // of 0.9 TTL) is not trusted, since the lock may be gone by then: one

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/relock-go/relock/reentrant/internal/retry"
 	"github.com/relock-go/relock/scripts"
 )
 
@@ -198,29 +199,24 @@ func (w *waiting) lost(err error) bool {
 // answers: while the call waits, until its ctx, wait limit or Close ends
 // the wait, whose error it returns; else once, within the release window.
 func (w *waiting) undoLost(a attempter, waits bool) error {
-	ctx, sleep := w.ctx, w.sleepOut
+	ctx, pause := w.ctx, w.sleepOut
 	if !waits {
 		// A bounded clean-up follows a call that is already ending: its
 		// wait limit, which may have run out, does not cut it short.
 		var cancel context.CancelFunc
 		ctx, cancel = cleanup(w.ctx)
 		defer cancel()
-		sleep = func(d time.Duration) error {
-			_, err := w.c.sleep(ctx, w.name, nil, nil, nil, d)
-			return err
-		}
+		pause = retry.Sleep(ctx, w.c.done)
 	}
-	backoff := 20 * time.Millisecond
-	for try := 0; waits || try < 1; try++ {
-		if err := sleep(backoff); err != nil {
-			return err
+	return retry.Until(undoBackoff, pause, func(n int) bool {
+		err := a.undo(ctx, n)
+		if !scripts.Answered(err) {
+			w.c.outages.failing(&w.outage, err)
 		}
-		backoff = doubled(backoff, 0, time.Second)
-		err := a.undo(ctx, try)
-		if err == nil || (scripts.IsReply(err) && !scripts.IsUnavailable(err)) {
-			return nil
-		}
-		w.c.outages.failing(&w.outage, err)
-	}
-	return nil
+		return scripts.Answered(err) || !waits
+	})
 }
+
+// undoBackoff paces undoLost: it pauses first, as the server may be
+// restarting.
+var undoBackoff = retry.Backoff{First: 20 * time.Millisecond, Max: time.Second, PauseFirst: true}

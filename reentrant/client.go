@@ -17,6 +17,7 @@ import (
 	"github.com/relock-go/relock/pubsub"
 	"github.com/relock-go/relock/reentrant/internal/attempt"
 	"github.com/relock-go/relock/reentrant/internal/latches"
+	"github.com/relock-go/relock/reentrant/internal/retry"
 	"github.com/relock-go/relock/scripts"
 )
 
@@ -181,25 +182,22 @@ func pubSubFor(info string) pubsub.Mode {
 // server cannot be reached or cannot answer yet, until ctx ends. Its error
 // is the last one that did not come from ctx ending, when there was one.
 func serverInfo(ctx context.Context, rdb rueidis.Client) (string, error) {
-	var last error
-	for pause := time.Duration(0); ; {
-		info, err := rdb.Do(ctx, rdb.B().Info().Section("server").Build()).ToString()
-		if err == nil || (scripts.IsReply(err) && !scripts.IsUnavailable(err)) {
-			return info, err
-		}
+	var info string
+	var err, last error
+	if retry.Until(infoBackoff, retry.Sleep(ctx, nil), func(int) bool {
+		info, err = rdb.Do(ctx, rdb.B().Info().Section("server").Build()).ToString()
 		if ctx.Err() == nil || last == nil {
 			last = err
 		}
-		pause = doubled(pause, 50*time.Millisecond, time.Second)
-		t := time.NewTimer(jittered(pause))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return "", last
-		}
+		return scripts.Answered(err)
+	}) != nil {
+		return "", last
 	}
+	return info, err
 }
+
+// infoBackoff paces serverInfo; clients started together drift apart.
+var infoBackoff = retry.Backoff{First: 50 * time.Millisecond, Max: time.Second, Jitter: true}
 
 // startSync sets the script runner. With replica sync asked for, it sends
 // WAIT 0 0 once (and ROLE, for ConnectedReplicas): a server that refuses it turns sync off with a warning, or

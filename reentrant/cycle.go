@@ -9,6 +9,7 @@ import (
 
 	"github.com/relock-go/relock/pubsub"
 	"github.com/relock-go/relock/reentrant/internal/attempt"
+	"github.com/relock-go/relock/reentrant/internal/retry"
 	"github.com/relock-go/relock/scripts"
 )
 
@@ -363,7 +364,7 @@ func (c *cycle) nextSleep(pttl time.Duration) time.Duration {
 		// another waiter's. Redisson's Java waiters retry at once on this
 		// reply; relock backs off from 1ms up to the re-poll interval
 		// instead: its own turn comes with a message.
-		c.backoff = doubled(c.backoff, time.Millisecond, d)
+		c.backoff = retry.Doubled(c.backoff, time.Millisecond, d)
 		return c.backoff
 	}
 	if pttl >= 0 && pttl < d {

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/relock-go/relock/reentrant/internal/retry"
 	"github.com/relock-go/relock/scripts"
 )
 
@@ -75,26 +76,21 @@ func (l *Lock) leaveQueue(ctx context.Context, owner Owner, turn time.Duration) 
 	l.c.background(func() {
 		defer cancel()
 		defer context.AfterFunc(l.c.closing, cancel)()
-		for backoff := time.Duration(0); ; {
-			backoff = doubled(backoff, 10*time.Millisecond, time.Second)
-			if _, err := l.c.sleep(ctx, l.name, nil, nil, nil, backoff); err != nil {
-				if ctx.Err() != nil && l.c.checkOpen() == nil {
-					l.c.opts.Logger.Warn("relock: could not leave a fair lock's queue; the entry is dropped when its turn ends", "lock", l.name)
-				}
-				return
-			}
-			if l.leftQueue(ctx, owner, turn) {
-				return
-			}
+		err := retry.Until(leaveBackoff, retry.Sleep(ctx, l.c.done), func(int) bool { return l.leftQueue(ctx, owner, turn) })
+		if err != nil && ctx.Err() != nil && l.c.checkOpen() == nil {
+			l.c.opts.Logger.Warn("relock: could not leave a fair lock's queue; the entry is dropped when its turn ends", "lock", l.name)
 		}
 	})
 }
+
+// leaveBackoff paces leaveQueue's tries after the first, which failed.
+var leaveBackoff = retry.Backoff{First: 10 * time.Millisecond, Max: time.Second, PauseFirst: true}
 
 // leftQueue runs the leave script once and reports whether it is done:
 // Redis answered, or no later try could help.
 func (l *Lock) leftQueue(ctx context.Context, owner Owner, turn time.Duration) bool {
 	err := l.kind.spec().leave(ctx, l.c.scriptConn(), l.name, owner.id, turn, l.c.publish)
-	return err == nil || (scripts.IsReply(err) && !scripts.IsUnavailable(err)) || l.c.checkOpen() != nil
+	return scripts.Answered(err) || l.c.checkOpen() != nil
 }
 
 // queuedLocks remembers the fair locks whose last wait on this client

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/relock-go/relock/reentrant/internal/retry"
 )
 
 // MultiLock takes several locks as one, all or nothing, like Redisson's
@@ -73,8 +75,8 @@ func (m *MultiLock) lock(ctx context.Context, cfg acquireConfig) (context.Contex
 			continue // an hour's wait for it ran out: wait again
 		}
 		first = taken
-		backoff = doubled(backoff, 2*time.Millisecond, 64*time.Millisecond)
-		if _, err := m.locks[first].c.sleep(ctx, m.locks[first].name, nil, nil, nil, jittered(backoff)); err != nil {
+		backoff = retry.Doubled(backoff, 2*time.Millisecond, 64*time.Millisecond)
+		if _, err := m.locks[first].c.sleep(ctx, m.locks[first].name, nil, nil, nil, retry.Jittered(backoff)); err != nil {
 			return nil, err
 		}
 	}

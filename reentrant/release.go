@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/relock-go/relock/reentrant/internal/retry"
 	"github.com/relock-go/relock/scripts"
 	"github.com/relock-go/relock/watchdog"
 )
@@ -116,34 +117,39 @@ func (l *Lock) releaseRetried(ctx context.Context, owner Owner, restore time.Dur
 	requestID := l.c.newRequestID()
 	var deadline time.Time // the hold's, read once a retry needs it
 	ran := false           // a send so far may have run (its reply lost)
-	for try, backoff := 0, time.Duration(0); ; try++ {
+	cancel := context.CancelFunc(func() {})
+	defer func() { cancel() }()
+	// The pause reads ctx when it runs: after the first try, ctx carries
+	// the bound of every retry and pause.
+	pause := func(d time.Duration) error { return retry.Sleep(ctx, l.c.done)(d) }
+	stopped := retry.Until(releaseBackoff, pause, func(n int) bool {
 		res, err = l.release(ctx, owner, restore, requestID, ran, believed)
-		switch {
-		case err == nil:
-			return res, ran, nil
-		case !l.retryRelease(err):
-			return res, ran, redisError("unlock", l.name, err)
+		if err == nil || !l.retryRelease(err) {
+			return true
 		}
 		ran = ran || !notRun(err)
-		if try == 0 {
+		if n == 0 {
 			end := time.Now().Add(window)
 			if lease != nil {
 				deadline = l.c.holds.watchdog.Deadline(lease)
 				end = minTime(end, deadline)
 			}
-			var cancel context.CancelFunc
 			ctx, cancel = context.WithDeadline(ctx, end)
-			defer cancel()
 		}
-		backoff = doubled(backoff, 10*time.Millisecond, time.Second)
-		if _, serr := l.c.sleep(ctx, l.name, nil, nil, nil, backoff); serr != nil {
-			if lease != nil && !time.Now().Before(deadline) {
-				return res, ran, fmt.Errorf("relock: unlock %q: %w: the hold's lease ran out before its release could be confirmed: %w", l.name, ErrLockLost, err)
-			}
-			return res, ran, redisError("unlock", l.name, err)
-		}
+		return false
+	})
+	switch {
+	case err == nil:
+		return res, ran, nil
+	case stopped != nil && lease != nil && !time.Now().Before(deadline):
+		return res, ran, fmt.Errorf("relock: unlock %q: %w: the hold's lease ran out before its release could be confirmed: %w", l.name, ErrLockLost, err)
 	}
+	return res, ran, redisError("unlock", l.name, err)
 }
+
+// releaseBackoff paces releaseRetried. The first try needs no timer of its
+// own: rueidis fails it when the connection stalls.
+var releaseBackoff = retry.Backoff{First: 10 * time.Millisecond, Max: time.Second}
 
 // believed reports whether a release may count on having the hold it
 // gives back (see scripts.Release.Believed): this client has it (found)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relock-go/relock/reentrant/internal/retry"
 	"github.com/relock-go/relock/scripts"
 )
 
@@ -73,17 +74,16 @@ func checkCount(what string, n, least int64) error {
 func (c *Client) untilRun(ctx context.Context, name string, change func(context.Context) error) error {
 	ctx, cancel := cleanup(ctx)
 	defer cancel()
-	for backoff := time.Duration(0); ; {
-		err := change(ctx)
-		if err == nil || !notRun(err) || c.checkOpen() != nil {
-			return err
-		}
-		backoff = doubled(backoff, 20*time.Millisecond, time.Second)
-		if _, serr := c.sleep(ctx, name, nil, nil, nil, backoff); serr != nil {
-			return err
-		}
-	}
+	var err error
+	_ = retry.Until(untilRunBackoff, retry.Sleep(ctx, c.done), func(int) bool {
+		err = change(ctx)
+		return err == nil || !notRun(err) || c.checkOpen() != nil
+	})
+	return err // a pause cut short returns the last try's error
 }
+
+// untilRunBackoff paces untilRun.
+var untilRunBackoff = retry.Backoff{First: 20 * time.Millisecond, Max: time.Second}
 
 // changeError is the error of a change to synchronizer name: nil, or err as
 // this package's (see redisError). A change replicas did not confirm is

@@ -8,6 +8,7 @@ import (
 
 	"github.com/relock-go/relock/pubsub"
 	"github.com/relock-go/relock/reentrant/internal/attempt"
+	"github.com/relock-go/relock/reentrant/internal/retry"
 	"github.com/relock-go/relock/scripts"
 )
 
@@ -124,7 +125,7 @@ func notRun(err error) bool { return scripts.IsUnavailable(err) || scripts.NotSe
 // scripts or cannot be reached: 20ms, doubling up to 1s.
 func (w *waiting) backOff() error {
 	err := w.sleepOut(w.unavailable)
-	w.unavailable = doubled(w.unavailable, 0, time.Second)
+	w.unavailable = retry.Doubled(w.unavailable, 0, time.Second)
 	return err
 }
 

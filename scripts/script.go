@@ -99,6 +99,13 @@ func IsReply(err error) bool {
 	return errors.As(err, &re) && !re.IsNil()
 }
 
+// Answered reports whether the server answered a call that ended in err:
+// it succeeded, or it was refused for a reason that asking again does not
+// change (WRONGTYPE, NOPERM; not one IsUnavailable names).
+func Answered(err error) bool {
+	return err == nil || (IsReply(err) && !IsUnavailable(err))
+}
+
 // IsUnavailable reports whether err is a reply saying the server cannot run
 // scripts for now: it is loading its data (LOADING), it is a replica after a
 // failover (READONLY), its master is down (MASTERDOWN), the cluster is down

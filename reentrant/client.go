@@ -18,6 +18,7 @@ import (
 	"github.com/relock-go/relock/reentrant/internal/attempt"
 	"github.com/relock-go/relock/reentrant/internal/latches"
 	"github.com/relock-go/relock/reentrant/internal/retry"
+	"github.com/relock-go/relock/reentrant/internal/waitstate"
 	"github.com/relock-go/relock/scripts"
 )
 
@@ -37,8 +38,8 @@ type Client struct {
 	// counts: its releases may count a lock channel's listeners (see
 	// scripts.Release.Count); not when the user is refused PUBSUB NUMSUB.
 	counts    bool
-	drops     dropCount
-	offers    offerTable // handoffs its waiters take (offers.go)
+	drops     waitstate.Drops
+	offers    waitstate.Table // per lock name: handoff offers (offers.go), queued marks (fair.go)
 	nextOwner atomic.Int64
 	// nextRequest numbers release requests, for their unlock latch.
 	nextRequest atomic.Uint64
@@ -46,7 +47,6 @@ type Client struct {
 	sub         *pubsub.Subscriber
 	latches     *latches.Sweeper
 	outages     outages     // tells of waits held up by an outage, once per outage
-	queued      queuedLocks // fair locks whose last wait here queued
 	degraded    atomic.Bool // waiting by polling: subscribing failed
 	// conn runs the lock scripts: rdb, with the replica sync in use (off
 	// once the server refused WAIT).
@@ -294,11 +294,11 @@ func (c *Client) giveBackAll() {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.closing), closeGiveBackWindow)
 	defer cancel()
 	select {
-	case <-c.offers.close():
+	case <-c.offers.Close():
 	case <-ctx.Done():
 	}
-	for _, o := range c.offers.drain() {
-		c.giveBackNow(ctx, o.name, o.n)
+	for _, o := range c.offers.Drain() {
+		c.giveBackNow(ctx, o.Name, o.N)
 	}
 }
 

@@ -76,12 +76,12 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (context.Context,
 	case c.private:
 		policy = undoable
 	}
-	if c.grants && l.c.queued.likely(l.name) {
+	if c.grants && l.c.offers.Queued(l.name) {
 		c.subscribeFirst()
 	}
 	err := c.end(c.run(&c, policy, cfg))
 	if c.grants {
-		l.c.queued.waited(l.name, c.waited)
+		l.c.offers.Waited(l.name, c.waited)
 	}
 	if err != nil {
 		return nil, err
@@ -151,7 +151,7 @@ func (c *cycle) try(int) outcome {
 			// The pause may leave this wait to its client's wake, with no
 			// attempt of its own to come (see waiting.recheck): counted
 			// now, it keeps its client's releases offering for it.
-			c.l.c.offers.join(c.l.name)
+			c.l.c.offers.Join(c.l.name)
 			c.joined = true
 		}
 	}
@@ -297,7 +297,7 @@ func (c *cycle) takeHandoff(n int64) (outcome, bool) {
 		c.l.c.takeBack(c.l.name, n)
 		return outcome{}, false
 	}
-	sent, lease, ok := c.l.c.offers.take(c.l.name, n)
+	sent, lease, ok := c.l.c.offers.Take(c.l.name, n)
 	if !ok {
 		// Taken by another wait here (a message and an attempt may both
 		// name it), or withdrawn, whose give-back releases it.
@@ -387,8 +387,8 @@ func (c *cycle) end(err error) error {
 		}
 	}
 	if c.joined {
-		c.l.c.giveBack(c.l.name, c.l.c.offers.leave(c.l.name))
-		c.l.c.offers.ended()
+		c.l.c.giveBack(c.l.name, c.l.c.offers.Leave(c.l.name))
+		c.l.c.offers.Ended()
 	}
 	if err != nil && c.l.kind.spec().queued && c.cfg.wait != 0 && !c.abandoned {
 		c.l.leaveQueue(c.ctx, c.owner, c.l.queueTurn(c.cfg))
@@ -411,17 +411,17 @@ func (c *cycle) attempt(ttl time.Duration) lockAttempt {
 	if c.directed {
 		t.wake = c.wakeArgs()
 		c.dropping = t.wake.Settle == scripts.SettleDrop
-		c.dropped = c.l.c.drops.mark()
+		c.dropped = c.l.c.drops.Mark()
 		if c.handoff && (c.tries > 1 || c.sub != nil) {
 			// Not with a first attempt that found no channel live: it
 			// most likely takes a free lock, and one that fails is
 			// followed at once by one after subscribing.
 			if !c.joined {
-				c.l.c.offers.join(c.l.name)
+				c.l.c.offers.Join(c.l.name)
 				c.joined = true
 			}
 			var old int64
-			t.wake.Grant, old = c.l.c.offers.next(c.l.name, ttl, &c.l.c.nextOwner)
+			t.wake.Grant, old = c.l.c.offers.Next(c.l.name, ttl, &c.l.c.nextOwner)
 			c.l.c.giveBack(c.l.name, old)
 		}
 		c.handed = t.wake.Grant
@@ -457,7 +457,7 @@ type lockTry struct {
 func (t lockTry) Run(ctx context.Context) (r lockAttempt) {
 	l := t.l
 	if t.wake.Settle == scripts.SettleDrop {
-		defer l.c.drops.sending()()
+		defer l.c.drops.Sending()()
 	}
 	a := scripts.Acquire{Key: l.name, Owner: t.owner.id, Lease: t.ttl, Wake: t.wake,
 		Turn: l.queueTurn(t.cfg), Join: t.cfg.wait != 0, Publish: l.c.publish, GrantTry: t.grantTry,
@@ -467,10 +467,10 @@ func (t lockTry) Run(ctx context.Context) (r lockAttempt) {
 		switch {
 		case r.Handed: // taken by the cycle, or given back by undo
 		case r.OK && t.wake.Settle == scripts.SettleDrop:
-			l.c.offers.take(l.name, n) // withdrawn by the win
+			l.c.offers.Take(l.name, n) // withdrawn by the win
 		default:
 			// A failure offered n; a lost reply may have.
-			l.c.offers.done(l.name, n, !r.OK)
+			l.c.offers.Done(l.name, n, !r.OK)
 		}
 	}
 	if r.OK && r.err != nil {
@@ -548,11 +548,6 @@ func (c *cycle) wakeArgs() scripts.Wake {
 	return w
 }
 
-// registerTTL is how long a waiting client's registration in a lock's
-// waiters' set lasts, and its offer: it outlives the gaps between its
-// attempts.
-func (c *Client) registerTTL() time.Duration { return 2*c.opts.RepollInterval + time.Second }
-
 // nudgeJoined follows a win whose attempt took the client out of the lock's
 // waiters' set (SettleDrop: its waiter was alone on the wake channel when
 // the attempt was made). A waiter of this client that joined the channel
@@ -567,3 +562,8 @@ func (c *cycle) nudgeJoined() {
 		c.sub.PassOn()
 	}
 }
+
+// registerTTL is how long a waiting client's registration in a lock's
+// waiters' set lasts, and its offer: it outlives the gaps between its
+// attempts.
+func (c *Client) registerTTL() time.Duration { return 2*c.opts.RepollInterval + time.Second }

@@ -1,7 +1,6 @@
 package reentrant
 
 import (
-	"sync/atomic"
 	"time"
 
 	"github.com/relock-go/relock/scripts"
@@ -48,8 +47,8 @@ func (c *Client) passOn(name string) func() {
 		c.background(func() {
 			ctx, cancel := cleanup(c.closing)
 			defer cancel()
-			// A drop, as a win's SettleDrop (see dropCount).
-			defer c.drops.sending()()
+			// A drop, as a win's SettleDrop (see waitstate.Drops).
+			defer c.drops.Sending()()
 			if err := scripts.PassOn(ctx, c.scriptConn(), name, c.id, c.publish, c.listensFor(name)); err != nil {
 				c.opts.Logger.Debug("relock: passing on a wake", "lock", name, "error", err)
 			}
@@ -74,40 +73,4 @@ func (c *Client) listensFor(name string) time.Duration {
 		return 0
 	}
 	return max(d, time.Millisecond)
-}
-
-// dropCount counts this client's attempts that take it out of a lock's
-// waiters' set if they win (scripts.SettleDrop): sent, and sent but not
-// yet answered. A winner drops the client when no other waiter of it is on
-// the wake channel; another waiter may have failed, registering the
-// client, and not be on the channel yet. If the drop ran after that
-// registration, that waiter sleeps with the client out of the set, and no
-// release tells it: so a waiter that subscribes after its failed attempt
-// looks again at once when a drop may have run after that attempt
-// (waiting.recheck).
-type dropCount struct{ sent, inFlight atomic.Int64 }
-
-// dropMark is what a directed attempt read of its client's dropCount as
-// it was sent.
-type dropMark struct {
-	sent int64
-	busy bool // a drop was in flight
-}
-
-// mark reads d for an attempt about to be sent.
-func (d *dropCount) mark() dropMark {
-	return dropMark{sent: d.sent.Load(), busy: d.inFlight.Load() > 0}
-}
-
-// since reports whether a drop may have run after an attempt sent at m
-// ran: one was in flight then, or one was sent since. (A drop sent before
-// m and answered by then ran before the attempt was sent.)
-func (d *dropCount) since(m dropMark) bool { return m.busy || d.sent.Load() != m.sent }
-
-// sending counts a drop about to be sent; the returned func counts its
-// answer, or its failure.
-func (d *dropCount) sending() func() {
-	d.sent.Add(1)
-	d.inFlight.Add(1)
-	return func() { d.inFlight.Add(-1) }
 }

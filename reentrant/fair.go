@@ -2,7 +2,6 @@ package reentrant
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/relock-go/relock/reentrant/internal/retry"
@@ -91,38 +90,4 @@ var leaveBackoff = retry.Backoff{First: 10 * time.Millisecond, Max: time.Second,
 func (l *Lock) leftQueue(ctx context.Context, owner Owner, turn time.Duration) bool {
 	err := l.kind.spec().leave(ctx, l.c.scriptConn(), l.name, owner.id, turn, l.c.publish)
 	return scripts.Answered(err) || l.c.checkOpen() != nil
-}
-
-// queuedLocks remembers the fair locks whose last wait on this client
-// queued. A wait on one of them is likely to queue again, so it subscribes
-// before its first attempt (see cycle.subscribeFirst); a wait on any other
-// lock pays for no subscription when the lock is free. It forgets every
-// name at once when it would hold more than maxQueuedLocks.
-type queuedLocks struct {
-	mu    sync.Mutex
-	names map[string]struct{}
-}
-
-const maxQueuedLocks = 1024
-
-// likely reports whether the last wait on lock name queued.
-func (q *queuedLocks) likely(name string) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	_, ok := q.names[name]
-	return ok
-}
-
-// waited records whether a wait on lock name queued.
-func (q *queuedLocks) waited(name string, queued bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	switch {
-	case !queued:
-		delete(q.names, name)
-	case q.names == nil || len(q.names) >= maxQueuedLocks:
-		q.names = map[string]struct{}{name: {}}
-	default:
-		q.names[name] = struct{}{}
-	}
 }

@@ -176,7 +176,7 @@ func (s signal) WithGroup(string) slog.Handler      { return s }
 // waiting.recheck) and wins. If the others were on the channel by then,
 // its win keeps the client in the waiters' set; if not, it takes the
 // client out, and each of them that subscribes after that looks again too
-// (see dropCount). Either way every one is woken in turn by the release
+// (see waitstate.Drops). Either way every one is woken in turn by the release
 // before it, not by the re-poll (a minute here).
 func TestReleaseInTheGapManyWaiters(t *testing.T) {
 	s := redistest.Start(t)

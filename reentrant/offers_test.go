@@ -63,10 +63,7 @@ func TestWaitersThatStartedTogetherTakeHandoffs(t *testing.T) {
 		return err == nil && attempts.Load() > n && !strings.HasSuffix(rec, ":0")
 	})
 	redistest.Eventually(t, 10*time.Second, "every wait counted among the offer's", func() bool {
-		waiters.offers.mu.Lock()
-		defer waiters.offers.mu.Unlock()
-		o := waiters.offers.m[name]
-		return o != nil && o.waiters == n
+		return waiters.offers.Waiters(name) == n
 	})
 	before := attempts.Load()
 	require.NoError(t, holder.Lock(name).Unlock(held))

@@ -222,7 +222,7 @@ func (l *Lock) release(ctx context.Context, owner Owner, restore time.Duration, 
 		rel.Handoff, rel.Count = true, l.c.counts
 		rel.Offer, sent = l.c.ownOffer(l.name)
 		defer sent()
-		defer l.c.offers.done(l.name, rel.Offer.N, true)
+		defer l.c.offers.Done(l.name, rel.Offer.N, true)
 	}
 	res, err := l.kind.spec().release(ctx, rdb, rel)
 	if err == nil && rel.Latched(res) {

@@ -9,6 +9,7 @@ import (
 	"github.com/relock-go/relock/pubsub"
 	"github.com/relock-go/relock/reentrant/internal/attempt"
 	"github.com/relock-go/relock/reentrant/internal/retry"
+	"github.com/relock-go/relock/reentrant/internal/waitstate"
 	"github.com/relock-go/relock/scripts"
 )
 
@@ -40,8 +41,8 @@ type waiting struct {
 	// waiter takes this client passes on (see Client.passOn).
 	passOn string
 	// dropped is what the last attempt read of the client's drops (see
-	// dropCount), with directed wakes.
-	dropped dropMark
+	// waitstate.Drops), with directed wakes.
+	dropped waitstate.DropMark
 	// also is Redisson's lock channel, listened on as well by a wait for a
 	// lock with directed wakes, for releases that tell no relock client
 	// directly (see directed.go); alsoOn names it until it is subscribed.
@@ -179,10 +180,10 @@ func (w *waiting) pause(attempt int, next func() time.Duration) error {
 // next subscriber looks into. And a waiter looks whose failed attempt may
 // have been followed by a local winner's drop of the client from the
 // waiters' set, made while this waiter was not on the channel yet (see
-// dropCount): its registration may be gone.
+// waitstate.Drops): its registration may be gone.
 func (w *waiting) recheck() bool {
 	return w.passOn == "" || w.sub == nil || w.sub.Recheck() || w.also != nil && w.also.Recheck() ||
-		w.c.drops.since(w.dropped)
+		w.c.drops.Since(w.dropped)
 }
 
 // subscribeNext makes the subscription the wait is due to make, if any:

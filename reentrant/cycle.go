@@ -535,7 +535,7 @@ func (l *Lock) unsynced(ctx context.Context, owner Owner, ttl time.Duration, syn
 func (c *cycle) wakeArgs() scripts.Wake {
 	w := scripts.Wake{Client: c.l.c.id, Settle: scripts.SettleKeep, Offers: c.l.kind.spec().handsOn}
 	if c.cfg.wait != 0 {
-		w.Register = c.l.c.registerTTL()
+		w.Register = c.l.c.opts.markTTL()
 	}
 	if c.registered {
 		w.Settle = scripts.SettleDrop
@@ -562,8 +562,3 @@ func (c *cycle) nudgeJoined() {
 		c.sub.PassOn()
 	}
 }
-
-// registerTTL is how long a waiting client's registration in a lock's
-// waiters' set lasts, and its offer: it outlives the gaps between its
-// attempts.
-func (c *Client) registerTTL() time.Duration { return 2*c.opts.RepollInterval + time.Second }

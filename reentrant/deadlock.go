@@ -78,10 +78,6 @@ type deadlockCheck struct {
 	selfChecked bool
 }
 
-// waitEdgeTTL is how long a registered edge lives without a check renewing
-// it: past the gap between two checks of a live waiter.
-func (c *Client) waitEdgeTTL() time.Duration { return 2*c.opts.RepollInterval + time.Second }
-
 // detectDeadlock runs after an attempt of the cycle found the lock held:
 // once the wait has lasted DeadlockTimeout, it registers the wait's edge
 // and looks for a cycle through it, at most once per re-poll interval. It
@@ -121,7 +117,7 @@ func (c *cycle) detectDeadlock() error {
 	// run, and an edge left behind would be believed for its TTL, by
 	// waiters of the locks this owner still holds, as a wait that ended.
 	d.registered = true
-	if err := rdb.Do(ctx, rdb.B().Set().Key(scripts.WaitEdgeKey(self)).Value(edge).Px(c.l.c.waitEdgeTTL()).Build()).Error(); err != nil {
+	if err := rdb.Do(ctx, rdb.B().Set().Key(scripts.WaitEdgeKey(self)).Value(edge).Px(c.l.c.opts.markTTL()).Build()).Error(); err != nil {
 		c.l.c.opts.Logger.Debug("relock: could not register a wait for deadlock detection", "lock", lock, "error", err)
 		return nil
 	}

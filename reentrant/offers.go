@@ -82,7 +82,7 @@ func (c *Client) ownOffer(name string) (o scripts.Offer, done func()) {
 	lease := c.opts.WatchdogTimeout
 	n, old := c.offers.Next(name, lease, &c.nextOwner)
 	c.giveBack(name, old)
-	o = scripts.Offer{Client: c.id, N: n, Lease: lease, Keep: c.registerTTL(), Listens: listens}
+	o = scripts.Offer{Client: c.id, N: n, Lease: lease, Keep: c.opts.markTTL(), Listens: listens}
 	if o.Drop = !c.sub.HasWaiters(scripts.WakeChannel(name, c.id)); o.Drop {
 		return o, c.drops.Sending()
 	}

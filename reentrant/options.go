@@ -391,3 +391,9 @@ func (cfg *acquireConfig) sleep(repoll time.Duration) time.Duration {
 	}
 	return repoll
 }
+
+// markTTL is how long a mark that a waiter renews with each attempt lives:
+// its client's registration in a lock's waiters' set and its offer
+// (directed.go), its waits-for edge (deadlock.go). It outlives the gap
+// between two attempts of a live waiter, which RepollInterval bounds.
+func (o *Options) markTTL() time.Duration { return 2*o.RepollInterval + time.Second }

@@ -118,19 +118,8 @@ const subscribeFirstWait = 50 * time.Millisecond
 // gave a fair lock to this waiter since the last attempt, takes it with
 // none.
 func (c *cycle) try(int) outcome {
-	if c.directed && c.sub != nil {
-		if n := c.sub.TakeGrant(); n != 0 {
-			if o, ok := c.takeHandoff(n); ok {
-				return o
-			}
-		}
-	}
-	if c.sub != nil && c.sub.TakeGrant() == int64(c.tries) && c.queued {
-		// The grant answers the last attempt, and ran after it did,
-		// which was sent at c.sent: its TTL, at least that attempt's
-		// lease counted from the grant, ends after c.sent + c.ttl. A
-		// grant that names an earlier attempt is stale.
-		return outcome{taken: true}
+	if o, ok := c.takeGiven(); ok {
+		return o
 	}
 	c.ttl = c.l.c.holds.acquireTTL(c.key, c.cfg.lease)
 	c.sent = time.Now()
@@ -145,7 +134,47 @@ func (c *cycle) try(int) outcome {
 	}
 	c.queued = r.err == nil && !r.OK
 	c.waited = c.waited || c.queued
-	if !r.OK && c.directed {
+	if !r.OK {
+		if err := c.notTaken(r); err != nil {
+			return outcome{final: err}
+		}
+	}
+	c.token = r.Token
+	// An acquire rolled back for want of replica sync (r.err set) took
+	// nothing.
+	return outcome{err: r.err, taken: r.OK && r.err == nil, bound: r.PTTL, abandoned: c.abandoned}
+}
+
+// takeGiven takes the lock when a release gave it to this wait since its last
+// attempt: a plain lock handed to its client's offer (directed wakes), or
+// a fair lock granted to its last attempt.
+func (c *cycle) takeGiven() (outcome, bool) {
+	if c.sub == nil {
+		return outcome{}, false
+	}
+	if c.directed {
+		if n := c.sub.TakeGrant(); n != 0 {
+			if o, ok := c.takeHandoff(n); ok {
+				return o, true
+			}
+		}
+	}
+	if c.sub.TakeGrant() == int64(c.tries) && c.queued {
+		// The grant answers the last attempt, and ran after it did,
+		// which was sent at c.sent: its TTL, at least that attempt's
+		// lease counted from the grant, ends after c.sent + c.ttl. A
+		// grant that names an earlier attempt is stale.
+		return outcome{taken: true}, true
+	}
+	return outcome{}, false
+}
+
+// notTaken follows an attempt that did not take the lock. With directed
+// wakes, the wait's channel is named and the wait counted among its
+// client's offer's; an attempt that was answered notes what blocks it and
+// looks for a deadlock, whose error, if this wait is the victim, ends it.
+func (c *cycle) notTaken(r lockAttempt) error {
+	if c.directed {
 		c.wakeChannel() // a pause after it may subscribe
 		if c.handoff && !c.joined {
 			// The pause may leave this wait to its client's wake, with no
@@ -155,19 +184,14 @@ func (c *cycle) try(int) outcome {
 			c.joined = true
 		}
 	}
-	if !r.OK && r.err == nil && r.Blocker != "" {
+	if r.err != nil {
+		return nil
+	}
+	if r.Blocker != "" {
 		c.blockedBy(r.Blocker)
 	}
-	if !r.OK && r.err == nil {
-		c.foundHolder()
-		if err := c.detectDeadlock(); err != nil {
-			return outcome{final: err}
-		}
-	}
-	c.token = r.Token
-	// An acquire rolled back for want of replica sync (r.err set) took
-	// nothing.
-	return outcome{err: r.err, taken: r.OK && r.err == nil, bound: r.PTTL, abandoned: c.abandoned}
+	c.foundHolder()
+	return c.detectDeadlock()
 }
 
 // keep records the hold the last attempt took (see holdTable.keep).
@@ -224,39 +248,7 @@ func (l *Lock) startCycle(c *cycle, ctx context.Context, cfg acquireConfig) {
 	}
 	l.c.startWaiting(&c.waiting, ctx, l.kind.spec().kind, l.name, cfg)
 	c.l, c.given, c.cfg = l, given, cfg
-	switch {
-	case cfg.retryDelay != 0 || l.kind.spec().spins: // polls
-	case l.directed():
-		c.directed = true
-		c.announcedOn("", pubsub.LockWakes, l.name) // named when needed: wakeChannel
-		// A channel still live (another waiter's, or lingering after one)
-		// is joined before the first attempt: a release after that
-		// attempt registered the client is heard, so a failed attempt
-		// needs no second one after subscribing.
-		if cfg.wait != 0 && !l.c.sub.Idle() {
-			if w := l.c.sub.Join(c.wakeChannel()); w != nil {
-				c.sub, c.subscribe = w, false
-			}
-			if w := l.c.sub.Join(scripts.LockChannel(l.name)); w != nil {
-				c.also = w
-			}
-		}
-	case l.kind == groupLock:
-		// Named when an attempt finds the values held (see blockedBy),
-		// unless the first value's channel is live: joined before the
-		// first attempt, it hears a release after that attempt, so a
-		// failed attempt blocked by that value needs no second one.
-		c.announcedOn("", pubsub.LockWakes, "")
-		c.subscribe, c.alsoWakes, c.lingers = false, groupWakes, true
-		if cfg.wait != 0 && !l.c.sub.Idle() {
-			ch := scripts.GroupValueChannel(l.name, l.fields[0])
-			if w := l.c.sub.Join(ch); w != nil {
-				c.channel, c.sub = ch, w
-			}
-		}
-	default:
-		c.announcedOn(l.channel(owner), pubsub.LockWakes, "")
-	}
+	c.listenAs(owner)
 	c.owner, c.private, c.key = owner, private, holdKey{l.name, l.field(owner)}
 	c.grants = private && l.takesGrants(cfg)
 	c.handoff = c.directed && private && l.takesHandoffs(cfg)
@@ -266,6 +258,46 @@ func (l *Lock) startCycle(c *cycle, ctx context.Context, cfg acquireConfig) {
 		// In whole milliseconds, as the edge stores it: every member of a
 		// cycle compares the same times when it picks the victim.
 		c.deadlock = deadlockCheck{on: true, since: time.UnixMilli(time.Now().UnixMilli())}
+	}
+}
+
+// listenAs picks how the cycle's waits are woken, by the lock's kind: a
+// spin lock or a call with a retry delay polls; a plain or fenced lock
+// takes directed wakes; a group lock listens on its values' channels; any
+// other on its kind's channel for owner.
+func (c *cycle) listenAs(owner Owner) {
+	switch {
+	case c.cfg.retryDelay != 0 || c.l.kind.spec().spins: // polls
+	case c.l.directed():
+		c.directed = true
+		c.announcedOn("", pubsub.LockWakes, c.l.name) // named when needed: wakeChannel
+		// A channel still live (another waiter's, or lingering after one)
+		// is joined before the first attempt: a release after that
+		// attempt registered the client is heard, so a failed attempt
+		// needs no second one after subscribing.
+		if c.cfg.wait != 0 && !c.l.c.sub.Idle() {
+			if w := c.l.c.sub.Join(c.wakeChannel()); w != nil {
+				c.sub, c.subscribe = w, false
+			}
+			if w := c.l.c.sub.Join(scripts.LockChannel(c.l.name)); w != nil {
+				c.also = w
+			}
+		}
+	case c.l.kind == groupLock:
+		// Named when an attempt finds the values held (see blockedBy),
+		// unless the first value's channel is live: joined before the
+		// first attempt, it hears a release after that attempt, so a
+		// failed attempt blocked by that value needs no second one.
+		c.announcedOn("", pubsub.LockWakes, "")
+		c.subscribe, c.alsoWakes, c.lingers = false, groupWakes, true
+		if c.cfg.wait != 0 && !c.l.c.sub.Idle() {
+			ch := scripts.GroupValueChannel(c.l.name, c.l.fields[0])
+			if w := c.l.c.sub.Join(ch); w != nil {
+				c.channel, c.sub = ch, w
+			}
+		}
+	default:
+		c.announcedOn(c.l.channel(owner), pubsub.LockWakes, "")
 	}
 }
 

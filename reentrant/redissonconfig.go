@@ -103,9 +103,16 @@ func expandEnv(s string) string {
 // configReader walks the YAML tree, filling out and noting what it skips.
 type configReader struct {
 	out RedissonConfig
-	// the top level's credentials and TLS mode, which a mode's own override
-	username, password, verify *yaml.Node
+	// top: the top level's credentials and TLS mode; own: the server
+	// mode's, which override them.
+	top, own credentials
+	// sync and syncTimeout: checkLockSyncedSlaves and slavesSyncTimeout.
+	sync        *yaml.Node
+	syncTimeout time.Duration
 }
+
+// credentials are a level's username, password and sslVerificationMode.
+type credentials struct{ username, password, verify *yaml.Node }
 
 // entry is one key of a YAML mapping and its value.
 type entry struct {
@@ -149,41 +156,59 @@ var modes = map[string]struct {
 	"sentinelServersConfig":    {"sentinelAddresses", true},
 }
 
+// setting reads one key's value into the reader.
+type setting func(r *configReader, e entry) error
+
+// topSettings are the top level's settings relock reads, by key; the
+// server modes are read by readMode.
+var topSettings = map[string]setting{
+	"username":            func(r *configReader, e entry) error { r.top.username = e.value; return nil },
+	"password":            func(r *configReader, e entry) error { r.top.password = e.value; return nil },
+	"sslVerificationMode": func(r *configReader, e entry) error { r.top.verify = e.value; return nil },
+	"lockWatchdogTimeout": func(r *configReader, e entry) (err error) {
+		r.out.Options.WatchdogTimeout, err = millisOf(e)
+		return err
+	},
+	"lockWatchdogBatchSize": func(r *configReader, e entry) (err error) {
+		r.out.Options.RenewBatchSize, err = intOf(e, 1)
+		return err
+	},
+	"fairLockWaitTimeout": func(r *configReader, e entry) (err error) {
+		r.out.Options.FairWaitTimeout, err = millisOf(e)
+		return err
+	},
+	"checkLockSyncedSlaves": func(r *configReader, e entry) error {
+		r.sync = e.value
+		_, err := boolOf(e)
+		return err
+	},
+	"slavesSyncTimeout": func(r *configReader, e entry) (err error) {
+		r.syncTimeout, err = millisOf(e)
+		return err
+	},
+}
+
+// unsupportedModes are Redisson's server modes relock does not read: a
+// config that sets one fails.
+var unsupportedModes = map[string]bool{"replicatedServersConfig": true, "multiClusterServersConfig": true, "multiSentinelServersConfig": true}
+
 func (r *configReader) read(top []entry) error {
 	var mode *entry
-	sync, syncTimeout := (*yaml.Node)(nil), time.Second
+	r.syncTimeout = time.Second
 	for i, e := range top {
 		var err error
-		switch e.key {
-		case "singleServerConfig", "masterSlaveServersConfig", "clusterServersConfig", "sentinelServersConfig":
-			if isNull(e.value) {
-				continue
-			}
-			if mode != nil {
-				return fmt.Errorf("relock: %w: Redisson config: both %s and %s", ErrInvalidArgument, mode.key, e.key)
-			}
+		set, ok := topSettings[e.key]
+		_, isMode := modes[e.key]
+		switch {
+		case ok:
+			err = set(r, e)
+		case isNull(e.value) && (isMode || unsupportedModes[e.key]): // a mode left unset
+		case isMode && mode != nil:
+			return fmt.Errorf("relock: %w: Redisson config: both %s and %s", ErrInvalidArgument, mode.key, e.key)
+		case isMode:
 			mode = &top[i]
-		case "replicatedServersConfig", "multiClusterServersConfig", "multiSentinelServersConfig":
-			if !isNull(e.value) {
-				return fmt.Errorf("relock: %w: Redisson config: %s is not supported: connect with rueidis yourself", ErrInvalidArgument, e.key)
-			}
-		case "username":
-			r.username = e.value
-		case "password":
-			r.password = e.value
-		case "sslVerificationMode":
-			r.verify = e.value
-		case "lockWatchdogTimeout":
-			r.out.Options.WatchdogTimeout, err = millisOf(e)
-		case "lockWatchdogBatchSize":
-			r.out.Options.RenewBatchSize, err = intOf(e, 1)
-		case "fairLockWaitTimeout":
-			r.out.Options.FairWaitTimeout, err = millisOf(e)
-		case "checkLockSyncedSlaves":
-			sync = e.value
-			_, err = boolOf(e)
-		case "slavesSyncTimeout":
-			syncTimeout, err = millisOf(e)
+		case unsupportedModes[e.key]:
+			return fmt.Errorf("relock: %w: Redisson config: %s is not supported: connect with rueidis yourself", ErrInvalidArgument, e.key)
 		default:
 			r.out.Ignored = append(r.out.Ignored, e.path)
 		}
@@ -197,10 +222,50 @@ func (r *configReader) read(top []entry) error {
 	if err := r.readMode(*mode); err != nil {
 		return err
 	}
-	if sync == nil || sync.Value == "true" { // Redisson's default: on
-		r.out.Options.ReplicaSync = ReplicaSync{Replicas: ConnectedReplicas, Timeout: syncTimeout}
+	if r.sync == nil || r.sync.Value == "true" { // Redisson's default: on
+		r.out.Options.ReplicaSync = ReplicaSync{Replicas: ConnectedReplicas, Timeout: r.syncTimeout}
 	}
 	return nil
+}
+
+// modeSettings are a server mode's settings relock reads, by key, besides
+// its addresses (see modes).
+var modeSettings = map[string]setting{
+	"masterName": func(r *configReader, e entry) (err error) {
+		r.out.Client.Sentinel.MasterSet, err = stringOf(e)
+		return err
+	},
+	"sentinelUsername": func(r *configReader, e entry) (err error) {
+		r.out.Client.Sentinel.Username, err = stringOf(e)
+		return err
+	},
+	"sentinelPassword": func(r *configReader, e entry) (err error) {
+		r.out.Client.Sentinel.Password, err = stringOf(e)
+		return err
+	},
+	"database": func(r *configReader, e entry) (err error) {
+		r.out.Client.SelectDB, err = intOf(e, 0)
+		return err
+	},
+	"clientName": func(r *configReader, e entry) (err error) {
+		r.out.Client.ClientName, err = stringOf(e)
+		return err
+	},
+	"connectTimeout": func(r *configReader, e entry) (err error) {
+		r.out.Client.Dialer.Timeout, err = millisOf(e)
+		return err
+	},
+	"timeout": func(r *configReader, e entry) (err error) {
+		r.out.Client.ConnWriteTimeout, err = millisOf(e)
+		return err
+	},
+	"username":            func(r *configReader, e entry) error { r.own.username = e.value; return nil },
+	"password":            func(r *configReader, e entry) error { r.own.password = e.value; return nil },
+	"sslVerificationMode": func(r *configReader, e entry) error { r.own.verify = e.value; return nil },
+	"shardedSubscriptionMode": func(r *configReader, e entry) (err error) {
+		r.out.Options.PubSub, err = shardedOf(e)
+		return err
+	},
 }
 
 // readMode reads one server mode's settings.
@@ -209,36 +274,15 @@ func (r *configReader) readMode(m entry) error {
 	if err != nil {
 		return err
 	}
-	o := &r.out.Client
-	var username, password, verify *yaml.Node
 	var addrs []string
 	for _, e := range entries {
 		var err error
-		switch e.key {
-		case modes[m.key].addresses:
+		set, ok := modeSettings[e.key]
+		switch {
+		case e.key == modes[m.key].addresses:
 			addrs, err = addressesOf(e, modes[m.key].list)
-		case "masterName":
-			o.Sentinel.MasterSet, err = stringOf(e)
-		case "sentinelUsername":
-			o.Sentinel.Username, err = stringOf(e)
-		case "sentinelPassword":
-			o.Sentinel.Password, err = stringOf(e)
-		case "database":
-			o.SelectDB, err = intOf(e, 0)
-		case "clientName":
-			o.ClientName, err = stringOf(e)
-		case "connectTimeout":
-			o.Dialer.Timeout, err = millisOf(e)
-		case "timeout":
-			o.ConnWriteTimeout, err = millisOf(e)
-		case "username":
-			username = e.value
-		case "password":
-			password = e.value
-		case "sslVerificationMode":
-			verify = e.value
-		case "shardedSubscriptionMode":
-			r.out.Options.PubSub, err = shardedOf(e)
+		case ok:
+			err = set(r, e)
 		default:
 			r.out.Ignored = append(r.out.Ignored, e.path)
 		}
@@ -249,10 +293,10 @@ func (r *configReader) readMode(m entry) error {
 	if len(addrs) == 0 {
 		return fmt.Errorf("relock: %w: Redisson config: %s names no server address", ErrInvalidArgument, m.key)
 	}
-	if m.key == "sentinelServersConfig" && o.Sentinel.MasterSet == "" {
+	if m.key == "sentinelServersConfig" && r.out.Client.Sentinel.MasterSet == "" {
 		return fmt.Errorf("relock: %w: Redisson config: %s.masterName is missing", ErrInvalidArgument, m.key)
 	}
-	return r.connect(addrs, firstSet(username, r.username), firstSet(password, r.password), firstSet(verify, r.verify))
+	return r.connect(addrs, firstSet(r.own.username, r.top.username), firstSet(r.own.password, r.top.password), firstSet(r.own.verify, r.top.verify))
 }
 
 // firstSet returns the first node that says something: the mode's own setting

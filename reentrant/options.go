@@ -160,11 +160,21 @@ const (
 )
 
 func (o Options) withDefaults() (Options, error) {
-	switch {
-	case o.WatchdogTimeout == 0:
-		o.WatchdogTimeout = defaultWatchdogTimeout
-	case o.WatchdogTimeout < minTimeout:
-		return o, fmt.Errorf("relock: %w: WatchdogTimeout %v is below %v", ErrInvalidArgument, o.WatchdogTimeout, minTimeout)
+	for _, d := range []struct {
+		name       string
+		v          *time.Duration
+		def, least time.Duration
+	}{
+		{"WatchdogTimeout", &o.WatchdogTimeout, defaultWatchdogTimeout, minTimeout},
+		{"RepollInterval", &o.RepollInterval, time.Second, time.Millisecond},
+		{"PriorityAging", &o.PriorityAging, time.Second, time.Microsecond},
+	} {
+		switch {
+		case *d.v == 0:
+			*d.v = d.def
+		case *d.v < d.least:
+			return o, fmt.Errorf("relock: %w: %s %v is below %v", ErrInvalidArgument, d.name, *d.v, d.least)
+		}
 	}
 	switch {
 	case o.RenewBatchSize == 0:
@@ -176,12 +186,6 @@ func (o Options) withDefaults() (Options, error) {
 		o.Logger = slog.Default()
 	}
 	switch {
-	case o.RepollInterval == 0:
-		o.RepollInterval = time.Second
-	case o.RepollInterval < time.Millisecond:
-		return o, fmt.Errorf("relock: %w: RepollInterval %v is below 1ms", ErrInvalidArgument, o.RepollInterval)
-	}
-	switch {
 	case o.FairWaitTimeout == 0:
 		o.FairWaitTimeout = 300 * time.Second
 	case o.FairWaitTimeout < o.RepollInterval:
@@ -189,12 +193,6 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.DeadlockTimeout == 0 {
 		o.DeadlockTimeout = time.Second
-	}
-	switch {
-	case o.PriorityAging == 0:
-		o.PriorityAging = time.Second
-	case o.PriorityAging < time.Microsecond:
-		return o, fmt.Errorf("relock: %w: PriorityAging %v is below 1µs", ErrInvalidArgument, o.PriorityAging)
 	}
 	switch {
 	case o.FencingCounterTTL == 0:

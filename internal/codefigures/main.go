@@ -33,7 +33,19 @@ import (
 	"strings"
 )
 
-var packages = []string{"reentrant", "scripts", "pubsub", "watchdog"}
+// packages are the library's; the ones under reentrant/internal/ are
+// found when it runs, so machinery moved behind a wall is still measured.
+var packages = append([]string{"reentrant", "scripts", "pubsub", "watchdog"}, internalPackages()...)
+
+func internalPackages() []string {
+	dirs, err := filepath.Glob(filepath.Join("reentrant", "internal", "*"))
+	check(err)
+	return dirs
+}
+
+// wantedBranches is the most branch points wanted of a function; those
+// past it are listed.
+const wantedBranches = 15
 
 // limits are the most each figure may be. Where the code is past the shape
 // wanted (in the comment), the limit is the figure it has: it may fall, and
@@ -44,7 +56,7 @@ var limits = []struct {
 	most int
 }{
 	{"longest function", 60},
-	{"most branch points", 22},                        // wanted: 15
+	{"most branch points", 15},
 	{"Client's unexported methods", 21},               // wanted: 10
 	{"largest group of mutually dependent files", 22}, // wanted: 8
 	{"back edges", 16},                                // wanted: 3
@@ -55,6 +67,7 @@ func main() {
 	flag.Parse()
 	fset := token.NewFileSet()
 	var longest, branchiest fnFigure
+	var branchy []fnFigure
 	loops := []string{}
 	for _, dir := range packages {
 		for _, f := range parseDir(fset, dir) {
@@ -70,6 +83,9 @@ func main() {
 				if fig.branches > branchiest.branches {
 					branchiest = fig
 				}
+				if fig.branches > wantedBranches {
+					branchy = append(branchy, fig)
+				}
 				if dir == "reentrant" {
 					loops = append(loops, acquireLoops(fset, f.name, fn)...)
 				}
@@ -78,6 +94,10 @@ func main() {
 	}
 	fmt.Printf("longest function: %d lines (%s)\n", longest.lines, longest.name)
 	fmt.Printf("most branch points: %d (%s)\n", branchiest.branches, branchiest.name)
+	sort.Slice(branchy, func(i, j int) bool { return branchy[i].branches > branchy[j].branches })
+	for _, f := range branchy {
+		fmt.Printf("  past %d: %d (%s)\n", wantedBranches, f.branches, f.name)
+	}
 	fmt.Printf("acquire loops: %d\n", len(loops))
 	for _, l := range loops {
 		fmt.Printf("  %s\n", l)

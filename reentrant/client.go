@@ -46,11 +46,9 @@ type Client struct {
 	holds       *holdTable // the holds it has, and their watchdog
 	sub         *pubsub.Subscriber
 	latches     *latches.Sweeper
-	outages     outages     // tells of waits held up by an outage, once per outage
-	degraded    atomic.Bool // waiting by polling: subscribing failed
-	// conn runs the lock scripts: rdb, with the replica sync in use (off
-	// once the server refused WAIT).
-	conn atomic.Pointer[scripts.Conn]
+	outages     outages      // tells of waits held up by an outage, once per outage
+	degraded    atomic.Bool  // waiting by polling: subscribing failed
+	runner      scriptRunner // runs the lock scripts (replicasync.go)
 
 	// hookBeforeSubscribe, set by tests, runs between a failed attempt and
 	// the subscription that follows it.
@@ -126,7 +124,8 @@ func New(rdb rueidis.Client, opts Options) (*Client, error) {
 		opts.Logger.Warn("relock: the Redis user may not publish on relock's channels, so releases wake no one and waiters poll every RepollInterval; give it the channel rights in docs/deployment.md",
 			"error", noChannels, "repoll", opts.RepollInterval)
 	}
-	if err := c.startSync(); err != nil {
+	rs := opts.ReplicaSync
+	if err := c.runner.start(rdb, rs.Replicas, rs.Timeout, rs.Required, opts.Logger); err != nil {
 		return nil, err
 	}
 	// A lock's wake channel lingers a little after its last waiter leaves:
@@ -135,7 +134,7 @@ func New(rdb rueidis.Client, opts Options) (*Client, error) {
 	c.latches = latches.New(rdb, opts.Logger)
 	c.outages = outages{log: opts.Logger, after: opts.RepollInterval}
 	c.background(func() { c.latches.Run(c.closing) })
-	c.holds = newHoldTable(&c.opts, c.scriptConn, cluster)
+	c.holds = newHoldTable(&c.opts, c.runner.conn, cluster)
 	return c, nil
 }
 
@@ -199,41 +198,11 @@ func serverInfo(ctx context.Context, rdb rueidis.Client) (string, error) {
 // infoBackoff paces serverInfo; clients started together drift apart.
 var infoBackoff = retry.Backoff{First: 50 * time.Millisecond, Max: time.Second, Jitter: true}
 
-// startSync sets the script runner. With replica sync asked for, it sends
-// WAIT 0 0 once (and ROLE, for ConnectedReplicas): a server that refuses it turns sync off with a warning, or
-// fails New with ErrSyncUnavailable when sync is required. A server that
-// cannot be reached now is tried as configured.
-func (c *Client) startSync() error {
-	rs := c.opts.ReplicaSync
-	c.conn.Store(&scripts.Conn{Client: c.rdb, Replicas: rs.Replicas, Timeout: rs.Timeout, Seen: &scripts.ReplicaCounts{}})
-	if rs.Replicas == 0 {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := scripts.ProbeWait(ctx, c.rdb, rs.Replicas == ConnectedReplicas); scripts.IsReply(err) {
-		return c.syncRefused(err)
-	}
-	return nil
-}
-
-// syncRefused handles a server that refuses WAIT: an error when sync is
-// required, else sync off from now on, with a warning.
-func (c *Client) syncRefused(err error) error {
-	if c.opts.ReplicaSync.Required {
-		return fmt.Errorf("relock: %w: %v", ErrSyncUnavailable, err)
-	}
-	if old := c.conn.Swap(&scripts.Conn{Client: c.rdb}); old.Replicas != 0 {
-		c.opts.Logger.Warn("relock: the server refuses WAIT (or ROLE, which ConnectedReplicas needs); replica sync is off (set ReplicaSync.Required to fail instead)", "error", err)
-	}
-	return nil
-}
-
 // ReplicaSync returns the replica sync in use: as configured, or off
 // (Replicas 0) when the server refused WAIT. An operator can check it
 // matches the Java side's checkLockSyncedSlaves.
 func (c *Client) ReplicaSync() ReplicaSync {
-	if c.conn.Load().Replicas == 0 {
+	if !c.runner.syncing() {
 		return ReplicaSync{}
 	}
 	return c.opts.ReplicaSync
@@ -321,10 +290,6 @@ func (c *Client) background(task func()) bool {
 	}()
 	return true
 }
-
-// scriptConn returns where the lock scripts run: the client, with the replica
-// sync in use. Every script that changes a lock runs there.
-func (c *Client) scriptConn() scripts.Conn { return *c.conn.Load() }
 
 // usable reports whether c was made by New: not nil, not a zero Client.
 func (c *Client) usable() bool { return c != nil && c.done != nil }

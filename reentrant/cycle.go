@@ -309,14 +309,14 @@ func (c *cycle) listenAs(owner Owner) {
 // and no replica must confirm its acquire (a grant is confirmed
 // by nobody's WAIT but the releaser's).
 func (l *Lock) takesGrants(cfg acquireConfig) bool {
-	return l.kind.spec().queued && cfg.wait != 0 && cfg.lease == 0 && cfg.retryDelay == 0 && l.c.scriptConn().Replicas == 0
+	return l.kind.spec().queued && cfg.wait != 0 && cfg.lease == 0 && cfg.retryDelay == 0 && l.c.runner.conn().Replicas == 0
 }
 
 // takesHandoffs reports whether a call with cfg, for an owner made for
 // it, takes a plain lock straight from a release (offers.go), on the terms
 // of takesGrants.
 func (l *Lock) takesHandoffs(cfg acquireConfig) bool {
-	return l.kind.spec().handsOn && cfg.wait != 0 && cfg.lease == 0 && cfg.retryDelay == 0 && l.c.scriptConn().Replicas == 0
+	return l.kind.spec().handsOn && cfg.wait != 0 && cfg.lease == 0 && cfg.retryDelay == 0 && l.c.runner.conn().Replicas == 0
 }
 
 // takeHandoff takes the hold a release gave this client's offer n, if it
@@ -494,7 +494,7 @@ func (t lockTry) Run(ctx context.Context) (r lockAttempt) {
 	a := scripts.Acquire{Key: l.name, Owner: t.owner.id, Lease: t.ttl, Wake: t.wake,
 		Turn: l.queueTurn(t.cfg), Join: t.cfg.wait != 0, Publish: l.c.publish, GrantTry: t.grantTry,
 		Priority: t.cfg.priority, Aging: l.c.opts.priorityAging(), Fields: l.fields, CounterTTL: l.c.opts.FencingCounterTTL}
-	r.Acquired, r.err = l.kind.spec().acquire(ctx, l.c.scriptConn(), a)
+	r.Acquired, r.err = l.kind.spec().acquire(ctx, l.c.runner.conn(), a)
 	if n := t.wake.Grant; n != 0 {
 		switch {
 		case r.Handed: // taken by the cycle, or given back by undo
@@ -548,7 +548,7 @@ func (t lockTry) undoHold(ctx context.Context, r lockAttempt) {
 // outer hold. The error it returns means the lock is not held.
 func (l *Lock) unsynced(ctx context.Context, owner Owner, ttl time.Duration, syncErr error) error {
 	if errors.Is(syncErr, scripts.ErrSyncRefused) {
-		if err := l.c.syncRefused(syncErr); err == nil {
+		if err := l.c.runner.refused(syncErr); err == nil {
 			return nil
 		}
 	}

@@ -49,7 +49,7 @@ func (c *Client) passOn(name string) func() {
 			defer cancel()
 			// A drop, as a win's SettleDrop (see waitstate.Drops).
 			defer c.drops.Sending()()
-			if err := scripts.PassOn(ctx, c.scriptConn(), name, c.id, c.publish, c.listensFor(name)); err != nil {
+			if err := scripts.PassOn(ctx, c.runner.conn(), name, c.id, c.publish, c.listensFor(name)); err != nil {
 				c.opts.Logger.Debug("relock: passing on a wake", "lock", name, "error", err)
 			}
 			c.sub.Nudge(scripts.WakeChannel(name, c.id))

@@ -88,6 +88,6 @@ var leaveBackoff = retry.Backoff{First: 10 * time.Millisecond, Max: time.Second,
 // leftQueue runs the leave script once and reports whether it is done:
 // Redis answered, or no later try could help.
 func (l *Lock) leftQueue(ctx context.Context, owner Owner, turn time.Duration) bool {
-	err := l.kind.spec().leave(ctx, l.c.scriptConn(), l.name, owner.id, turn, l.c.publish)
+	err := l.kind.spec().leave(ctx, l.c.runner.conn(), l.name, owner.id, turn, l.c.publish)
 	return scripts.Answered(err) || l.c.checkOpen() != nil
 }

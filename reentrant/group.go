@@ -117,7 +117,7 @@ func heldFor(key, owner string, r renewer) scripts.Held {
 
 // groupValues reads who holds each of a group lock's values.
 func (l *Lock) groupValues(ctx context.Context, op string) ([]scripts.GroupValue, error) {
-	vals, err := scripts.GroupInspect(ctx, l.c.scriptConn(), l.name, l.fields)
+	vals, err := scripts.GroupInspect(ctx, l.c.runner.conn(), l.name, l.fields)
 	if err != nil {
 		return nil, redisError(op, l.name, err)
 	}
@@ -180,7 +180,7 @@ func (l *Lock) groupForceUnlock(ctx context.Context) (bool, error) {
 			return found
 		})
 	}, ErrLockLost)
-	freed, err := scripts.GroupForceUnlock(ctx, l.c.scriptConn(), l.name, l.fields, l.c.publish)
+	freed, err := scripts.GroupForceUnlock(ctx, l.c.runner.conn(), l.name, l.fields, l.c.publish)
 	if err != nil {
 		return false, redisError("force unlock", l.name, err)
 	}

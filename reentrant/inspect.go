@@ -111,7 +111,7 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 		return l.groupForceUnlock(ctx)
 	}
 	l.c.holds.lose(func(k holdKey) bool { return k.name == l.name }, ErrLockLost)
-	deleted, err := l.kind.spec().forceUnlock(ctx, l.c.scriptConn(), l.name, l.c.publish, l.directed())
+	deleted, err := l.kind.spec().forceUnlock(ctx, l.c.runner.conn(), l.name, l.c.publish, l.directed())
 	if err != nil {
 		return false, redisError("force unlock", l.name, err)
 	}

@@ -57,7 +57,7 @@ func (c *Client) giveBackNow(ctx context.Context, name string, n int64) {
 	if drop { // see Client.ownOffer
 		defer c.drops.Sending()()
 	}
-	released, err := scripts.GiveBack(ctx, c.scriptConn(), name, c.id, n, c.publish, listens, drop)
+	released, err := scripts.GiveBack(ctx, c.runner.conn(), name, c.id, n, c.publish, listens, drop)
 	c.opts.Logger.Debug("relock: took back a handoff offer", "lock", name, "n", n, "released", released, "error", err)
 }
 

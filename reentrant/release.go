@@ -204,7 +204,7 @@ func (l *Lock) retryRelease(err error) bool {
 // again says whether that request may have been sent before; believed,
 // whether the caller counts on having the hold (see believed).
 func (l *Lock) release(ctx context.Context, owner Owner, restore time.Duration, requestID string, again, believed bool) (scripts.Released, error) {
-	rdb := l.c.scriptConn()
+	rdb := l.c.runner.conn()
 	rel := scripts.Release{
 		Key:       l.name,
 		Owner:     owner.id,

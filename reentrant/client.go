@@ -37,9 +37,11 @@ type Client struct {
 	directed bool // plain and fenced locks take directed wakes (directed.go)
 	// counts: its releases may count a lock channel's listeners (see
 	// scripts.Release.Count); not when the user is refused PUBSUB NUMSUB.
-	counts    bool
-	drops     waitstate.Drops
-	offers    waitstate.Table // per lock name: handoff offers (offers.go), queued marks (fair.go)
+	counts bool
+	// names: per lock name, handoff offers (offers.go) and queued marks
+	// (fair.go); handoffs: what the client sends for its offers.
+	names     waitstate.Table
+	handoffs  handoffs
 	nextOwner atomic.Int64
 	// nextRequest numbers release requests, for their unlock latch.
 	nextRequest atomic.Uint64
@@ -133,6 +135,8 @@ func New(rdb rueidis.Client, opts Options) (*Client, error) {
 	c.sub = pubsub.New(rdb, opts.PubSub, scripts.Slot, opts.Logger, min(opts.RepollInterval, time.Second))
 	c.latches = latches.New(rdb, opts.Logger)
 	c.outages = outages{log: opts.Logger, after: opts.RepollInterval}
+	c.handoffs = handoffs{names: &c.names, id: c.id, sub: c.sub, publish: c.publish, runner: &c.runner, owners: &c.nextOwner,
+		lease: opts.WatchdogTimeout, keep: opts.markTTL(), log: opts.Logger, background: c.background, closing: c.closing}
 	c.background(func() { c.latches.Run(c.closing) })
 	c.holds = newHoldTable(&c.opts, c.runner.conn, cluster)
 	return c, nil
@@ -249,30 +253,10 @@ func (c *Client) Close() error {
 	c.mu.Unlock()
 	c.holds.close(errClosed)
 	c.tasks.Wait()
-	c.giveBackAll()
+	c.handoffs.giveBackAll()
 	c.sub.Close()
 	return nil
 }
-
-// giveBackAll takes back, as Close does, every handoff offer left: a
-// release may have given the lock to one whose waiters ended (Close ends
-// them). It waits for the waits that take handoffs to end first, then
-// sends the give-backs; all within closeGiveBackWindow. A give-back that
-// is not sent leaves a lock given meanwhile to its TTL.
-func (c *Client) giveBackAll() {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.closing), closeGiveBackWindow)
-	defer cancel()
-	select {
-	case <-c.offers.Close():
-	case <-ctx.Done():
-	}
-	for _, o := range c.offers.Drain() {
-		c.giveBackNow(ctx, o.Name, o.N)
-	}
-}
-
-// closeGiveBackWindow bounds how long Close spends on offers left.
-const closeGiveBackWindow = 2 * time.Second
 
 // background runs task in a goroutine that Close waits for, and reports
 // whether it started; task must return soon after Close cancels c.closing.

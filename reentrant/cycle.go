@@ -76,12 +76,12 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (context.Context,
 	case c.private:
 		policy = undoable
 	}
-	if c.grants && l.c.offers.Queued(l.name) {
+	if c.grants && l.c.names.Queued(l.name) {
 		c.subscribeFirst()
 	}
 	err := c.end(c.run(&c, policy, cfg))
 	if c.grants {
-		l.c.offers.Waited(l.name, c.waited)
+		l.c.names.Waited(l.name, c.waited)
 	}
 	if err != nil {
 		return nil, err
@@ -180,7 +180,7 @@ func (c *cycle) notTaken(r lockAttempt) error {
 			// The pause may leave this wait to its client's wake, with no
 			// attempt of its own to come (see waiting.recheck): counted
 			// now, it keeps its client's releases offering for it.
-			c.l.c.offers.Join(c.l.name)
+			c.l.c.names.Join(c.l.name)
 			c.joined = true
 		}
 	}
@@ -323,13 +323,13 @@ func (l *Lock) takesHandoffs(cfg acquireConfig) bool {
 // is the offer's and the cycle takes handoffs: the cycle's owner becomes
 // the offer's (its own was made for the call, so nothing else knows it).
 // A wait that does not take handoffs gives the hold back (see
-// Client.takeBack). It reports false when the cycle goes on.
+// handoffs.takeBack). It reports false when the cycle goes on.
 func (c *cycle) takeHandoff(n int64) (outcome, bool) {
 	if !c.handoff {
-		c.l.c.takeBack(c.l.name, n)
+		c.l.c.handoffs.takeBack(c.l.name, n)
 		return outcome{}, false
 	}
-	sent, lease, ok := c.l.c.offers.Take(c.l.name, n)
+	sent, lease, ok := c.l.c.names.Take(c.l.name, n)
 	if !ok {
 		// Taken by another wait here (a message and an attempt may both
 		// name it), or withdrawn, whose give-back releases it.
@@ -342,7 +342,7 @@ func (c *cycle) takeHandoff(n int64) (outcome, bool) {
 	c.sent, c.ttl, c.token, c.dropping = sent, lease, 0, false
 	// The release moved the client to the end of the waiters' set. If it
 	// has no waiter left, its release of this hold drops it while it still
-	// listens on Redisson's channel (see Client.ownOffer): no release but
+	// listens on Redisson's channel (see handoffs.ownOffer): no release but
 	// that one can come first. After a longer hold, a later release finds
 	// nobody listening on its wake channel, and drops it then.
 	return outcome{taken: true}, true
@@ -415,12 +415,12 @@ func (c *cycle) end(err error) error {
 	if c.directed && sub != nil {
 		// Left, so no grant comes to it now: one that came is given back.
 		if n := sub.TakeGrant(); n != 0 {
-			c.l.c.takeBack(c.l.name, n)
+			c.l.c.handoffs.takeBack(c.l.name, n)
 		}
 	}
 	if c.joined {
-		c.l.c.giveBack(c.l.name, c.l.c.offers.Leave(c.l.name))
-		c.l.c.offers.Ended()
+		c.l.c.handoffs.giveBack(c.l.name, c.l.c.names.Leave(c.l.name))
+		c.l.c.names.Ended()
 	}
 	if err != nil && c.l.kind.spec().queued && c.cfg.wait != 0 && !c.abandoned {
 		c.l.leaveQueue(c.ctx, c.owner, c.l.queueTurn(c.cfg))
@@ -443,18 +443,18 @@ func (c *cycle) attempt(ttl time.Duration) lockAttempt {
 	if c.directed {
 		t.wake = c.wakeArgs()
 		c.dropping = t.wake.Settle == scripts.SettleDrop
-		c.dropped = c.l.c.drops.Mark()
+		c.dropped = c.l.c.handoffs.drops.Mark()
 		if c.handoff && (c.tries > 1 || c.sub != nil) {
 			// Not with a first attempt that found no channel live: it
 			// most likely takes a free lock, and one that fails is
 			// followed at once by one after subscribing.
 			if !c.joined {
-				c.l.c.offers.Join(c.l.name)
+				c.l.c.names.Join(c.l.name)
 				c.joined = true
 			}
 			var old int64
-			t.wake.Grant, old = c.l.c.offers.Next(c.l.name, ttl, &c.l.c.nextOwner)
-			c.l.c.giveBack(c.l.name, old)
+			t.wake.Grant, old = c.l.c.names.Next(c.l.name, ttl, &c.l.c.nextOwner)
+			c.l.c.handoffs.giveBack(c.l.name, old)
 		}
 		c.handed = t.wake.Grant
 		if hook := c.l.c.hookBeforeSend; hook != nil {
@@ -489,7 +489,7 @@ type lockTry struct {
 func (t lockTry) Run(ctx context.Context) (r lockAttempt) {
 	l := t.l
 	if t.wake.Settle == scripts.SettleDrop {
-		defer l.c.drops.Sending()()
+		defer l.c.handoffs.drops.Sending()()
 	}
 	a := scripts.Acquire{Key: l.name, Owner: t.owner.id, Lease: t.ttl, Wake: t.wake,
 		Turn: l.queueTurn(t.cfg), Join: t.cfg.wait != 0, Publish: l.c.publish, GrantTry: t.grantTry,
@@ -499,10 +499,10 @@ func (t lockTry) Run(ctx context.Context) (r lockAttempt) {
 		switch {
 		case r.Handed: // taken by the cycle, or given back by undo
 		case r.OK && t.wake.Settle == scripts.SettleDrop:
-			l.c.offers.Take(l.name, n) // withdrawn by the win
+			l.c.names.Take(l.name, n) // withdrawn by the win
 		default:
 			// A failure offered n; a lost reply may have.
-			l.c.offers.Done(l.name, n, !r.OK)
+			l.c.names.Done(l.name, n, !r.OK)
 		}
 	}
 	if r.OK && r.err != nil {
@@ -516,7 +516,7 @@ func (t lockTry) Run(ctx context.Context) (r lockAttempt) {
 // waiter leaves the queue it may have joined.
 func (t lockTry) Undo(ctx context.Context, r lockAttempt) {
 	if r.Handed {
-		t.l.c.takeBack(t.l.name, t.wake.Grant)
+		t.l.c.handoffs.takeBack(t.l.name, t.wake.Grant)
 		return
 	}
 	t.undoHold(ctx, r)
@@ -574,7 +574,7 @@ func (c *cycle) wakeArgs() scripts.Wake {
 		if c.sub != nil && !c.sub.Alone() {
 			w.Settle = scripts.SettleRequeue
 		} else if w.Offers {
-			w.Listens = c.l.c.listensFor(c.l.name)
+			w.Listens = c.l.c.handoffs.listensFor(c.l.name)
 		}
 	}
 	return w

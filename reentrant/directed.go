@@ -42,17 +42,17 @@ import (
 // out on different connections): it would sleep unregistered. So, once the
 // pass-on has run, a waiter of c's is nudged to try again, which registers
 // c anew. It does not block.
-func (c *Client) passOn(name string) func() {
+func (h *handoffs) passOn(name string) func() {
 	return func() {
-		c.background(func() {
-			ctx, cancel := cleanup(c.closing)
+		h.background(func() {
+			ctx, cancel := cleanup(h.closing)
 			defer cancel()
 			// A drop, as a win's SettleDrop (see waitstate.Drops).
-			defer c.drops.Sending()()
-			if err := scripts.PassOn(ctx, c.runner.conn(), name, c.id, c.publish, c.listensFor(name)); err != nil {
-				c.opts.Logger.Debug("relock: passing on a wake", "lock", name, "error", err)
+			defer h.drops.Sending()()
+			if err := scripts.PassOn(ctx, h.runner.conn(), name, h.id, h.publish, h.listensFor(name)); err != nil {
+				h.log.Debug("relock: passing on a wake", "lock", name, "error", err)
 			}
-			c.sub.Nudge(scripts.WakeChannel(name, c.id))
+			h.sub.Nudge(scripts.WakeChannel(name, h.id))
 		})
 	}
 }
@@ -64,11 +64,11 @@ func (c *Client) passOn(name string) func() {
 // A client that stops waiting stays in the lock's waiters' set for that
 // long, as a mark, so that a release counts it among the listeners that
 // are not Java waiters.
-func (c *Client) listensFor(name string) time.Duration {
-	if c.sub.Idle() { // the uncontended path: no channel name built
+func (h *handoffs) listensFor(name string) time.Duration {
+	if h.sub.Idle() { // the uncontended path: no channel name built
 		return 0
 	}
-	d, subscribed := c.sub.ListensFor(scripts.LockChannel(name))
+	d, subscribed := h.sub.ListensFor(scripts.LockChannel(name))
 	if !subscribed {
 		return 0
 	}

@@ -2,7 +2,12 @@ package reentrant
 
 import (
 	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
 
+	"github.com/relock-go/relock/pubsub"
+	"github.com/relock-go/relock/reentrant/internal/waitstate"
 	"github.com/relock-go/relock/scripts"
 )
 
@@ -26,39 +31,81 @@ import (
 // lost with a connection is made up by the next attempt, which finds the
 // lock held by the offer's owner (scripts.Acquired.Handed).
 
+// handoffs is a client's side of directed wakes and handoffs
+// (directed.go): the drops it sent, and what it sends to keep its offers
+// right (give-backs, pass-ons, the offer a release writes). The offers
+// themselves are in the client's per-name table. Made by New, once the
+// client's channels and rights are known.
+type handoffs struct {
+	names   *waitstate.Table
+	drops   waitstate.Drops
+	id      string
+	sub     *pubsub.Subscriber
+	publish scripts.Publish
+	runner  *scriptRunner
+	owners  *atomic.Int64 // owner numbers, shared with Client.NewOwner
+	// lease is an offer's (the watchdog's timeout); keep, how long a
+	// release keeps the waiters' set alive (Options.markTTL).
+	lease, keep time.Duration
+	log         *slog.Logger
+	// background and closing are the client's (Client.background).
+	background func(func()) bool
+	closing    context.Context
+}
+
+// giveBackAll takes back, as Close does, every handoff offer left: a
+// release may have given the lock to one whose waiters ended (Close ends
+// them). It waits for the waits that take handoffs to end first, then
+// sends the give-backs; all within closeGiveBackWindow. A give-back that
+// is not sent leaves a lock given meanwhile to its TTL.
+func (h *handoffs) giveBackAll() {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(h.closing), closeGiveBackWindow)
+	defer cancel()
+	select {
+	case <-h.names.Close():
+	case <-ctx.Done():
+	}
+	for _, o := range h.names.Drain() {
+		h.giveBackNow(ctx, o.Name, o.N)
+	}
+}
+
+// closeGiveBackWindow bounds how long Close spends on offers left.
+const closeGiveBackWindow = 2 * time.Second
+
 // giveBack takes back, in the background, this client's offer n for lock
 // name, which no waiter will take (see scripts.GiveBack).
-func (c *Client) giveBack(name string, n int64) {
+func (h *handoffs) giveBack(name string, n int64) {
 	if n == 0 {
 		return
 	}
-	started := c.background(func() {
-		ctx, cancel := cleanup(c.closing)
+	started := h.background(func() {
+		ctx, cancel := cleanup(h.closing)
 		defer cancel()
-		c.giveBackNow(ctx, name, n)
+		h.giveBackNow(ctx, name, n)
 	})
 	if !started { // Close has begun: it gives back what the table holds
-		c.offers.KeepForClose(name, n)
+		h.names.KeepForClose(name, n)
 	}
 }
 
 // takeBack gives back grant n of lock name that came to a wait that does
 // not take it, unless a wait took it already.
-func (c *Client) takeBack(name string, n int64) {
-	if _, _, ok := c.offers.Take(name, n); ok {
-		c.giveBack(name, n)
+func (h *handoffs) takeBack(name string, n int64) {
+	if _, _, ok := h.names.Take(name, n); ok {
+		h.giveBack(name, n)
 	}
 }
 
 // giveBackNow runs scripts.GiveBack for offer n of lock name.
-func (c *Client) giveBackNow(ctx context.Context, name string, n int64) {
-	listens := c.listensFor(name)
-	drop := !c.sub.HasWaiters(scripts.WakeChannel(name, c.id))
-	if drop { // see Client.ownOffer
-		defer c.drops.Sending()()
+func (h *handoffs) giveBackNow(ctx context.Context, name string, n int64) {
+	listens := h.listensFor(name)
+	drop := !h.sub.HasWaiters(scripts.WakeChannel(name, h.id))
+	if drop { // see handoffs.ownOffer
+		defer h.drops.Sending()()
 	}
-	released, err := scripts.GiveBack(ctx, c.runner.conn(), name, c.id, n, c.publish, listens, drop)
-	c.opts.Logger.Debug("relock: took back a handoff offer", "lock", name, "n", n, "released", released, "error", err)
+	released, err := scripts.GiveBack(ctx, h.runner.conn(), name, h.id, n, h.publish, listens, drop)
+	h.log.Debug("relock: took back a handoff offer", "lock", name, "n", n, "released", released, "error", err)
 }
 
 // ownOffer is the offer a release of lock name by this client writes if it
@@ -70,21 +117,21 @@ func (c *Client) giveBackNow(ctx context.Context, name string, n int64) {
 // then counted as a drop (see waitstate.Drops): a waiter that registered the
 // client and was not on the channel yet looks again. done, called with
 // the release's answer, counts it.
-func (c *Client) ownOffer(name string) (o scripts.Offer, done func()) {
+func (h *handoffs) ownOffer(name string) (o scripts.Offer, done func()) {
 	// A client that does not listen on Redisson's channel has not waited
 	// on the lock lately: it has no offer, and is not registered (the
 	// commonest release, uncontended, sends no more than its id).
-	o.Client = c.id
-	listens := c.listensFor(name)
+	o.Client = h.id
+	listens := h.listensFor(name)
 	if listens == 0 {
 		return o, func() {}
 	}
-	lease := c.opts.WatchdogTimeout
-	n, old := c.offers.Next(name, lease, &c.nextOwner)
-	c.giveBack(name, old)
-	o = scripts.Offer{Client: c.id, N: n, Lease: lease, Keep: c.opts.markTTL(), Listens: listens}
-	if o.Drop = !c.sub.HasWaiters(scripts.WakeChannel(name, c.id)); o.Drop {
-		return o, c.drops.Sending()
+	lease := h.lease
+	n, old := h.names.Next(name, lease, h.owners)
+	h.giveBack(name, old)
+	o = scripts.Offer{Client: h.id, N: n, Lease: lease, Keep: h.keep, Listens: listens}
+	if o.Drop = !h.sub.HasWaiters(scripts.WakeChannel(name, h.id)); o.Drop {
+		return o, h.drops.Sending()
 	}
 	return o, func() {}
 }

@@ -63,7 +63,7 @@ func TestWaitersThatStartedTogetherTakeHandoffs(t *testing.T) {
 		return err == nil && attempts.Load() > n && !strings.HasSuffix(rec, ":0")
 	})
 	redistest.Eventually(t, 10*time.Second, "every wait counted among the offer's", func() bool {
-		return waiters.offers.Waiters(name) == n
+		return waiters.names.Waiters(name) == n
 	})
 	before := attempts.Load()
 	require.NoError(t, holder.Lock(name).Unlock(held))

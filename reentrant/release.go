@@ -220,9 +220,9 @@ func (l *Lock) release(ctx context.Context, owner Owner, restore time.Duration, 
 	if rel.Directed && l.kind.spec().handsOn {
 		var sent func()
 		rel.Handoff, rel.Count = true, l.c.counts
-		rel.Offer, sent = l.c.ownOffer(l.name)
+		rel.Offer, sent = l.c.handoffs.ownOffer(l.name)
 		defer sent()
-		defer l.c.offers.Done(l.name, rel.Offer.N, true)
+		defer l.c.names.Done(l.name, rel.Offer.N, true)
 	}
 	res, err := l.kind.spec().release(ctx, rdb, rel)
 	if err == nil && rel.Latched(res) {

@@ -38,7 +38,7 @@ type waiting struct {
 	subscribe bool
 	sub       *pubsub.Waiter
 	// passOn, for directed wakes, is the lock whose wakes that no local
-	// waiter takes this client passes on (see Client.passOn).
+	// waiter takes this client passes on (see handoffs.passOn).
 	passOn string
 	// dropped is what the last attempt read of the client's drops (see
 	// waitstate.Drops), with directed wakes.
@@ -183,7 +183,7 @@ func (w *waiting) pause(attempt int, next func() time.Duration) error {
 // waitstate.Drops): its registration may be gone.
 func (w *waiting) recheck() bool {
 	return w.passOn == "" || w.sub == nil || w.sub.Recheck() || w.also != nil && w.also.Recheck() ||
-		w.c.drops.Since(w.dropped)
+		w.c.handoffs.drops.Since(w.dropped)
 }
 
 // subscribeNext makes the subscription the wait is due to make, if any:
@@ -208,7 +208,7 @@ func (w *waiting) subscribeNext() (subscribed bool, err error) {
 		var unclaimed func()
 		switch {
 		case w.passOn != "":
-			unclaimed = w.c.passOn(w.passOn)
+			unclaimed = w.c.handoffs.passOn(w.passOn)
 		case w.lingers:
 			unclaimed = func() {} // a wake with no waiter here has no one else to go to
 		}
@@ -252,7 +252,7 @@ func (w *waiting) dropFailed() {
 	if w.sub != nil && w.sub.Failed() {
 		w.sub.Leave()
 		if n := w.sub.TakeGrant(); n != 0 && w.passOn != "" {
-			w.c.takeBack(w.name, n) // a handoff the wait did not take
+			w.c.handoffs.takeBack(w.name, n) // a handoff the wait did not take
 		}
 		w.sub = nil
 	}

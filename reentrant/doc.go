@@ -8,17 +8,18 @@
 // scripts), so Go services using this package and Java services using
 // Redisson 3.22+ can share the same locks.
 //
-// Make one [Client] per rueidis client, get a [Lock] handle by name, and take
-// it:
+// Make one [Client] per rueidis client with [New], and share it. In a
+// handler, get a [Lock] handle by name and take it:
 //
-//	locks, err := reentrant.New(rdb, reentrant.Options{})
-//	...
-//	defer locks.Close()
-//
-//	mu := locks.Lock("order:42")
-//	held, err := mu.Lock(ctx) // blocks until held or ctx ends
-//	if err != nil { ... }
-//	defer mu.Unlock(held) // the context Lock returned, not ctx
+//	func handle(ctx context.Context, locks *reentrant.Client) error {
+//		mu := locks.Lock("order:42")
+//		held, err := mu.Lock(ctx) // blocks until held, or ctx ends
+//		if err != nil {
+//			return err
+//		}
+//		defer mu.Unlock(held) // the context Lock returned, not ctx
+//		return charge(held)   // held is cancelled if the lock is lost
+//	}
 //
 // The context Lock returns carries the owner, so a call made with it re-enters
 // the lock instead of blocking on itself, and it is cancelled when the hold
@@ -26,24 +27,58 @@
 // may be lost (cause [ErrLockLost]). Do the work under the lock with that
 // context.
 //
+// [Lock.TryLock] waits at most as long as asked and reports whether it got
+// the lock; [Client.Do] takes a lock, runs a func under it and releases it:
+//
+//	func tryHandle(ctx context.Context, locks *reentrant.Client) error {
+//		mu := locks.Lock("order:42")
+//		held, ok, err := mu.TryLock(ctx, reentrant.WaitAtMost(time.Second))
+//		switch {
+//		case err != nil:
+//			return err // Redis could not be reached, or refused
+//		case !ok:
+//			return errBusy // another held it for all of a second
+//		}
+//		defer mu.Unlock(held)
+//		return charge(held)
+//	}
+//
+//	func nightlyReport(ctx context.Context, locks *reentrant.Client) error {
+//		return locks.Do(ctx, "nightly-report", func(ctx context.Context) error {
+//			return report(ctx) // ctx is cancelled if the lock is lost
+//		})
+//	}
+//
 // Waiters block without polling: a release wakes them. A plain or fenced
 // lock's release tells one waiting relock client, the one waiting longest,
 // on its own channel, as well as publishing Redisson's message for Java
 // waiters, so a handoff costs the same however many processes wait
 // (docs/waiting.md).
 //
-// The same Client makes Redisson's synchronizers, on Redisson's keys and
-// channels: [Semaphore], [PermitExpirableSemaphore] (whose permits without a
-// lease the watchdog keeps, as it keeps locks), [CountDownLatch] and
-// [RateLimiter]. They wait, wake and renew as locks do, on the Client's one
-// pub/sub connection and one watchdog.
+// Every kind comes from the same Client, on Redisson's keys and channels,
+// and waits, wakes and renews on its one pub/sub connection and one
+// watchdog:
+//   - [Client.Lock]: the reentrant lock (RLock).
+//   - [Client.FairLock]: first come, first served (RFairLock).
+//   - [Client.ReadWriteLock]: many readers or one writer (RReadWriteLock).
+//   - [Client.FencedLock]: a lock whose every hold has a token that grows
+//     (RFencedLock; docs/fencing.md).
+//   - [Client.SpinLock]: waits by backing off, not by subscribing
+//     (RSpinLock).
+//   - [Client.NonReentrantLock], [Client.NonReentrantFairLock]: a holder's
+//     second take is an error (Redisson 4.4).
+//   - [Client.GroupLock]: every value of a set at once, which overlapping
+//     sets exclude (Redisson's getMultiLock(group, values)).
+//   - [NewMultiLock], [NewRedlock]: all of several locks, or a majority
+//     of independent servers (RedissonMultiLock, RedissonRedLock).
+//   - [Client.PriorityLock]: waiters served by priority, with aging; not
+//     in Redisson (docs/priority.md).
+//   - [Client.Semaphore], [Client.PermitExpirableSemaphore] (whose permits
+//     without a lease the watchdog keeps), [Client.CountDownLatch],
+//     [Client.RateLimiter]: Redisson's synchronizers (docs/synchronizers.md).
 //
-// Beyond Redisson's kinds ([Client.Lock], [Client.FairLock],
-// [Client.FencedLock], [Client.ReadWriteLock], [Client.SpinLock],
-// [Client.NonReentrantLock], [Client.GroupLock], [NewMultiLock], [NewRedlock]):
-// [Client.PriorityLock] serves waiters by priority with aging, and a Lock
-// call whose owner holds other locks detects a cycle of owners waiting for
-// each other and fails with [ErrDeadlock] (docs/deadlocks.md).
+// A Lock call whose owner holds other locks detects a cycle of owners
+// waiting for each other and fails with [ErrDeadlock] (docs/deadlocks.md).
 // [FromRedissonConfig] reads a Java service's Redisson YAML; package
 // reentranttest runs all of it on an embedded miniredis for unit tests.
 //

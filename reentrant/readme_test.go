@@ -127,14 +127,14 @@ func TestReadmeSnippetsRun(t *testing.T) {
 
 var fence = regexp.MustCompile("(?s)```go\n(.*?)```")
 
-// Every Go snippet in the README, the guide, the testing guide and the
-// synchronizers guide is code that this package's tests compile (or CI
-// runs): the guide's here, the README's in examples/firstlock, the
-// synchronizers' in their examples (which run), the testing guide's in
-// reentranttest.
+// Every Go snippet in the README, the guide, the testing guide, the
+// synchronizers guide and the package overviews is code that this
+// package's tests compile (or CI runs): the guide's here, the README's in
+// examples/firstlock, the synchronizers' in their examples (which run),
+// the testing guide's in reentranttest, the overview's in overview_test.go.
 func TestDocSnippets(t *testing.T) {
 	sources := ""
-	for _, f := range []string{"readme_test.go", "example_synchronizers_test.go", "reentranttest/example_test.go", "reentranttest/synctest_test.go", "reentranttest/settings_test.go", "../examples/firstlock/main.go"} {
+	for _, f := range []string{"readme_test.go", "overview_test.go", "example_synchronizers_test.go", "reentranttest/example_test.go", "reentranttest/synctest_test.go", "reentranttest/settings_test.go", "../examples/firstlock/main.go"} {
 		b, err := os.ReadFile(f)
 		require.NoError(t, err)
 		sources += string(b)
@@ -149,6 +149,34 @@ func TestDocSnippets(t *testing.T) {
 			assert.True(t, strings.Contains(code, squash(m[1])), "%s shows code no test compiles:\n%s", doc, m[1])
 		}
 	}
+	for _, doc := range []string{"doc.go", "reentranttest/reentranttest.go"} {
+		b, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		for _, block := range commentCode(string(b)) {
+			assert.True(t, strings.Contains(code, squash(block)), "%s's doc shows code no test compiles:\n%s", doc, block)
+		}
+	}
+}
+
+// commentCode returns the code blocks of a file's doc comments: runs of
+// lines indented with a tab after "//".
+func commentCode(src string) []string {
+	var blocks []string
+	var cur []string
+	for _, line := range strings.Split(src, "\n") {
+		switch {
+		case strings.HasPrefix(line, "//\t"):
+			cur = append(cur, strings.TrimPrefix(line, "//\t"))
+		case line == "//" && len(cur) > 0:
+			cur = append(cur, "")
+		default:
+			if len(cur) > 0 {
+				blocks = append(blocks, strings.Join(cur, "\n"))
+			}
+			cur = nil
+		}
+	}
+	return blocks
 }
 
 // squash drops indentation and blank lines, so a snippet matches the code

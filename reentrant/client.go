@@ -71,7 +71,12 @@ type Client struct {
 	done     <-chan struct{}
 }
 
-// New returns a Client that keeps locks on rdb.
+// New returns a Client that keeps locks on rdb, or an error: opts invalid
+// (ErrInvalidArgument), the Redis user refused what relock needs
+// (ErrNoPermission), or replica sync required and refused
+// (ErrSyncUnavailable). It takes one round trip, more while a cluster
+// cannot be reached (below). Close the Client when done; it does not close
+// rdb.
 //
 // New checks, in one round trip, that the Redis user may do what relock
 // needs (see docs/deployment.md for the ACL rules): a user refused scripts

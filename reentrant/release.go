@@ -11,9 +11,11 @@ import (
 	"github.com/relock-go/relock/watchdog"
 )
 
-// Unlock gives back one hold of ctx's owner. The last hold deletes the key
-// and wakes a waiter; holds that remain keep their TTL. The held context of
-// the newest acquisition is cancelled.
+// Unlock gives back one hold of ctx's owner: pass the context Lock
+// returned. The last hold deletes the key and wakes a waiter; holds that
+// remain keep their TTL. The newest acquisition's held context is
+// cancelled. It blocks until Redis answers, for at most 10 s, whatever
+// ctx's deadline.
 //
 // What its result says of the work done under the lock:
 //   - nil: the hold was given back; the work ran under the lock, unless

@@ -260,3 +260,22 @@ func receiverName(e ast.Expr) string {
 	}
 	return ""
 }
+
+// TestEveryPageIsInTheBook: each page of docs/ opens, after its title,
+// with who it is for, and docs/README.md, the book's contents, links it.
+func TestEveryPageIsInTheBook(t *testing.T) {
+	index := read(t, "docs/README.md")
+	for _, page := range pages(t) {
+		if !strings.HasPrefix(page, "docs"+string(filepath.Separator)) {
+			continue
+		}
+		text := read(t, page)
+		_, rest, _ := strings.Cut(text, "\n")
+		if !strings.HasPrefix(strings.TrimLeft(rest, "\n"), "For ") {
+			t.Errorf("%s does not open with who it is for (a paragraph beginning \"For \" after the title)", page)
+		}
+		if name := filepath.Base(page); name != "README.md" && !strings.Contains(index, "]("+name+")") {
+			t.Errorf("docs/README.md does not link %s", name)
+		}
+	}
+}

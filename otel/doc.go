@@ -5,9 +5,13 @@
 // It is its own module, so programs that do not use OpenTelemetry do not
 // pull it in. Give the Hooks it returns to the relock client:
 //
-//	hooks, err := relockotel.NewHooks(relockotel.WithMeterProvider(mp), relockotel.WithTracerProvider(tp))
-//	if err != nil { ... }
-//	locks, err := reentrant.New(rdb, reentrant.Options{Hooks: hooks})
+//	func newLocks(rdb rueidis.Client, mp metric.MeterProvider, tp trace.TracerProvider) (*reentrant.Client, error) {
+//		hooks, err := relockotel.NewHooks(relockotel.WithMeterProvider(mp), relockotel.WithTracerProvider(tp))
+//		if err != nil {
+//			return nil, err
+//		}
+//		return reentrant.New(rdb, reentrant.Options{Hooks: hooks})
+//	}
 //
 // Lock names are not recorded unless WithLockNames is given: a service
 // that locks one name per order or user would give every name its own

@@ -1,6 +1,14 @@
 // Package reentranttest runs relock on an embedded miniredis, for the unit
 // tests of code that takes locks, permits, latches or rate limits: one
-// line, no server, nothing left running after the test.
+// line, no server, nothing left running after the test. Two Clients, as
+// two processes would have, share one embedded Redis:
+//
+//	first, m := reentranttest.New(t, reentrant.Options{})
+//	second, err := reentrant.New(reentranttest.Rueidis(t, m), reentrant.Options{})
+//
+// TestNightlyReportRunsAlone, in this package's example_test.go, is a test to
+// copy; LockOrder is a hook that fails a test taking locks in an order
+// that could deadlock.
 //
 // miniredis runs relock's scripts, pub/sub and TTLs. It has no WAIT (leave
 // Options.ReplicaSync off), no sharded pub/sub (New picks classic, as

@@ -13,33 +13,28 @@ import (
 )
 
 func main() {
-	m, err := miniredis.Run() // a real service connects to its Redis instead
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer m.Close()
-	rdb, err := rueidis.NewClient(rueidis.ClientOption{
-		InitAddress:       []string{m.Addr()},
-		DisableCache:      true, // relock reads nothing through the cache
-		AlwaysRESP2:       true, // for miniredis only
-		ForceSingleClient: true, // for miniredis only
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer rdb.Close()
+	srv := must(miniredis.Run()) // a real service connects to its own Redis
+	defer srv.Close()
+	rdb := must(rueidis.NewClient(rueidis.ClientOption{
+		InitAddress:  []string{srv.Addr()},
+		DisableCache: true, // relock reads nothing through the cache
 
-	locks, err := reentrant.New(rdb, reentrant.Options{}) // one per process
-	if err != nil {
-		log.Fatal(err)
-	}
+		AlwaysRESP2: true, ForceSingleClient: true, // for miniredis only
+	}))
+	defer rdb.Close()
+	locks := must(reentrant.New(rdb, reentrant.Options{})) // one per process
 	defer locks.Close()
 
 	mu := locks.Lock("order:42")
-	held, err := mu.Lock(context.Background()) // waits while another holds it
+	held := must(mu.Lock(context.Background())) // waits while another holds it
+	defer mu.Unlock(held)                       // held is the lock: Unlock takes it
+	fmt.Println("holding", mu.Name(), "- held is cancelled if the lock is lost")
+}
+
+// must stops the program on an error; a service returns it instead.
+func must[T any](v T, err error) T {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer mu.Unlock(held) // the context Lock returned: it is the lock
-	fmt.Println("holding", mu.Name(), "until Unlock; held is cancelled if the lock is lost")
+	return v
 }

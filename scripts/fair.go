@@ -18,19 +18,19 @@ var fairLib string
 var (
 	//go:embed fairacquire.lua
 	fairAcquireLua    string
-	fairAcquireScript = newScript(fairLib + fairAcquireLua)
+	fairAcquireScript = newScript(clockLib, fairLib, fairAcquireLua)
 
 	//go:embed fairrelease.lua
 	fairReleaseLua    string
-	fairReleaseScript = newScript(fairLib + fairReleaseLua)
+	fairReleaseScript = newScript(clockLib, fairLib, fairReleaseLua)
 
 	//go:embed fairleave.lua
 	fairLeaveLua    string
-	fairLeaveScript = newScript(fairLib + fairLeaveLua)
+	fairLeaveScript = newScript(clockLib, fairLib, fairLeaveLua)
 
 	//go:embed fairforceunlock.lua
 	fairForceUnlockLua    string
-	fairForceUnlockScript = newScript(fairLib + fairForceUnlockLua)
+	fairForceUnlockScript = newScript(clockLib, fairLib, fairForceUnlockLua)
 )
 
 // fairQueue returns the key of lock name's waiter queue:

@@ -43,7 +43,7 @@
 -- queued: the lock's PTTL, or 0 when it is free, which means another
 -- waiter's turn (Redisson's Java waiters retry at once on it; relock backs
 -- off).
-local t = now()
+local t = nowMs()
 local wait = tonumber(ARGV[3])
 dropExpired(t)
 local try = tonumber(ARGV[7])

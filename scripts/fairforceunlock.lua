@@ -13,7 +13,7 @@ local kind = redis.call('type', KEYS[1])['ok']
 if kind ~= 'none' and kind ~= 'hash' then
 	return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
 end
-dropExpired(now())
+dropExpired(nowMs())
 if redis.call('del', KEYS[1]) == 1 then
 	handOff(ARGV[2], ARGV[1])
 	return 1

@@ -16,13 +16,7 @@
 --          that attempt; "0" once granted, until its release, an attempt
 --          that takes the grant, or its giving up.
 
--- now returns Redis's clock in milliseconds. Redisson passes its JVM's
--- clock instead; see docs/migrating-from-redisson.md for what that asks of
--- mixed deployments.
-local function now()
-	local t = redis.call('time')
-	return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+local nowMs, nowSubMs, nowMicros = clockLib()
 
 -- dropExpired pops waiters off the head of the queue while their deadline
 -- has passed, touching no other deadline, as every script of Redisson's
@@ -105,7 +99,7 @@ local function handOff(publish, message)
 	end
 	local channel = KEYS[4] .. ':' .. head
 	local by, ttl, turn, try = string.match(redis.call('hget', KEYS[5], head) or '', '^(%d+):(%d+):(%d+):(%d+)$')
-	local t = now()
+	local t = nowMs()
 	if not by or tonumber(by) <= t then
 		redis.call(publish, channel, message)
 		return

@@ -31,7 +31,7 @@ if ARGV[6] == '1' then
 		return tonumber(earlier)
 	end
 end
-dropExpired(now())
+dropExpired(nowMs())
 -- The mark of a grant the owner took (see handOff) has served: the owner
 -- is giving back a hold it has, or that it lost.
 redis.call('hdel', KEYS[5], ARGV[3])

@@ -27,10 +27,10 @@ if pttl == -2 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
 	redis.call('hincrby', KEYS[1], ARGV[2], 1)
 	redis.call('pexpire', KEYS[1], ARGV[1])
 	local token = redis.call('incr', KEYS[2])
-	local now = redis.call('time')
-	-- Built as a string: Lua numbers above 2^53 or in exponent form would
-	-- lose digits on the way back to Redis.
-	local floor = now[1] .. string.format('%06d', tonumber(now[2]))
+	-- Built as a string (see nowMicros): Lua numbers above 2^53 or in
+	-- exponent form would lose digits on the way back to Redis.
+	local _, _, nowMicros = clockLib()
+	local floor = nowMicros()
 	if token < tonumber(floor) then
 		redis.call('set', KEYS[2], floor)
 		token = tonumber(floor)

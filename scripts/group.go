@@ -26,23 +26,23 @@ var (
 
 	//go:embed groupacquire.lua
 	groupAcquireLua    string
-	groupAcquireScript = newScript(groupLib + groupAcquireLua)
+	groupAcquireScript = newScript(clockLib, groupLib, groupAcquireLua)
 
 	//go:embed grouprelease.lua
 	groupReleaseLua    string
-	groupReleaseScript = newScript(groupLib + groupReleaseLua)
+	groupReleaseScript = newScript(clockLib, groupLib, groupReleaseLua)
 
 	//go:embed grouprenew.lua
 	groupRenewLua    string
-	groupRenewScript = newScript(groupLib + groupRenewLua)
+	groupRenewScript = newScript(clockLib, groupLib, groupRenewLua)
 
 	//go:embed groupforceunlock.lua
 	groupForceUnlockLua    string
-	groupForceUnlockScript = newScript(groupLib + groupForceUnlockLua)
+	groupForceUnlockScript = newScript(clockLib, groupLib, groupForceUnlockLua)
 
 	//go:embed groupinspect.lua
 	groupInspectLua    string
-	groupInspectScript = newScript(groupLib + groupInspectLua)
+	groupInspectScript = newScript(clockLib, groupLib, groupInspectLua)
 )
 
 // groupHashKey is Redisson's key for the group lock's value hash

@@ -13,10 +13,7 @@
 -- ends whatever their clocks say, and a Java client compares with its own
 -- clock as it does against another Java client.
 
-local function nowMs()
-	local t = redis.call('time')
-	return t[1] * 1000 + math.floor(t[2] / 1000)
-end
+local nowMs, nowSubMs, nowMicros = clockLib()
 
 local function expireField(f, owner)
 	return f .. ':' .. owner .. ':expire_time'

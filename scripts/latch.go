@@ -13,15 +13,15 @@ import (
 var (
 	//go:embed latchcountdown.lua
 	latchCountDownLua    string
-	latchCountDownScript = newScript(countLib + latchCountDownLua)
+	latchCountDownScript = newScript(countLib, latchCountDownLua)
 
 	//go:embed latchtryset.lua
 	latchTrySetLua    string
-	latchTrySetScript = newScript(countLib + latchTrySetLua)
+	latchTrySetScript = newScript(countLib, latchTrySetLua)
 
 	//go:embed latchdelete.lua
 	latchDeleteLua    string
-	latchDeleteScript = newScript(countLib + latchDeleteLua)
+	latchDeleteScript = newScript(countLib, latchDeleteLua)
 )
 
 // LatchChannel returns the channel of latch name:

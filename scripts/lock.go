@@ -28,19 +28,19 @@ const (
 var (
 	//go:embed acquire.lua
 	acquireLua    string
-	acquireScript = newScript(wakeLib + acquireLua)
+	acquireScript = newScript(clockLib, wakeLib, acquireLua)
 
 	//go:embed nonreentrantacquire.lua
 	nonReentrantAcquireLua    string
-	nonReentrantAcquireScript = newScript(wakeLib + nonReentrantAcquireLua)
+	nonReentrantAcquireScript = newScript(clockLib, wakeLib, nonReentrantAcquireLua)
 
 	//go:embed release.lua
 	releaseLua    string
-	releaseScript = newScript(wakeLib + releaseLua)
+	releaseScript = newScript(clockLib, wakeLib, releaseLua)
 
 	//go:embed fencedacquire.lua
 	fencedAcquireLua    string
-	fencedAcquireScript = newScript(wakeLib + fencedAcquireLua)
+	fencedAcquireScript = newScript(clockLib, wakeLib, fencedAcquireLua)
 
 	//go:embed renew.lua
 	renewLua    string
@@ -48,7 +48,7 @@ var (
 
 	//go:embed forceunlock.lua
 	forceUnlockLua    string
-	forceUnlockScript = newScript(wakeLib + forceUnlockLua)
+	forceUnlockScript = newScript(clockLib, wakeLib, forceUnlockLua)
 )
 
 // flag is a script's boolean argument: "1" or "0".

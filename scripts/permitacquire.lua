@@ -11,7 +11,7 @@
 -- it); else {0, ms} with ms until the nearest lease ends
 -- (a permit may come back then without any message), or {0} when no
 -- taken permit has a lease.
-local t = now()
+local t = nowMs()
 reclaim(t, ARGV[1], ARGV[3])
 local value = redis.call('get', KEYS[1])
 if value ~= false and tonumber(value) >= tonumber(ARGV[1]) then

@@ -6,7 +6,7 @@
 -- ARGV[1]  publish command: "publish", "spublish", or "" to announce nothing
 --
 -- Reply: {available, taken}, available 0 when N is missing.
-reclaim(now(), -1, ARGV[1])
+reclaim(nowMs(), -1, ARGV[1])
 local available = redis.call('get', KEYS[1])
 if available == false then
 	available = 0

@@ -8,7 +8,7 @@
 --
 -- Reply: 1 when the permit is taken and now ends its lease ARGV[3] from
 -- now; 0 when it is not taken (or was reclaimed by this call).
-local t = now()
+local t = nowMs()
 reclaim(t, -1, ARGV[1])
 if redis.call('zscore', KEYS[2], ARGV[2]) == false then
 	return 0

@@ -7,7 +7,7 @@
 --
 -- Reply: the ms left, -1 when the permit has no lease, nil when it is not
 -- taken (Redisson replies 0, and its Java side throws).
-local t = now()
+local t = nowMs()
 reclaim(t, -1, ARGV[1])
 local score = redis.call('zscore', KEYS[2], ARGV[2])
 if score == false then

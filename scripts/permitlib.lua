@@ -7,6 +7,8 @@
 --          the time (ms) its lease ends, or 922337203685477 for no lease
 -- KEYS[3]  the channel, redisson_sc:{N}
 
+local nowMs, nowSubMs, nowMicros = clockLib()
+
 -- noLease is Redisson's nonExpirableTimeout: the score of a permit taken
 -- without a lease. Scores are passed to ZADD as strings: Lua would write
 -- this number as 9.2233720368548e+14, which is another score.
@@ -15,13 +17,6 @@ local noLease = '922337203685477'
 -- ms formats a time in milliseconds for ZADD, digit for digit.
 local function ms(t)
 	return string.format('%.0f', t)
-end
-
--- now returns Redis's clock in milliseconds. Redisson passes its JVM's
--- clock instead (System.currentTimeMillis); see docs/wire-format.md.
-local function now()
-	local t = redis.call('time')
-	return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
 -- reclaim gives the permits whose lease ended by t back to N (at most

@@ -8,7 +8,7 @@
 -- Reply: 1 when the permit was taken and is back; 0 when it was not taken
 -- (never, or released or reclaimed already), or its lease had ended (it is
 -- back too then, as in Redisson). The new total is published when above 0.
-local t = now()
+local t = nowMs()
 local expire = redis.call('zscore', KEYS[2], ARGV[2])
 if redis.call('zrem', KEYS[2], ARGV[2]) ~= 1 then
 	return 0

@@ -8,7 +8,7 @@
 -- Reply: how many were given back and published (the count, not the
 -- total, as Redisson publishes here); 0 when any id is not taken or its
 -- lease has ended, and then nothing is given back.
-local t = now()
+local t = nowMs()
 for i = 2, #ARGV do
 	local expire = redis.call('zscore', KEYS[2], ARGV[i])
 	if expire == false or tonumber(expire) <= t then

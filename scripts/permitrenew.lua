@@ -17,8 +17,8 @@
 -- ("leased:none" for no lease, Redisson's 922337203685477); "0" when it is
 -- not taken (released, reclaimed, or its lease ended: a "0" changes
 -- nothing, so a permit whose lease ended is never brought back).
-local t = redis.call('time')
-t = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local nowMs = clockLib()
+local t = nowMs()
 local out = {}
 for i = 1, #KEYS do
 	local id, wrote = ARGV[2 * i], ARGV[2 * i + 1]

@@ -28,39 +28,39 @@ var permitLibLua string
 var (
 	//go:embed permitacquire.lua
 	permitAcquireLua    string
-	permitAcquireScript = newScript(permitLib + permitAcquireLua)
+	permitAcquireScript = newScript(clockLib, permitLib, permitAcquireLua)
 
 	//go:embed permitrelease.lua
 	permitReleaseLua    string
-	permitReleaseScript = newScript(permitLib + permitReleaseLua)
+	permitReleaseScript = newScript(clockLib, permitLib, permitReleaseLua)
 
 	//go:embed permitreleaseall.lua
 	permitReleaseAllLua    string
-	permitReleaseAllScript = newScript(permitLib + permitReleaseAllLua)
+	permitReleaseAllScript = newScript(clockLib, permitLib, permitReleaseAllLua)
 
 	//go:embed permitlease.lua
 	permitLeaseLua    string
-	permitLeaseScript = newScript(permitLib + permitLeaseLua)
+	permitLeaseScript = newScript(clockLib, permitLib, permitLeaseLua)
 
 	//go:embed permitleasetime.lua
 	permitLeaseTimeLua    string
-	permitLeaseTimeScript = newScript(permitLib + permitLeaseTimeLua)
+	permitLeaseTimeScript = newScript(clockLib, permitLib, permitLeaseTimeLua)
 
 	//go:embed permitrenew.lua
 	permitRenewLua    string
-	permitRenewScript = newScript(permitRenewLua)
+	permitRenewScript = newScript(clockLib, permitRenewLua)
 
 	//go:embed permitset.lua
 	permitSetLua    string
-	permitSetScript = newScript(permitLib + permitSetLua)
+	permitSetScript = newScript(clockLib, permitLib, permitSetLua)
 
 	//go:embed permitadd.lua
 	permitAddLua    string
-	permitAddScript = newScript(permitLib + permitAddLua)
+	permitAddScript = newScript(clockLib, permitLib, permitAddLua)
 
 	//go:embed permitcount.lua
 	permitCountLua    string
-	permitCountScript = newScript(permitLib + permitCountLua)
+	permitCountScript = newScript(clockLib, permitLib, permitCountLua)
 )
 
 // permitTimeouts returns the key of semaphore name's taken permits:

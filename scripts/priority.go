@@ -18,19 +18,19 @@ var priorityLib string
 var (
 	//go:embed priorityacquire.lua
 	priorityAcquireLua    string
-	priorityAcquireScript = newScript(priorityLib + priorityAcquireLua)
+	priorityAcquireScript = newScript(clockLib, priorityLib, priorityAcquireLua)
 
 	//go:embed priorityrelease.lua
 	priorityReleaseLua    string
-	priorityReleaseScript = newScript(priorityLib + priorityReleaseLua)
+	priorityReleaseScript = newScript(clockLib, priorityLib, priorityReleaseLua)
 
 	//go:embed priorityleave.lua
 	priorityLeaveLua    string
-	priorityLeaveScript = newScript(priorityLib + priorityLeaveLua)
+	priorityLeaveScript = newScript(clockLib, priorityLib, priorityLeaveLua)
 
 	//go:embed priorityforceunlock.lua
 	priorityForceUnlockLua    string
-	priorityForceUnlockScript = newScript(priorityLib + priorityForceUnlockLua)
+	priorityForceUnlockScript = newScript(clockLib, priorityLib, priorityForceUnlockLua)
 )
 
 // PriorityQueue returns the key of priority lock name's queue, relock's

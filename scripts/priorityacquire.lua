@@ -28,7 +28,7 @@
 -- Reply: nil when taken (count up, TTL = lease), or when an owner that
 -- takes grants finds its hold. Otherwise: trying once, 1; queued, the
 -- lock's PTTL, or 0 when it is free and the turn is another's.
-local t, micros = clock()
+local t, micros = nowMs(), nowMicros()
 dropDead(t)
 local owner = ARGV[2]
 local try = tonumber(ARGV[7])

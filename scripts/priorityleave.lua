@@ -10,7 +10,7 @@
 -- ARGV[3]  publish command: "publish", "spublish", or "" to announce nothing
 --
 -- Reply: 1 when the owner was queued or granted, 0 when it was neither.
-local t = clock()
+local t = nowMs()
 local owner = ARGV[2]
 local mark = redis.call('hget', KEYS[3], owner)
 if mark then

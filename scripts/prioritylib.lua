@@ -18,13 +18,7 @@
 -- KEYS[4]  the channel prefix redisson_lock__channel:{N}: Java RLock
 --          waiters listen on it; a queued waiter on KEYS[4]:<owner>
 
--- clock returns Redis's clock in milliseconds, and in microseconds as a
--- string (the microseconds have 16 digits, more than Lua's number-to-text
--- conversion keeps).
-local function clock()
-	local t = redis.call('time')
-	return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), t[1] .. string.format('%06d', tonumber(t[2]))
-end
+local nowMs, nowSubMs, nowMicros = clockLib()
 
 -- record parses owner's waiter record: alive, priority, arrival (the
 -- string), by, try; nil for none or a grant's mark.

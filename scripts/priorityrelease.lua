@@ -25,7 +25,7 @@ if ARGV[6] == '1' then
 		return tonumber(earlier)
 	end
 end
-local t = clock()
+local t = nowMs()
 dropDead(t)
 -- The mark of a grant the owner took has served.
 if redis.call('hget', KEYS[3], ARGV[3]) == '0' then

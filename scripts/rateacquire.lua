@@ -13,7 +13,7 @@ end
 if rate < tonumber(ARGV[1]) then
 	return redis.error_reply(aboveRate)
 end
-local t = now()
+local t = nowMs()
 local member = pack(ARGV[2], ARGV[1])
 local current = redis.call('get', valueName)
 local res

@@ -7,7 +7,7 @@ local rate, interval, valueName, permitsName = config()
 if rate == nil then
 	return redis.error_reply(notSet)
 end
-local t = now()
+local t = nowMs()
 local current = redis.call('get', valueName)
 if current == false then
 	redis.call('set', valueName, rate)

@@ -11,18 +11,13 @@
 --          score the time taken (ms)
 -- KEYS[5]  {N}:permits:<client-id>, the same for one client
 
+local nowMs, nowSubMs, nowMicros = clockLib()
+
 -- The error replies of the rate limiter's scripts. Their first word is a
 -- code the Go side reads (scripts.Code): unlike the text of a failed
 -- assert, it does not change with the server's version.
 local notSet = 'RELOCK_RATE_NOT_SET rate limiter is not set'
 local aboveRate = 'RELOCK_RATE_EXCEEDED more permits asked than the rate'
-
--- now returns Redis's clock in milliseconds. Redisson passes its JVM's
--- clock instead; see docs/wire-format.md.
-local function now()
-	local t = redis.call('time')
-	return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
 
 -- config reads the configuration and returns it with the value and window
 -- keys of its type, or nil when it is not set (where Redisson's scripts

@@ -23,31 +23,31 @@ var rateLib string
 var (
 	//go:embed rateacquire.lua
 	rateAcquireLua    string
-	rateAcquireScript = newScript(rateLib + rateAcquireLua)
+	rateAcquireScript = newScript(clockLib, rateLib, rateAcquireLua)
 
 	//go:embed rateavailable.lua
 	rateAvailableLua    string
-	rateAvailableScript = newScript(rateLib + rateAvailableLua)
+	rateAvailableScript = newScript(clockLib, rateLib, rateAvailableLua)
 
 	//go:embed ratetryset.lua
 	rateTrySetLua    string
-	rateTrySetScript = newScript(rateLib + rateTrySetLua)
+	rateTrySetScript = newScript(clockLib, rateLib, rateTrySetLua)
 
 	//go:embed rateset.lua
 	rateSetLua    string
-	rateSetScript = newScript(rateLib + rateSetLua)
+	rateSetScript = newScript(clockLib, rateLib, rateSetLua)
 
 	//go:embed rateupdate.lua
 	rateUpdateLua    string
-	rateUpdateScript = newScript(rateLib + rateUpdateLua)
+	rateUpdateScript = newScript(clockLib, rateLib, rateUpdateLua)
 
 	//go:embed raterelease.lua
 	rateReleaseLua    string
-	rateReleaseScript = newScript(rateLib + rateReleaseLua)
+	rateReleaseScript = newScript(clockLib, rateLib, rateReleaseLua)
 
 	//go:embed rateconfig.lua
 	rateConfigLua    string
-	rateConfigScript = newScript(rateLib + rateConfigLua)
+	rateConfigScript = newScript(clockLib, rateLib, rateConfigLua)
 )
 
 // Rate is a rate limiter's configuration.

@@ -27,7 +27,7 @@ if oldType ~= false and oldType ~= ARGV[3] then
 	return 1
 end
 local rate, interval = tonumber(ARGV[1]), tonumber(ARGV[2])
-redis.call('zremrangebyscore', permitsName, 0, now() - interval)
+redis.call('zremrangebyscore', permitsName, 0, nowMs() - interval)
 local newValue = rate - taken(redis.call('zrange', permitsName, 0, -1))
 if newValue < 0 then
 	newValue = 0

@@ -21,7 +21,11 @@ type script struct {
 	sha  string
 }
 
-func newScript(body string) *script {
+// newScript composes a script from parts: the libraries it takes (clockLib
+// first, then its family's), then its own body. What two families share is
+// a library of its own, not a copy.
+func newScript(parts ...string) *script {
+	body := strings.Join(parts, "")
 	sum := sha1.Sum([]byte(body))
 	return &script{body: body, sha: hex.EncodeToString(sum[:])}
 }
@@ -165,6 +169,11 @@ func Code(err error) string {
 //
 //go:embed countlib.lua
 var countLib string
+
+// clockLib is the server's clock, read once per script (clocklib.lua).
+//
+//go:embed clocklib.lua
+var clockLib string
 
 // IsWrongType reports whether err says a key holds another type of value
 // than the script expects.

@@ -16,19 +16,19 @@ import (
 var (
 	//go:embed semacquire.lua
 	semAcquireLua    string
-	semAcquireScript = newScript(countLib + semAcquireLua)
+	semAcquireScript = newScript(countLib, semAcquireLua)
 
 	//go:embed semrelease.lua
 	semReleaseLua    string
-	semReleaseScript = newScript(countLib + semReleaseLua)
+	semReleaseScript = newScript(countLib, semReleaseLua)
 
 	//go:embed semtryset.lua
 	semTrySetLua    string
-	semTrySetScript = newScript(countLib + semTrySetLua)
+	semTrySetScript = newScript(countLib, semTrySetLua)
 
 	//go:embed semdrain.lua
 	semDrainLua    string
-	semDrainScript = newScript(countLib + semDrainLua)
+	semDrainScript = newScript(countLib, semDrainLua)
 )
 
 // SemaphoreChannel returns the channel of semaphore name (both kinds):
@@ -113,7 +113,7 @@ func okIf(changed bool, syncErr error) error {
 var (
 	//go:embed count.lua
 	countLua    string
-	countScript = newScript(countLib + countLua)
+	countScript = newScript(countLib, countLua)
 )
 
 // Count runs count.lua: the integer in key, 0 when it is missing.

@@ -19,11 +19,11 @@ var wakeLib string
 var (
 	//go:embed passon.lua
 	passOnLua    string
-	passOnScript = newScript(wakeLib + passOnLua)
+	passOnScript = newScript(clockLib, wakeLib, passOnLua)
 
 	//go:embed giveback.lua
 	giveBackLua    string
-	giveBackScript = newScript(wakeLib + giveBackLua)
+	giveBackScript = newScript(clockLib, wakeLib, giveBackLua)
 )
 
 // Wake is a waiting client's part in a plain or fenced lock's directed

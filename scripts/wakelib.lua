@@ -62,19 +62,7 @@ local function wakeLib()
 		end)
 	end
 
-	-- nowMs returns the server's time in milliseconds, read once per script:
-	-- the microseconds a script runs for matter neither to a registration's
-	-- place nor to an offer's end, and Redis counts a script's expiries from
-	-- its start too.
-	local clock, micros
-	local function nowMs()
-		if not clock then
-			local t = redis.call('time')
-			clock = t[1] * 1000 + math.floor(t[2] / 1000)
-			micros = t[2] % 1000
-		end
-		return clock
-	end
+	local nowMs, nowSubMs = clockLib()
 
 	-- nowPlace is nowMs with its microseconds as a fraction: the score that
 	-- orders the waiters' set. Clients moved within one millisecond would
@@ -82,7 +70,7 @@ local function wakeLib()
 	-- would come first every time (a crowd drained one client's waiters
 	-- before the others').
 	local function nowPlace()
-		return string.format('%d.%03d', nowMs(), micros)
+		return string.format('%d.%03d', nowMs(), nowSubMs())
 	end
 
 	-- register puts client in the waiters' set, at its end if it is not there

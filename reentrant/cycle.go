@@ -36,12 +36,10 @@ type cycle struct {
 	// attempt of this cycle put the client in the waiters' set; dropping:
 	// the last attempt takes the client out of it if it wins.
 	directed, registered, dropping bool
-	// grants: the cycle takes a fair lock straight from a release (see
-	// Lock.takesGrants); tries numbers the attempts sent; queued: the last
-	// one was answered that the cycle waits in the queue, so a grant that
-	// names it came after it ran; waited: an attempt was.
-	grants, queued, waited bool
-	tries                  int
+	// grants: the fair or priority lock's grant protocol (fair.go); tries
+	// numbers the attempts sent.
+	grants grantWait
+	tries  int
 	// handoff: the cycle takes a plain lock straight from a release, as
 	// its client's offer (offers.go); joined: it is counted among the
 	// offer's waits, from its first attempt that offers or fails (an
@@ -71,18 +69,16 @@ func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (context.Context,
 	l.startCycle(&c, ctx, cfg)
 	policy := sendOnce
 	switch {
-	case c.grants:
+	case c.grants.on:
 		policy = claims
 	case c.private:
 		policy = undoable
 	}
-	if c.grants && l.c.names.Queued(l.name) {
+	if c.grants.subscribeFirst(&l.c.names, l.name) {
 		c.subscribeFirst()
 	}
 	err := c.end(c.run(&c, policy, cfg))
-	if c.grants {
-		l.c.names.Waited(l.name, c.waited)
-	}
+	c.grants.end(&l.c.names, l.name)
 	if err != nil {
 		return nil, err
 	}
@@ -132,8 +128,7 @@ func (c *cycle) try(int) outcome {
 		// Another waiter of this client took it: the lock is held.
 		r.OK, r.Handed, r.PTTL = false, false, -1
 	}
-	c.queued = r.err == nil && !r.OK
-	c.waited = c.waited || c.queued
+	c.grants.answered(r.err == nil && !r.OK)
 	if !r.OK {
 		if err := c.notTaken(r); err != nil {
 			return outcome{final: err}
@@ -159,7 +154,7 @@ func (c *cycle) takeGiven() (outcome, bool) {
 			}
 		}
 	}
-	if c.sub.TakeGrant() == int64(c.tries) && c.queued {
+	if c.grants.granted(c.sub, c.tries) {
 		// The grant answers the last attempt, and ran after it did,
 		// which was sent at c.sent: its TTL, at least that attempt's
 		// lease counted from the grant, ends after c.sent + c.ttl. A
@@ -250,7 +245,7 @@ func (l *Lock) startCycle(c *cycle, ctx context.Context, cfg acquireConfig) {
 	c.l, c.given, c.cfg = l, given, cfg
 	c.listenAs(owner)
 	c.owner, c.private, c.key = owner, private, holdKey{l.name, l.field(owner)}
-	c.grants = private && l.takesGrants(cfg)
+	c.grants.on = private && l.takesGrants(cfg)
 	c.handoff = c.directed && private && l.takesHandoffs(cfg)
 	// An owner made for the call holds nothing, so it cannot close a
 	// cycle of waits.
@@ -437,9 +432,7 @@ func (c *cycle) attempt(ttl time.Duration) lockAttempt {
 		defer cancel()
 	}
 	t := lockTry{l: c.l, owner: c.owner, private: c.private, ttl: ttl, cfg: c.cfg}
-	if c.grants {
-		t.grantTry = c.tries
-	}
+	t.grantTry = c.grants.grantTry(c.tries)
 	if c.directed {
 		t.wake = c.wakeArgs()
 		c.dropping = t.wake.Settle == scripts.SettleDrop

@@ -4,7 +4,9 @@ import (
 	"context"
 	"time"
 
+	"github.com/relock-go/relock/pubsub"
 	"github.com/relock-go/relock/reentrant/internal/retry"
+	"github.com/relock-go/relock/reentrant/internal/waitstate"
 	"github.com/relock-go/relock/scripts"
 )
 
@@ -90,4 +92,56 @@ var leaveBackoff = retry.Backoff{First: 10 * time.Millisecond, Max: time.Second,
 func (l *Lock) leftQueue(ctx context.Context, owner Owner, turn time.Duration) bool {
 	err := l.kind.spec().leave(ctx, l.c.runner.conn(), l.name, owner.id, turn, l.c.publish)
 	return scripts.Answered(err) || l.c.checkOpen() != nil
+}
+
+// grantWait is a fair or priority lock's wait that takes the lock straight
+// from a release (Lock.takesGrants): an attempt that queues asks, with its
+// number, to be granted the lock, and a release that frees it grants it to
+// the head of the queue, naming that number on the head's channel. The
+// cycle calls it at fixed points: before the wait (subscribeFirst), with
+// each attempt's arguments (grantTry), after each reply (answered), before
+// each attempt (granted), and at the end (end). The zero grantWait takes
+// no grants.
+type grantWait struct {
+	on bool
+	// queued: the last attempt was answered that the wait is queued, so a
+	// grant that names it came after it ran; waited: an attempt was.
+	queued, waited bool
+}
+
+// subscribeFirst reports whether the wait should subscribe before its
+// first attempt: the last wait on the lock queued, so this one likely
+// will (see waitstate.Table.Queued).
+func (g *grantWait) subscribeFirst(names *waitstate.Table, name string) bool {
+	return g.on && names.Queued(name)
+}
+
+// grantTry is what attempt number tries asks: to be granted the lock under
+// that number; 0 asks nothing.
+func (g *grantWait) grantTry(tries int) int {
+	if g.on {
+		return tries
+	}
+	return 0
+}
+
+// answered records the reply to an attempt: queued, it found the lock
+// taken and the wait in the queue.
+func (g *grantWait) answered(queued bool) {
+	g.queued = queued
+	g.waited = g.waited || queued
+}
+
+// granted reports whether a release granted the lock to attempt number
+// tries, the last one, which queued: its grant, taken from sub, names it.
+// A grant that names an earlier attempt is stale.
+func (g *grantWait) granted(sub *pubsub.Waiter, tries int) bool {
+	return sub.TakeGrant() == int64(tries) && g.queued
+}
+
+// end records, for the next wait on the lock, whether this one queued.
+func (g *grantWait) end(names *waitstate.Table, name string) {
+	if g.on {
+		names.Waited(name, g.waited)
+	}
 }

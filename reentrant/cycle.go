@@ -32,21 +32,12 @@ type cycle struct {
 	// abandoned: ctx ended while an attempt was in flight; its reply is
 	// awaited, and what it did undone, in the background (see attempt.Once).
 	abandoned bool
-	// directed: the lock takes directed wakes (directed.go); registered: an
-	// attempt of this cycle put the client in the waiters' set; dropping:
-	// the last attempt takes the client out of it if it wins.
-	directed, registered, dropping bool
+	// directed: the wait's directed wakes and handoffs (directed.go).
+	directed directedWait
 	// grants: the fair or priority lock's grant protocol (fair.go); tries
 	// numbers the attempts sent.
 	grants grantWait
 	tries  int
-	// handoff: the cycle takes a plain lock straight from a release, as
-	// its client's offer (offers.go); joined: it is counted among the
-	// offer's waits, from its first attempt that offers or fails (an
-	// uncontended Lock never is); handed: the attempt in flight offered
-	// that owner number.
-	handoff, joined bool
-	handed          int64
 	// deadlock: the wait's deadlock detection (deadlock.go).
 	deadlock deadlockCheck
 	// The last attempt: its TTL, when it was sent, the fenced token it
@@ -122,7 +113,7 @@ func (c *cycle) try(int) outcome {
 	c.tries++
 	r := c.attempt(c.ttl)
 	if r.Handed {
-		if o, ok := c.takeHandoff(c.handed); ok {
+		if o, ok := c.takeHandoff(c.directed.handed); ok {
 			return o
 		}
 		// Another waiter of this client took it: the lock is held.
@@ -147,11 +138,9 @@ func (c *cycle) takeGiven() (outcome, bool) {
 	if c.sub == nil {
 		return outcome{}, false
 	}
-	if c.directed {
-		if n := c.sub.TakeGrant(); n != 0 {
-			if o, ok := c.takeHandoff(n); ok {
-				return o, true
-			}
+	if n := c.directed.handedOver(c.sub); n != 0 {
+		if o, ok := c.takeHandoff(n); ok {
+			return o, true
 		}
 	}
 	if c.grants.granted(c.sub, c.tries) {
@@ -169,15 +158,9 @@ func (c *cycle) takeGiven() (outcome, bool) {
 // client's offer's; an attempt that was answered notes what blocks it and
 // looks for a deadlock, whose error, if this wait is the victim, ends it.
 func (c *cycle) notTaken(r lockAttempt) error {
-	if c.directed {
+	if c.directed.on {
 		c.wakeChannel() // a pause after it may subscribe
-		if c.handoff && !c.joined {
-			// The pause may leave this wait to its client's wake, with no
-			// attempt of its own to come (see waiting.recheck): counted
-			// now, it keeps its client's releases offering for it.
-			c.l.c.names.Join(c.l.name)
-			c.joined = true
-		}
+		c.directed.failed()
 	}
 	if r.err != nil {
 		return nil
@@ -199,7 +182,7 @@ func (c *cycle) keep(outcome) (err error) {
 		// attempt then tells the queue's new head its turn has come).
 		c.backoff = 0
 	case !errors.Is(err, errLateReply):
-		c.nudgeJoined()
+		c.directed.nudge(c.sub)
 	}
 	return err
 }
@@ -246,7 +229,7 @@ func (l *Lock) startCycle(c *cycle, ctx context.Context, cfg acquireConfig) {
 	c.listenAs(owner)
 	c.owner, c.private, c.key = owner, private, holdKey{l.name, l.field(owner)}
 	c.grants.on = private && l.takesGrants(cfg)
-	c.handoff = c.directed && private && l.takesHandoffs(cfg)
+	c.directed.handoff = c.directed.on && private && l.takesHandoffs(cfg)
 	// An owner made for the call holds nothing, so it cannot close a
 	// cycle of waits.
 	if !private && cfg.wait != 0 && l.c.opts.DeadlockTimeout > 0 && !l.kind.spec().noDeadlocks {
@@ -264,7 +247,7 @@ func (c *cycle) listenAs(owner Owner) {
 	switch {
 	case c.cfg.retryDelay != 0 || c.l.kind.spec().spins: // polls
 	case c.l.directed():
-		c.directed = true
+		c.directed = directedWait{on: true, h: &c.l.c.handoffs, name: c.l.name, waits: c.cfg.wait != 0, offers: c.l.kind.spec().handsOn}
 		c.announcedOn("", pubsub.LockWakes, c.l.name) // named when needed: wakeChannel
 		// A channel still live (another waiter's, or lingering after one)
 		// is joined before the first attempt: a release after that
@@ -320,11 +303,7 @@ func (l *Lock) takesHandoffs(cfg acquireConfig) bool {
 // A wait that does not take handoffs gives the hold back (see
 // handoffs.takeBack). It reports false when the cycle goes on.
 func (c *cycle) takeHandoff(n int64) (outcome, bool) {
-	if !c.handoff {
-		c.l.c.handoffs.takeBack(c.l.name, n)
-		return outcome{}, false
-	}
-	sent, lease, ok := c.l.c.names.Take(c.l.name, n)
+	sent, lease, ok := c.directed.take(n)
 	if !ok {
 		// Taken by another wait here (a message and an attempt may both
 		// name it), or withdrawn, whose give-back releases it.
@@ -334,7 +313,7 @@ func (c *cycle) takeHandoff(n int64) (outcome, bool) {
 	c.owner = Owner{id: c.l.c.id + ":" + string(strconv.AppendInt(buf[:0], n, 10))}
 	c.key = holdKey{c.l.name, c.l.field(c.owner)}
 	c.ctx = WithOwner(c.ctx, c.owner)
-	c.sent, c.ttl, c.token, c.dropping = sent, lease, 0, false
+	c.sent, c.ttl, c.token = sent, lease, 0
 	// The release moved the client to the end of the waiters' set. If it
 	// has no waiter left, its release of this hold drops it while it still
 	// listens on Redisson's channel (see handoffs.ownOffer): no release but
@@ -369,10 +348,10 @@ func (c *cycle) record(ttl time.Duration, sent time.Time, token int64) (context.
 // directly (a Java holder's, an operator's forceUnlock from Java, a key
 // deleted).
 func (c *cycle) foundHolder() {
-	if !c.directed {
+	if !c.directed.on {
 		return
 	}
-	c.registered = c.registered || c.cfg.wait != 0
+	c.directed.foundHolder()
 	c.listenAlso(scripts.LockChannel(c.l.name))
 }
 
@@ -407,16 +386,7 @@ func (c *cycle) end(err error) error {
 	c.endDeadlockCheck()
 	sub := c.sub
 	err = c.waiting.end(err)
-	if c.directed && sub != nil {
-		// Left, so no grant comes to it now: one that came is given back.
-		if n := sub.TakeGrant(); n != 0 {
-			c.l.c.handoffs.takeBack(c.l.name, n)
-		}
-	}
-	if c.joined {
-		c.l.c.handoffs.giveBack(c.l.name, c.l.c.names.Leave(c.l.name))
-		c.l.c.names.Ended()
-	}
+	c.directed.end(sub) // left, so no handoff comes to it now
 	if err != nil && c.l.kind.spec().queued && c.cfg.wait != 0 && !c.abandoned {
 		c.l.leaveQueue(c.ctx, c.owner, c.l.queueTurn(c.cfg))
 	}
@@ -433,23 +403,9 @@ func (c *cycle) attempt(ttl time.Duration) lockAttempt {
 	}
 	t := lockTry{l: c.l, owner: c.owner, private: c.private, ttl: ttl, cfg: c.cfg}
 	t.grantTry = c.grants.grantTry(c.tries)
-	if c.directed {
-		t.wake = c.wakeArgs()
-		c.dropping = t.wake.Settle == scripts.SettleDrop
+	if c.directed.on {
 		c.dropped = c.l.c.handoffs.drops.Mark()
-		if c.handoff && (c.tries > 1 || c.sub != nil) {
-			// Not with a first attempt that found no channel live: it
-			// most likely takes a free lock, and one that fails is
-			// followed at once by one after subscribing.
-			if !c.joined {
-				c.l.c.names.Join(c.l.name)
-				c.joined = true
-			}
-			var old int64
-			t.wake.Grant, old = c.l.c.names.Next(c.l.name, ttl, &c.l.c.nextOwner)
-			c.l.c.handoffs.giveBack(c.l.name, old)
-		}
-		c.handed = t.wake.Grant
+		t.wake = c.directed.args(c.sub, c.tries, ttl)
 		if hook := c.l.c.hookBeforeSend; hook != nil {
 			hook()
 		}
@@ -554,36 +510,4 @@ func (l *Lock) unsynced(ctx context.Context, owner Owner, ttl time.Duration, syn
 		return fmt.Errorf("relock: %w (%v)", ErrSyncUnavailable, syncErr)
 	}
 	return fmt.Errorf("relock: lock %q: %w; acquire rolled back", l.name, syncErr) // wraps ErrNotSynced
-}
-
-// wakeArgs returns the directed-wake part of the cycle's next attempt.
-func (c *cycle) wakeArgs() scripts.Wake {
-	w := scripts.Wake{Client: c.l.c.id, Settle: scripts.SettleKeep, Offers: c.l.kind.spec().handsOn}
-	if c.cfg.wait != 0 {
-		w.Register = c.l.c.opts.markTTL()
-	}
-	if c.registered {
-		w.Settle = scripts.SettleDrop
-		if c.sub != nil && !c.sub.Alone() {
-			w.Settle = scripts.SettleRequeue
-		} else if w.Offers {
-			w.Listens = c.l.c.handoffs.listensFor(c.l.name)
-		}
-	}
-	return w
-}
-
-// nudgeJoined follows a win whose attempt took the client out of the lock's
-// waiters' set (SettleDrop: its waiter was alone on the wake channel when
-// the attempt was made). A waiter of this client that joined the channel
-// after that, and made its own attempt before the win ran, registered
-// nothing (the client was still in the set), so it sleeps unregistered: no
-// release tells it, and it waits out its timer, the holder's TTL or the
-// re-poll interval. A wake passed to it makes it try again, which registers
-// the client anew. A waiter that joins after this check needs none: its
-// attempt after joining runs after the win.
-func (c *cycle) nudgeJoined() {
-	if c.dropping && c.sub != nil && !c.sub.Alone() {
-		c.sub.PassOn()
-	}
 }

@@ -1,25 +1,26 @@
 -- fairacquire.lua: take a fair lock (Redisson's RFairLock) in queue order,
 -- take it again as its owner, or join the queue. It makes the same changes
 -- as Redisson 4.7's RedissonFairLock.tryLockInnerAsync (the EVAL_LONG
--- script when ARGV[4] is "1", the EVAL_NULL_BOOLEAN one when "0"), so Java
+-- script when join is "1", the EVAL_NULL_BOOLEAN one when "0"), so Java
 -- and Go waiters share one queue. Needs fairlib.lua.
 --
--- KEYS[1..4]  as in fairlib.lua
--- ARGV[1]  lease in milliseconds
--- ARGV[2]  owner field
--- ARGV[3]  wait: Redisson's threadWaitTime, the turn each waiter is given
+-- lock, queueKey, deadlinesKey  KEYS[1..3], and KEYS[4]: as in fairlib.lua
+-- grantsKey  grantsKey: as in fairlib.lua
+-- lease         ARGV[1]: lease in milliseconds
+-- owner         ARGV[2]: owner field
+-- wait          ARGV[3]: wait: Redisson's threadWaitTime, the turn each waiter is given
 --          (the tryLock wait time when there is one), in milliseconds
--- ARGV[4]  "1" to join the queue when the lock cannot be taken, "0" to try
+-- join          ARGV[4]: "1" to join the queue when the lock cannot be taken, "0" to try
 --          once and leave no trace (Redisson's tryLock())
--- ARGV[5]  publish command: "publish", "spublish", or "" to announce nothing
--- ARGV[6]  the message that tells a waiter its turn has come ("0")
--- ARGV[7]  "0", or, when the owner takes grants (relock's own, see handOff
+-- pub           ARGV[5]: publish command: "publish", "spublish", or "" to announce nothing
+-- message       ARGV[6]: the message that tells a waiter its turn has come ("0")
+-- grantTry      ARGV[7]: "0", or, when the owner takes grants (relock's own, see handOff
 --          in fairlib.lua), this attempt's number within its call (from 1):
 --          it is recorded as taking grants while it waits, and from its
 --          second attempt on it takes a hold it finds (see claim in
 --          fairlib.lua). Only a waiter whose owner was made for this one
 --          call may: any hold of that owner is this call's.
--- ARGV[8]  "1" for a non-reentrant fair lock (RNonReentrantFairLock): an
+-- nonReentrant  ARGV[8]: "1" for a non-reentrant fair lock (RNonReentrantFairLock): an
 --          owner that holds the lock already is refused with the error
 --          RELOCK_REENTRY and nothing else changes (Redisson's
 --          RedissonNonReentrantFairLock.tryLockInnerAsync replies the error
@@ -43,55 +44,60 @@
 -- queued: the lock's PTTL, or 0 when it is free, which means another
 -- waiter's turn (Redisson's Java waiters retry at once on it; relock backs
 -- off).
+
+local lock, queueKey, deadlinesKey, grantsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[5]
+local lease, owner, wait, join, pub, message = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local grantTry, nonReentrant = ARGV[7], ARGV[8]
+
 local t = nowMs()
-local wait = tonumber(ARGV[3])
+wait = tonumber(wait)
 dropExpired(t)
-local try = tonumber(ARGV[7])
+local try = tonumber(grantTry)
 local grants = try > 0
 -- A first attempt has nothing to claim and no grant record to drop.
-if try > 1 and claim(ARGV[2], ARGV[1]) then
+if try > 1 and claim(owner, lease) then
 	return nil
 end
-local free = redis.call('exists', KEYS[1]) == 0
-if free and (redis.call('exists', KEYS[2]) == 0 or redis.call('lindex', KEYS[2], 0) == ARGV[2]) then
-	grant(ARGV[2], ARGV[1], wait)
+local free = redis.call('exists', lock) == 0
+if free and (redis.call('exists', queueKey) == 0 or redis.call('lindex', queueKey, 0) == owner) then
+	grant(owner, lease, wait)
 	if try > 1 then
-		redis.call('hdel', KEYS[5], ARGV[2])
+		redis.call('hdel', grantsKey, owner)
 	end
 	return nil
 end
 if free then
-	handOff(ARGV[5], ARGV[6])
+	handOff(pub, message)
 end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-	if ARGV[8] == '1' then
+if redis.call('hexists', lock, owner) == 1 then
+	if nonReentrant == '1' then
 		return redis.error_reply('RELOCK_REENTRY this owner holds the non-reentrant lock already')
 	end
-	redis.call('hincrby', KEYS[1], ARGV[2], 1)
-	redis.call('pexpire', KEYS[1], ARGV[1])
+	redis.call('hincrby', lock, owner, 1)
+	redis.call('pexpire', lock, lease)
 	return nil
 end
-if ARGV[4] ~= '1' then
+if join ~= '1' then
 	return 1
 end
-if redis.call('zscore', KEYS[3], ARGV[2]) ~= false then
+if redis.call('zscore', deadlinesKey, owner) ~= false then
 	if grants then
-		takesGrants(ARGV[2], tonumber(ARGV[1]), wait, ARGV[7], t)
+		takesGrants(owner, tonumber(lease), wait, grantTry, t)
 	end
-	return math.max(0, redis.call('pttl', KEYS[1]))
+	return math.max(0, redis.call('pttl', lock))
 end
-local last = redis.call('lindex', KEYS[2], -1)
-local lastDeadline = last ~= false and last ~= ARGV[2] and redis.call('zscore', KEYS[3], last)
+local last = redis.call('lindex', queueKey, -1)
+local lastDeadline = last ~= false and last ~= owner and redis.call('zscore', deadlinesKey, last)
 local ttl
 if lastDeadline then
 	ttl = tonumber(lastDeadline) - t
 else
-	ttl = redis.call('pttl', KEYS[1])
+	ttl = redis.call('pttl', lock)
 end
-if redis.call('zadd', KEYS[3], ttl + wait + t, ARGV[2]) == 1 then
-	redis.call('rpush', KEYS[2], ARGV[2])
+if redis.call('zadd', deadlinesKey, ttl + wait + t, owner) == 1 then
+	redis.call('rpush', queueKey, owner)
 end
 if grants then
-	takesGrants(ARGV[2], tonumber(ARGV[1]), wait, ARGV[7], t)
+	takesGrants(owner, tonumber(lease), wait, grantTry, t)
 end
 return ttl

@@ -4,11 +4,12 @@
 -- chain is gone), then it leaves the queue and the deadline set. Needs
 -- fairlib.lua.
 --
--- KEYS[1..5]  as in fairlib.lua
--- ARGV[1]  the message published ("0")
--- ARGV[2]  owner field
--- ARGV[3]  publish command: "publish", "spublish", or "" to announce nothing
--- ARGV[4]  wait in milliseconds: the one the owner joined the queue with
+-- lock, queueKey, deadlinesKey  KEYS[1..3], and KEYS[4]: as in fairlib.lua
+-- grantsKey  grantsKey: as in fairlib.lua
+-- message       ARGV[1]: the message published ("0")
+-- owner         ARGV[2]: owner field
+-- pub           ARGV[3]: publish command: "publish", "spublish", or "" to announce nothing
+-- wait          ARGV[4]: wait in milliseconds: the one the owner joined the queue with
 --
 -- One step more than Redisson: if the waiter was at the head and the lock
 -- is free, the new head is told, so that it is not left waiting for a turn
@@ -18,31 +19,35 @@
 -- took the grant gives it back: one hold less, and the lock handed on when
 -- that was the last.
 -- Reply: 1 when the owner was queued or granted, 0 when it was neither.
-local mark = redis.call('hget', KEYS[5], ARGV[2])
+
+local lock, queueKey, deadlinesKey, grantsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[5]
+local message, owner, pub, wait = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+
+local mark = redis.call('hget', grantsKey, owner)
 if mark then
-	redis.call('hdel', KEYS[5], ARGV[2])
+	redis.call('hdel', grantsKey, owner)
 end
-if mark == '0' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-	if redis.call('hincrby', KEYS[1], ARGV[2], -1) <= 0 then
-		redis.call('del', KEYS[1])
-		handOff(ARGV[3], ARGV[1])
+if mark == '0' and redis.call('hexists', lock, owner) == 1 then
+	if redis.call('hincrby', lock, owner, -1) <= 0 then
+		redis.call('del', lock)
+		handOff(pub, message)
 	end
 	return 1
 end
-local queue = redis.call('lrange', KEYS[2], 0, -1)
+local queue = redis.call('lrange', queueKey, 0, -1)
 local i = 1
-while i <= #queue and queue[i] ~= ARGV[2] do
+while i <= #queue and queue[i] ~= owner do
 	i = i + 1
 end
 for j = i + 1, #queue do
-	redis.call('zincrby', KEYS[3], -tonumber(ARGV[4]), queue[j])
+	redis.call('zincrby', deadlinesKey, -tonumber(wait), queue[j])
 end
-redis.call('zrem', KEYS[3], ARGV[2])
-redis.call('lrem', KEYS[2], 0, ARGV[2])
+redis.call('zrem', deadlinesKey, owner)
+redis.call('lrem', queueKey, 0, owner)
 if i > #queue then
 	return 0
 end
-if i == 1 and redis.call('exists', KEYS[1]) == 0 then
-	handOff(ARGV[3], ARGV[1])
+if i == 1 and redis.call('exists', lock) == 0 then
+	handOff(pub, message)
 end
 return 1

@@ -4,16 +4,17 @@
 -- RedissonFairLock.unlockInnerAsync, and one more: a relock head may be
 -- given the lock here.
 --
--- KEYS[1..5]  as in fairlib.lua
--- KEYS[6]  the unlock latch, redisson_unlock_latch:{N}:<request-id>
--- ARGV[1]  the message published ("0")
--- ARGV[2]  lease in milliseconds, restored while holds remain
--- ARGV[3]  owner field
--- ARGV[4]  publish command: "publish", "spublish", or "" to announce nothing
--- ARGV[5]  latch TTL in milliseconds
--- ARGV[6]  "1" when this request may have been sent before, so that its
+-- lock  lock, and KEYS[2..4]: as in fairlib.lua
+-- grantsKey  grantsKey: as in fairlib.lua
+-- latch      KEYS[6]: the unlock latch, redisson_unlock_latch:{N}:<request-id>
+-- message    ARGV[1]: the message published ("0")
+-- lease      ARGV[2]: lease in milliseconds, restored while holds remain
+-- owner      ARGV[3]: owner field
+-- pub        ARGV[4]: publish command: "publish", "spublish", or "" to announce nothing
+-- latchTTL   ARGV[5]: latch TTL in milliseconds
+-- again      ARGV[6]: "1" when this request may have been sent before, so that its
 --          latch may hold its reply; "0" for a first send, which skips it
--- ARGV[7]  "1" when the caller believes it has the hold (see
+-- believed   ARGV[7]: "1" when the caller believes it has the hold (see
 --          Release.Believed): a release that frees the lock writes no latch
 --
 -- Reply: 1 when that was the last hold (the hash is deleted, or given to
@@ -22,11 +23,16 @@
 -- (it expired) still tells the head, as Redisson does, so that it need not
 -- wait out its timer; Redisson then replies 1, relock nil (not held).
 -- The latch remembers the reply of this request id, so a retried release
--- returns its first reply instead of releasing a second time. With ARGV[7]
+-- returns its first reply instead of releasing a second time. With believed
 -- a release that frees the lock writes none: a retry then finds no hold
 -- and answers nil, as for a hold lost meanwhile (see Release.Believed).
-if ARGV[6] == '1' then
-	local earlier = redis.call('get', KEYS[6])
+
+local lock, grantsKey, latch = KEYS[1], KEYS[5], KEYS[6]
+local message, lease, owner, pub, latchTTL, again = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local believed = ARGV[7]
+
+if again == '1' then
+	local earlier = redis.call('get', latch)
 	if earlier then
 		return tonumber(earlier)
 	end
@@ -34,24 +40,24 @@ end
 dropExpired(nowMs())
 -- The mark of a grant the owner took (see handOff) has served: the owner
 -- is giving back a hold it has, or that it lost.
-redis.call('hdel', KEYS[5], ARGV[3])
-if redis.call('exists', KEYS[1]) == 0 then
-	handOff(ARGV[4], ARGV[1])
+redis.call('hdel', grantsKey, owner)
+if redis.call('exists', lock) == 0 then
+	handOff(pub, message)
 	return nil
 end
-if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+if redis.call('hexists', lock, owner) == 0 then
 	return nil
 end
 local reply = 0
-if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
-	redis.call('pexpire', KEYS[1], ARGV[2])
+if redis.call('hincrby', lock, owner, -1) > 0 then
+	redis.call('pexpire', lock, lease)
 else
-	redis.call('del', KEYS[1])
-	handOff(ARGV[4], ARGV[1])
-	if ARGV[7] == '1' then
+	redis.call('del', lock)
+	handOff(pub, message)
+	if believed == '1' then
 		return 1
 	end
 	reply = 1
 end
-redis.call('set', KEYS[6], reply, 'px', ARGV[5])
+redis.call('set', latch, reply, 'px', latchTTL)
 return reply

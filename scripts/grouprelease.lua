@@ -1,20 +1,20 @@
 -- grouprelease.lua: give back one hold of each value of a group lock
 -- (RedissonFasterMultiLock.unlockInnerAsync). See grouplib.lua.
 --
--- KEYS[1]  the group's hash G
--- KEYS[2]  the lock channel, redisson_lock__channel:{G}
--- KEYS[3]  the unlock latch, redisson_unlock_latch:{G}:<request-id>
--- ARGV[1]  the message published on KEYS[2] when a value becomes free:
+-- group     KEYS[1]: the group's hash G
+-- channel   KEYS[2]: the lock channel, redisson_lock__channel:{G}
+-- latch     KEYS[3]: the unlock latch, redisson_unlock_latch:{G}:<request-id>
+-- message   ARGV[1]: the message published on channel when a value becomes free:
 --          "00", which Redisson's waiters read as 0 (Long.valueOf) and
 --          relock's let pass: each value that became free is announced to
 --          them with "0" on its own channel, relock_group:{G}:<f>, so that
 --          a release wakes only waiters of what it freed
--- ARGV[2]  lease in milliseconds, for the holds that remain
--- ARGV[3]  owner
--- ARGV[4]  publish command: "publish", "spublish", or "" for none
--- ARGV[5]  latch TTL in milliseconds
--- ARGV[6]  "1" when this request may have been sent before (read the latch)
--- ARGV[7]  "1" when the caller believes it has the hold: a release that
+-- lease     ARGV[2]: lease in milliseconds, for the holds that remain
+-- owner     ARGV[3]: owner
+-- pub       ARGV[4]: publish command: "publish", "spublish", or "" for none
+-- latchTTL  ARGV[5]: latch TTL in milliseconds
+-- again     ARGV[6]: "1" when this request may have been sent before (read the latch)
+-- believed  ARGV[7]: "1" when the caller believes it has the hold: a release that
 --          frees every value then writes no latch (see release.lua)
 -- ARGV[8..] the values' fields
 --
@@ -25,13 +25,19 @@
 -- gives back the values it does hold first, and publishes even when
 -- nothing became free; Java waiters see no difference but fewer
 -- wake-ups).
-if ARGV[6] == '1' then
-	local earlier = redis.call('get', KEYS[3])
+
+local group, channel, latch = KEYS[1], KEYS[2], KEYS[3]
+local message, lease, owner, pub, latchTTL, again = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local believed = ARGV[7]
+
+if again == '1' then
+	local earlier = redis.call('get', latch)
 	if earlier then
 		return tonumber(earlier)
 	end
 end
-local g, lease, owner = KEYS[1], tonumber(ARGV[2]), ARGV[3]
+local g = group
+lease = tonumber(lease)
 local now = nowMs()
 local ends = {}
 for i = 8, #ARGV do
@@ -46,8 +52,8 @@ for i = 8, #ARGV do
 	local ef, cf = expireField(f, owner), countField(f, owner)
 	if redis.call('hincrby', g, cf, -1) <= 0 then
 		redis.call('hdel', g, f, ef, cf)
-		if ARGV[4] ~= '' then
-			redis.call(ARGV[4], valueChannel(KEYS[2], f), '0')
+		if pub ~= '' then
+			redis.call(pub, valueChannel(channel, f), '0')
 		end
 		any = true
 	else
@@ -57,13 +63,13 @@ for i = 8, #ARGV do
 		end
 	end
 end
-if any and ARGV[4] ~= '' then
-	redis.call(ARGV[4], KEYS[2], ARGV[1])
+if any and pub ~= '' then
+	redis.call(pub, channel, message)
 end
-if all == 1 and ARGV[7] == '1' then
+if all == 1 and believed == '1' then
 	return 1
 end
-redis.call('set', KEYS[3], all, 'px', ARGV[5])
+redis.call('set', latch, all, 'px', latchTTL)
 if all == 0 then
 	extend(g, lease)
 end

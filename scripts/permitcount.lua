@@ -3,12 +3,15 @@
 -- .availablePermitsAsync, acquiredPermitsAsync and getPermitsAsync in one
 -- (keys: see permitlib.lua): each reclaims the same way first.
 --
--- ARGV[1]  publish command: "publish", "spublish", or "" to announce nothing
+-- pub      ARGV[1]: publish command: "publish", "spublish", or "" to announce nothing
 --
 -- Reply: {available, taken}, available 0 when N is missing.
-reclaim(nowMs(), -1, ARGV[1])
-local available = redis.call('get', KEYS[1])
+
+local pub = ARGV[1]
+
+reclaim(nowMs(), -1, pub)
+local available = redis.call('get', sem)
 if available == false then
 	available = 0
 end
-return {tonumber(available), redis.call('zcount', KEYS[2], 0, '+inf')}
+return {tonumber(available), redis.call('zcount', taken, 0, '+inf')}

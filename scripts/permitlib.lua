@@ -2,10 +2,12 @@
 -- (RedissonPermitExpirableSemaphore); prepended to each body, it only
 -- defines functions. Each script has the same keys:
 --
--- KEYS[1]  the semaphore N, a string holding the available permits
--- KEYS[2]  the permits taken, ZSET {N}:timeout: permit id (16 raw bytes) ->
+-- sem      KEYS[1]: the semaphore N, a string holding the available permits
+-- taken    KEYS[2]: the permits taken, ZSET {N}:timeout: permit id (16 raw bytes) ->
 --          the time (ms) its lease ends, or 922337203685477 for no lease
--- KEYS[3]  the channel, redisson_sc:{N}
+-- channel  KEYS[3]: the channel, redisson_sc:{N}
+
+local sem, taken, channel = KEYS[1], KEYS[2], KEYS[3]
 
 local nowMs, nowSubMs, nowMicros = clockLib()
 
@@ -23,14 +25,14 @@ end
 -- limit of them, -1 for all) and publishes the new total when it is above
 -- 0, as every script of Redisson's does first (the "expiredIds" step).
 local function reclaim(t, limit, publish)
-	local expired = redis.call('zrangebyscore', KEYS[2], 0, t, 'limit', 0, limit)
+	local expired = redis.call('zrangebyscore', taken, 0, t, 'limit', 0, limit)
 	if #expired == 0 then
 		return
 	end
-	redis.call('zrem', KEYS[2], unpack(expired))
-	local value = redis.call('incrby', KEYS[1], #expired)
+	redis.call('zrem', taken, unpack(expired))
+	local value = redis.call('incrby', sem, #expired)
 	if value > 0 then
-		if publish ~= '' then redis.call(publish, KEYS[3], value) end
+		if publish ~= '' then redis.call(publish, channel, value) end
 	end
 end
 

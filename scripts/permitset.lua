@@ -2,24 +2,27 @@
 -- taken. RedissonPermitExpirableSemaphore.setPermitsAsync, step for step
 -- (keys: see permitlib.lua; it reclaims nothing first, as Redisson).
 --
--- ARGV[1]  the size (>= 0)
--- ARGV[2]  publish command: "publish", "spublish", or "" to announce nothing
+-- wanted   ARGV[1]: the size (>= 0)
+-- pub      ARGV[2]: publish command: "publish", "spublish", or "" to announce nothing
 --
 -- The size is published (when above 0), as Redisson does, whenever it
 -- changes. Reply: none.
-local available = redis.call('get', KEYS[1])
+
+local wanted, pub = ARGV[1], ARGV[2]
+
+local available = redis.call('get', sem)
 if available == false then
-	redis.call('set', KEYS[1], ARGV[1])
-	if tonumber(ARGV[1]) > 0 then
-		if ARGV[2] ~= '' then redis.call(ARGV[2], KEYS[3], ARGV[1]) end
+	redis.call('set', sem, wanted)
+	if tonumber(wanted) > 0 then
+		if pub ~= '' then redis.call(pub, channel, wanted) end
 	end
 	return
 end
-local size = redis.call('zcount', KEYS[2], 0, '+inf') + tonumber(available)
-if size == tonumber(ARGV[1]) then
+local size = redis.call('zcount', taken, 0, '+inf') + tonumber(available)
+if size == tonumber(wanted) then
 	return
 end
-redis.call('incrby', KEYS[1], tonumber(ARGV[1]) - size)
-if tonumber(ARGV[1]) > 0 then
-	if ARGV[2] ~= '' then redis.call(ARGV[2], KEYS[3], ARGV[1]) end
+redis.call('incrby', sem, tonumber(wanted) - size)
+if tonumber(wanted) > 0 then
+	if pub ~= '' then redis.call(pub, channel, wanted) end
 end

@@ -1,22 +1,26 @@
 -- writeacquire.lua: take the write side of a read-write lock, or take it
 -- again as its writer.
 --
--- KEYS[1]  the lock hash N
--- ARGV[1]  lease in milliseconds
--- ARGV[2]  the owner's write field, "<client-id>:<n>:write"
+-- lock        KEYS[1]: the lock hash N
+-- lease       ARGV[1]: lease in milliseconds
+-- writeField  ARGV[2]: the owner's write field, "<client-id>:<n>:write"
 --
 -- Granted only when the lock is free or already written by this owner; a
 -- reader cannot upgrade (it would wait for itself).
 -- Reply: nil when granted; otherwise the hash's PTTL in milliseconds.
-local mode = redis.call('hget', KEYS[1], 'mode')
+
+local lock = KEYS[1]
+local lease, writeField = ARGV[1], ARGV[2]
+
+local mode = redis.call('hget', lock, 'mode')
 if mode == false then
-	redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
-	redis.call('pexpire', KEYS[1], ARGV[1])
+	redis.call('hset', lock, 'mode', 'write', writeField, 1)
+	redis.call('pexpire', lock, lease)
 	return nil
 end
-if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-	redis.call('hincrby', KEYS[1], ARGV[2], 1)
-	redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[1])))
+if mode == 'write' and redis.call('hexists', lock, writeField) == 1 then
+	redis.call('hincrby', lock, writeField, 1)
+	redis.call('pexpire', lock, math.max(redis.call('pttl', lock), tonumber(lease)))
 	return nil
 end
-return redis.call('pttl', KEYS[1])
+return redis.call('pttl', lock)

@@ -3,10 +3,13 @@
 -- and again while the connection is down, until the caller's ctx ends; a
 -- waiter must learn of the outage at once, to say so when its wait ends.
 --
--- KEYS[1]  the key
+-- key  KEYS[1]: the key
 --
 -- Reply: its value, 0 when it is missing.
-local v = redis.call('get', KEYS[1])
+
+local key = KEYS[1]
+
+local v = redis.call('get', key)
 if v == false then
 	return 0
 end

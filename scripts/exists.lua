@@ -2,7 +2,10 @@
 -- script, not EXISTS, for count.lua's reason: rueidis sends a read again
 -- and again while the connection is down, until the caller's ctx ends.
 --
--- KEYS[1]  the key
+-- key  KEYS[1]: the key
 --
 -- Reply: 1 when it exists, else 0.
-return redis.call('exists', KEYS[1])
+
+local key = KEYS[1]
+
+return redis.call('exists', key)

@@ -3,14 +3,17 @@
 -- param, and clearExpireAsync(keys...) (PEXPIRE or PERSIST on each key).
 --
 -- KEYS     the object's keys, its name first
--- ARGV[1]  the time to live in ms; "" to clear it (PERSIST)
+-- ttl  ARGV[1]: the time to live in ms; "" to clear it (PERSIST)
 --
 -- Reply: 1 when some key's time to live was set (or cleared), else 0.
+
+local ttl = ARGV[1]
+
 local result = 0
 for j = 1, #KEYS do
 	local changed
-	if ARGV[1] ~= '' then
-		changed = redis.call('pexpire', KEYS[j], ARGV[1])
+	if ttl ~= '' then
+		changed = redis.call('pexpire', KEYS[j], ttl)
 	else
 		changed = redis.call('persist', KEYS[j])
 	end

@@ -45,7 +45,6 @@
 -- waiter's turn (Redisson's Java waiters retry at once on it; relock backs
 -- off).
 
-local lock, queueKey, deadlinesKey, grantsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[5]
 local lease, owner, wait, join, pub, message = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local grantTry, nonReentrant = ARGV[7], ARGV[8]
 

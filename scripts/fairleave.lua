@@ -20,7 +20,6 @@
 -- that was the last.
 -- Reply: 1 when the owner was queued or granted, 0 when it was neither.
 
-local lock, queueKey, deadlinesKey, grantsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[5]
 local message, owner, pub, wait = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 
 local mark = redis.call('hget', grantsKey, owner)

@@ -2,19 +2,21 @@
 -- body and only defines functions. Each script using them has the fair
 -- lock's keys in the same places:
 --
--- KEYS[1]  the lock hash N
--- KEYS[2]  the waiters' queue, LIST redisson_lock_queue:{N}
--- KEYS[3]  the waiters' deadlines, ZSET redisson_lock_timeout:{N}, owner ->
+-- lock           KEYS[1]: the lock hash N
+-- queueKey       KEYS[2]: the waiters' queue, LIST redisson_lock_queue:{N}
+-- deadlinesKey   KEYS[3]: the waiters' deadlines, ZSET redisson_lock_timeout:{N}, owner ->
 --          the time (ms) by which it must have taken its turn
--- KEYS[4]  the channel prefix redisson_lock__channel:{N}; a waiter listens
---          on KEYS[4]:<owner>
--- KEYS[5]  relock's grants, HASH relock_grants:{N} (relock's own; Redisson
+-- channelPrefix  KEYS[4]: the channel prefix redisson_lock__channel:{N}; a waiter listens
+--          on channelPrefix:<owner>
+-- grantsKey      KEYS[5]: relock's grants, HASH relock_grants:{N} (relock's own; Redisson
 --          neither reads nor writes it): a relock waiter that takes the
 --          lock straight from a release (see handOff) ->
 --          "<by>:<lease>:<turn>:<try>": the time (ms) the lease its last
 --          attempt asked for ends, that lease, its turn, and the number of
 --          that attempt; "0" once granted, until its release, an attempt
 --          that takes the grant, or its giving up.
+
+local lock, queueKey, deadlinesKey, channelPrefix, grantsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 
 local nowMs, nowSubMs, nowMicros = clockLib()
 
@@ -25,17 +27,17 @@ local nowMs, nowSubMs, nowMicros = clockLib()
 local function dropExpired(t)
 	local dropped = 0
 	while true do
-		local head = redis.call('lindex', KEYS[2], 0)
+		local head = redis.call('lindex', queueKey, 0)
 		if head == false then
 			return dropped
 		end
-		local deadline = redis.call('zscore', KEYS[3], head)
+		local deadline = redis.call('zscore', deadlinesKey, head)
 		if deadline == false or tonumber(deadline) > t then
 			return dropped
 		end
-		redis.call('zrem', KEYS[3], head)
-		redis.call('lpop', KEYS[2])
-		redis.call('hdel', KEYS[5], head)
+		redis.call('zrem', deadlinesKey, head)
+		redis.call('lpop', queueKey)
+		redis.call('hdel', grantsKey, head)
 		dropped = dropped + 1
 	end
 end
@@ -44,26 +46,26 @@ end
 -- head of the queue, every remaining deadline moves wait ms earlier (the
 -- turn just taken is no longer ahead of them), and the hash gets one hold.
 local function grant(owner, lease, wait)
-	redis.call('lpop', KEYS[2])
-	redis.call('zrem', KEYS[3], owner)
-	for _, waiter in ipairs(redis.call('zrange', KEYS[3], 0, -1)) do
-		redis.call('zincrby', KEYS[3], -wait, waiter)
+	redis.call('lpop', queueKey)
+	redis.call('zrem', deadlinesKey, owner)
+	for _, waiter in ipairs(redis.call('zrange', deadlinesKey, 0, -1)) do
+		redis.call('zincrby', deadlinesKey, -wait, waiter)
 	end
-	redis.call('hset', KEYS[1], owner, 1)
-	redis.call('pexpire', KEYS[1], lease)
+	redis.call('hset', lock, owner, 1)
+	redis.call('pexpire', lock, lease)
 end
 
 -- keepGrants keeps the grants' hash alive for ttl ms at least.
 local function keepGrants(ttl)
-	if redis.call('pttl', KEYS[5]) < ttl then
-		redis.call('pexpire', KEYS[5], ttl)
+	if redis.call('pttl', grantsKey) < ttl then
+		redis.call('pexpire', grantsKey, ttl)
 	end
 end
 
 -- takesGrants records that owner, queued now by its attempt number try at
 -- t with lease ttl ms, takes a grant (see handOff).
 local function takesGrants(owner, ttl, turn, try, t)
-	redis.call('hset', KEYS[5], owner, (t + ttl) .. ':' .. ttl .. ':' .. turn .. ':' .. try)
+	redis.call('hset', grantsKey, owner, (t + ttl) .. ':' .. ttl .. ':' .. turn .. ':' .. try)
 	keepGrants(ttl)
 end
 
@@ -93,12 +95,12 @@ local function handOff(publish, message)
 	if publish == '' then
 		return
 	end
-	local head = redis.call('lindex', KEYS[2], 0)
+	local head = redis.call('lindex', queueKey, 0)
 	if head == false then
 		return
 	end
-	local channel = KEYS[4] .. ':' .. head
-	local by, ttl, turn, try = string.match(redis.call('hget', KEYS[5], head) or '', '^(%d+):(%d+):(%d+):(%d+)$')
+	local channel = channelPrefix .. ':' .. head
+	local by, ttl, turn, try = string.match(redis.call('hget', grantsKey, head) or '', '^(%d+):(%d+):(%d+):(%d+)$')
 	local t = nowMs()
 	if not by or tonumber(by) <= t then
 		redis.call(publish, channel, message)
@@ -107,7 +109,7 @@ local function handOff(publish, message)
 	local lease = tonumber(by) - t
 	redis.call(publish, channel, '2:' .. try)
 	grant(head, lease, tonumber(turn))
-	redis.call('hset', KEYS[5], head, '0')
+	redis.call('hset', grantsKey, head, '0')
 	keepGrants(lease)
 end
 
@@ -122,16 +124,16 @@ end
 -- was at the head (the commands HEXISTS N owner then HDEL of the grant say
 -- so).
 local function claim(owner, lease)
-	local granted = redis.call('hget', KEYS[5], owner) == '0'
-	if redis.call('hexists', KEYS[1], owner) == 0 then
+	local granted = redis.call('hget', grantsKey, owner) == '0'
+	if redis.call('hexists', lock, owner) == 0 then
 		if granted then
-			redis.call('hdel', KEYS[5], owner)
+			redis.call('hdel', grantsKey, owner)
 		end
 		return false
 	end
-	redis.call('pexpire', KEYS[1], lease)
+	redis.call('pexpire', lock, lease)
 	if granted then
-		redis.call('hdel', KEYS[5], owner)
+		redis.call('hdel', grantsKey, owner)
 	end
 	return true
 end

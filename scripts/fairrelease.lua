@@ -27,7 +27,7 @@
 -- a release that frees the lock writes none: a retry then finds no hold
 -- and answers nil, as for a hold lost meanwhile (see Release.Believed).
 
-local lock, grantsKey, latch = KEYS[1], KEYS[5], KEYS[6]
+local latch = KEYS[6]
 local message, lease, owner, pub, latchTTL, again = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local believed = ARGV[7]
 

@@ -29,7 +29,6 @@
 -- takes grants finds its hold. Otherwise: trying once, 1; queued, the
 -- lock's PTTL, or 0 when it is free and the turn is another's.
 
-local lock, queueKey, recordsKey = KEYS[1], KEYS[2], KEYS[3]
 local lease, owner, alive, join, pub, message = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local grantTry, askedPriority, aging = ARGV[7], ARGV[8], ARGV[9]
 

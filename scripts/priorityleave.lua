@@ -5,33 +5,35 @@
 -- lock handed on when that was the last. Needs prioritylib.lua.
 --
 -- KEYS[1..4]  as in prioritylib.lua
--- ARGV[1]  the message published ("0")
--- ARGV[2]  owner field
--- ARGV[3]  publish command: "publish", "spublish", or "" to announce nothing
+-- message        ARGV[1]: the message published ("0")
+-- owner          ARGV[2]: owner field
+-- pub            ARGV[3]: publish command: "publish", "spublish", or "" to announce nothing
 --
 -- Reply: 1 when the owner was queued or granted, 0 when it was neither.
+
+local message, owner, pub = ARGV[1], ARGV[2], ARGV[3]
+
 local t = nowMs()
-local owner = ARGV[2]
-local mark = redis.call('hget', KEYS[3], owner)
+local mark = redis.call('hget', recordsKey, owner)
 if mark then
-	redis.call('hdel', KEYS[3], owner)
+	redis.call('hdel', recordsKey, owner)
 end
-if mark == '0' and redis.call('hexists', KEYS[1], owner) == 1 then
-	if redis.call('hincrby', KEYS[1], owner, -1) <= 0 then
-		redis.call('del', KEYS[1])
+if mark == '0' and redis.call('hexists', lock, owner) == 1 then
+	if redis.call('hincrby', lock, owner, -1) <= 0 then
+		redis.call('del', lock)
 		dropDead(t)
-		handOff(ARGV[3], ARGV[1], t)
+		handOff(pub, message, t)
 	end
 	return 1
 end
 local wasHead = head() == owner
-if redis.call('zrem', KEYS[2], owner) == 0 then
+if redis.call('zrem', queueKey, owner) == 0 then
 	return 0
 end
-if wasHead and redis.call('exists', KEYS[1]) == 0 then
+if wasHead and redis.call('exists', lock) == 0 then
 	dropDead(t)
 	if head() then
-		handOff(ARGV[3], ARGV[1], t)
+		handOff(pub, message, t)
 	end
 end
 return 1

@@ -3,11 +3,11 @@
 -- functions. Each script using them has the priority lock's keys in the
 -- same places:
 --
--- KEYS[1]  the lock hash N, Redisson's RLock layout: owner -> holds
--- KEYS[2]  the queue, ZSET relock_priority_queue:{N}: owner -> its place,
+-- lock           KEYS[1]: the lock hash N, Redisson's RLock layout: owner -> holds
+-- queueKey       KEYS[2]: the queue, ZSET relock_priority_queue:{N}: owner -> its place,
 --          in microseconds of Redis's clock: its arrival moved earlier by
 --          its priority times the aging (the lowest place is served first)
--- KEYS[3]  the waiters, HASH relock_priority_waiters:{N}: owner ->
+-- recordsKey     KEYS[3]: the waiters, HASH relock_priority_waiters:{N}: owner ->
 --          "<alive>:<priority>:<arrival>:<by>:<try>": the time (ms) by
 --          which it must have made another attempt or be taken for dead,
 --          its priority, its arrival (µs), and, for a waiter that takes
@@ -15,15 +15,17 @@
 --          asked for ends and that attempt's number ("0:0" for one that
 --          does not); "0" once granted, until its release, an attempt that
 --          takes the grant, or its giving up
--- KEYS[4]  the channel prefix redisson_lock__channel:{N}: Java RLock
---          waiters listen on it; a queued waiter on KEYS[4]:<owner>
+-- channelPrefix  KEYS[4]: the channel prefix redisson_lock__channel:{N}: Java RLock
+--          waiters listen on it; a queued waiter on channelPrefix:<owner>
+
+local lock, queueKey, recordsKey, channelPrefix = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 
 local nowMs, nowSubMs, nowMicros = clockLib()
 
 -- record parses owner's waiter record: alive, priority, arrival (the
 -- string), by, try; nil for none or a grant's mark.
 local function record(owner)
-	local r = redis.call('hget', KEYS[3], owner)
+	local r = redis.call('hget', recordsKey, owner)
 	if not r then
 		return nil
 	end
@@ -36,7 +38,7 @@ end
 
 -- head returns the owner at the head of the queue, or nil.
 local function head()
-	return redis.call('zrange', KEYS[2], 0, 0)[1]
+	return redis.call('zrange', queueKey, 0, 0)[1]
 end
 
 -- dropDead takes waiters off the head of the queue while they are taken
@@ -51,8 +53,8 @@ local function dropDead(t)
 		if alive and alive > t then
 			return
 		end
-		redis.call('zrem', KEYS[2], h)
-		redis.call('hdel', KEYS[3], h)
+		redis.call('zrem', queueKey, h)
+		redis.call('hdel', recordsKey, h)
 	end
 end
 
@@ -69,9 +71,9 @@ end
 -- grant gives owner the free lock with a lease of lease ms: it leaves the
 -- queue and the hash gets one hold.
 local function grant(owner, lease)
-	redis.call('zrem', KEYS[2], owner)
-	redis.call('hset', KEYS[1], owner, 1)
-	redis.call('pexpire', KEYS[1], lease)
+	redis.call('zrem', queueKey, owner)
+	redis.call('hset', lock, owner, 1)
+	redis.call('pexpire', lock, lease)
 end
 
 -- handOff hands the free lock on to the head of the queue: with nobody
@@ -89,18 +91,18 @@ local function handOff(publish, message, t)
 	end
 	local h = head()
 	if not h then
-		redis.call(publish, KEYS[4], message)
+		redis.call(publish, channelPrefix, message)
 		return
 	end
 	local _, _, _, by, try = record(h)
-	local channel = KEYS[4] .. ':' .. h
+	local channel = channelPrefix .. ':' .. h
 	if not by or by <= t then
 		redis.call(publish, channel, message)
 		return
 	end
 	redis.call(publish, channel, '2:' .. try)
 	grant(h, by - t)
-	redis.call('hset', KEYS[3], h, '0')
+	redis.call('hset', recordsKey, h, '0')
 end
 
 -- claim ends the wait of owner, which takes grants, if it holds the lock
@@ -111,13 +113,13 @@ end
 -- reports whether there was one. A grant whose lock was deleted or expired
 -- is forgotten, and the waiter queues again as a new arrival.
 local function claim(owner, lease)
-	local granted = redis.call('hget', KEYS[3], owner) == '0'
+	local granted = redis.call('hget', recordsKey, owner) == '0'
 	if granted then
-		redis.call('hdel', KEYS[3], owner)
+		redis.call('hdel', recordsKey, owner)
 	end
-	if redis.call('hexists', KEYS[1], owner) == 0 then
+	if redis.call('hexists', lock, owner) == 0 then
 		return false
 	end
-	redis.call('pexpire', KEYS[1], lease)
+	redis.call('pexpire', lock, lease)
 	return true
 end

@@ -20,7 +20,7 @@
 -- is handed on. The latch remembers the reply of this request id, as in
 -- fairrelease.lua.
 
-local lock, recordsKey, latch = KEYS[1], KEYS[3], KEYS[5]
+local latch = KEYS[5]
 local message, lease, owner, pub, latchTTL, again = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local believed = ARGV[7]
 

@@ -5,7 +5,7 @@
 --
 -- Reply: rate, interval (ms), type and keepAliveTime (ms; nil when a
 -- Redisson older than keepAliveTime set it), or the error notSet.
-local c = redis.call('hmget', KEYS[1], 'rate', 'interval', 'type', 'keepAliveTime')
+local c = redis.call('hmget', configKey, 'rate', 'interval', 'type', 'keepAliveTime')
 if c[1] == false or c[2] == false or c[3] == false then
 	return redis.error_reply(notSet)
 end

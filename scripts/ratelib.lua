@@ -2,14 +2,16 @@
 -- prepended to each body, it defines functions and checks N's type (at
 -- its end). Each script has the same keys:
 --
--- KEYS[1]  the configuration hash N: rate, interval (ms), type (0 OVERALL,
+-- configKey         KEYS[1]: the configuration hash N: rate, interval (ms), type (0 OVERALL,
 --          1 PER_CLIENT), keepAliveTime (ms)
--- KEYS[2]  {N}:value, the permits available now (OVERALL)
--- KEYS[3]  {N}:value:<client-id>, the same for one client (PER_CLIENT)
--- KEYS[4]  {N}:permits, ZSET of the permits taken in the window: member
+-- valueKey          KEYS[2]: {N}:value, the permits available now (OVERALL)
+-- clientValueKey    KEYS[3]: {N}:value:<client-id>, the same for one client (PER_CLIENT)
+-- permitsKey        KEYS[4]: {N}:permits, ZSET of the permits taken in the window: member
 --          struct.pack('Bc0I', 16, <16 random bytes>, permits) (see pack),
 --          score the time taken (ms)
--- KEYS[5]  {N}:permits:<client-id>, the same for one client
+-- clientPermitsKey  KEYS[5]: {N}:permits:<client-id>, the same for one client
+
+local configKey, valueKey, clientValueKey, permitsKey, clientPermitsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 
 local nowMs, nowSubMs, nowMicros = clockLib()
 
@@ -24,16 +26,16 @@ local aboveRate = 'RELOCK_RATE_EXCEEDED more permits asked than the rate'
 -- fail with 'RateLimiter is not initialized', the caller returns the error
 -- reply notSet).
 local function config()
-	local rate = redis.call('hget', KEYS[1], 'rate')
-	local interval = redis.call('hget', KEYS[1], 'interval')
-	local type = redis.call('hget', KEYS[1], 'type')
+	local rate = redis.call('hget', configKey, 'rate')
+	local interval = redis.call('hget', configKey, 'interval')
+	local type = redis.call('hget', configKey, 'type')
 	if rate == false or interval == false or type == false then
 		return nil
 	end
 	if type == '1' then
-		return tonumber(rate), tonumber(interval), KEYS[3], KEYS[5]
+		return tonumber(rate), tonumber(interval), clientValueKey, clientPermitsKey
 	end
-	return tonumber(rate), tonumber(interval), KEYS[2], KEYS[4]
+	return tonumber(rate), tonumber(interval), valueKey, permitsKey
 end
 
 -- pack is struct.pack('Bc0I', #id, id, permits), Redisson's window
@@ -64,30 +66,30 @@ local function taken(members)
 	return sum
 end
 
--- writeConfig writes the configuration of ARGV[1..4] (rate, interval,
--- type, keepAliveTime), and gives N the keep-alive as its TTL when set, as
+-- writeConfig writes the configuration (rate, interval, type,
+-- keepAliveTime), and gives N the keep-alive as its TTL when set, as
 -- Redisson's setRate and updateRate scripts do first.
-local function writeConfig()
-	redis.call('hset', KEYS[1], 'rate', ARGV[1])
-	redis.call('hset', KEYS[1], 'interval', ARGV[2])
-	redis.call('hset', KEYS[1], 'type', ARGV[3])
-	redis.call('hset', KEYS[1], 'keepAliveTime', ARGV[4])
-	if tonumber(ARGV[4]) > 0 then
-		redis.call('pexpire', KEYS[1], ARGV[4])
+local function writeConfig(rate, interval, type, keepAliveMs)
+	redis.call('hset', configKey, 'rate', rate)
+	redis.call('hset', configKey, 'interval', interval)
+	redis.call('hset', configKey, 'type', type)
+	redis.call('hset', configKey, 'keepAliveTime', keepAliveMs)
+	if tonumber(keepAliveMs) > 0 then
+		redis.call('pexpire', configKey, keepAliveMs)
 	end
 end
 
 -- keepAlive renews the keys' TTL as every Redisson script does last: to
 -- keepAliveTime when set, else to the configuration's own TTL.
 local function keepAlive(valueName, permitsName)
-	local keep = redis.call('hget', KEYS[1], 'keepAliveTime')
+	local keep = redis.call('hget', configKey, 'keepAliveTime')
 	if keep ~= false and tonumber(keep) > 0 then
-		redis.call('pexpire', KEYS[1], keep)
+		redis.call('pexpire', configKey, keep)
 		redis.call('pexpire', valueName, keep)
 		redis.call('pexpire', permitsName, keep)
 		return
 	end
-	local ttl = redis.call('pttl', KEYS[1])
+	local ttl = redis.call('pttl', configKey)
 	if ttl > 0 then
 		redis.call('pexpire', valueName, ttl)
 		redis.call('pexpire', permitsName, ttl)
@@ -98,7 +100,7 @@ end
 -- runs, so nothing changes, with a WRONGTYPE reply that names what N holds
 -- (as countlib.lua does for counts).
 do
-	local held = redis.call('type', KEYS[1])['ok']
+	local held = redis.call('type', configKey)['ok']
 	if held ~= 'hash' and held ~= 'none' then
 		return redis.error_reply('WRONGTYPE the key holds a ' .. held .. ", where a rate limiter's configuration belongs")
 	end

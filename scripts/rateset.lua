@@ -2,10 +2,14 @@
 -- empty its window. RedissonRateLimiter.setRateAsync(RateType, long,
 -- Duration, Duration), step for step (keys: see ratelib.lua).
 --
--- ARGV: as ratetryset.lua. Reply: none.
-local valueName, permitsName = KEYS[2], KEYS[4]
-if ARGV[3] == '1' then
-	valueName, permitsName = KEYS[3], KEYS[5]
+-- newRate, newInterval, newType, keepAliveMs  ARGV[1..4]: as in
+-- ratetryset.lua. Reply: none.
+
+local newRate, newInterval, newType, keepAliveMs = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+
+local valueName, permitsName = valueKey, permitsKey
+if newType == '1' then
+	valueName, permitsName = clientValueKey, clientPermitsKey
 end
-writeConfig()
+writeConfig(newRate, newInterval, newType, keepAliveMs)
 redis.call('del', valueName, permitsName)

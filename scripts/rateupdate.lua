@@ -4,7 +4,8 @@
 -- ratelib.lua), but for the clock: Redis's TIME where Redisson passes its
 -- JVM's.
 --
--- ARGV[1..4]  rate, interval (ms), type (0 OVERALL, 1 PER_CLIENT) and
+-- newRate, newInterval, newType, keepAliveMs  ARGV[1..4]: rate, interval
+--             (ms), type (0 OVERALL, 1 PER_CLIENT) and
 --             keepAliveTime (ms, 0 for none), as ratetryset.lua
 --
 -- The permits available become the new rate less those taken in the
@@ -13,20 +14,23 @@
 --
 -- Reply: 1 when the limiter was configured (and now is so), else 0 and
 -- nothing changes.
-if redis.call('exists', KEYS[1]) == 0 then
+
+local newRate, newInterval, newType, keepAliveMs = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+
+if redis.call('exists', configKey) == 0 then
 	return 0
 end
-local valueName, permitsName = KEYS[2], KEYS[4]
-if ARGV[3] == '1' then
-	valueName, permitsName = KEYS[3], KEYS[5]
+local valueName, permitsName = valueKey, permitsKey
+if newType == '1' then
+	valueName, permitsName = clientValueKey, clientPermitsKey
 end
-local oldType = redis.call('hget', KEYS[1], 'type')
-writeConfig()
-if oldType ~= false and oldType ~= ARGV[3] then
-	redis.call('del', KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+local oldType = redis.call('hget', configKey, 'type')
+writeConfig(newRate, newInterval, newType, keepAliveMs)
+if oldType ~= false and oldType ~= newType then
+	redis.call('del', valueKey, clientValueKey, permitsKey, clientPermitsKey)
 	return 1
 end
-local rate, interval = tonumber(ARGV[1]), tonumber(ARGV[2])
+local rate, interval = tonumber(newRate), tonumber(newInterval)
 redis.call('zremrangebyscore', permitsName, 0, nowMs() - interval)
 local newValue = rate - taken(redis.call('zrange', permitsName, 0, -1))
 if newValue < 0 then

@@ -2,7 +2,6 @@ package reentrant
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -27,45 +26,6 @@ import (
 // up: the one that began waiting last (then the greatest owner id), so
 // that every member that finds the cycle picks the same one. Every read is
 // a single-key command, so edges and locks may live in any cluster slot.
-
-// ErrDeadlock: owners wait for each other in a cycle, and this waiter was
-// picked to give up (see DeadlockError). Its Lock call returns it; the
-// caller should release the locks its owner holds, so that the others can
-// go on.
-var ErrDeadlock = errors.New("deadlock")
-
-// DeadlockError describes the cycle a waiter gave up on. errors.Is(err,
-// ErrDeadlock) holds; errors.As finds it.
-type DeadlockError struct {
-	// Cycle is each waits-for edge, starting with the waiter that gave up:
-	// each edge's Holder is the next edge's Waiter, and the last edge's
-	// Holder is the first edge's Waiter.
-	Cycle []WaitEdge
-}
-
-// WaitEdge is one edge of a waits-for graph: owner Waiter waits for Lock,
-// which Holder holds, since Since (on the waiter's clock).
-type WaitEdge struct {
-	Waiter, Lock, Holder string
-	Since                time.Time
-}
-
-// Error reads like PostgreSQL's detail: "owner A waits for lock X held by
-// owner B; owner B waits for lock Y held by owner A".
-func (e *DeadlockError) Error() string {
-	var b strings.Builder
-	b.WriteString("deadlock: ")
-	for i, edge := range e.Cycle {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		fmt.Fprintf(&b, "owner %s waits for lock %q held by owner %s", edge.Waiter, edge.Lock, edge.Holder)
-	}
-	return b.String()
-}
-
-// Unwrap makes errors.Is(err, ErrDeadlock) hold.
-func (e *DeadlockError) Unwrap() error { return ErrDeadlock }
 
 // deadlockCheck is one cycle's detection state (see cycle.detectDeadlock).
 type deadlockCheck struct {

@@ -3,6 +3,8 @@ package reentrant
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/relock-go/relock/scripts"
 	"github.com/relock-go/relock/watchdog"
@@ -87,3 +89,42 @@ var errHoldExpired = fmt.Errorf("%w, and the hold had expired", errLateReply)
 // ErrRateNotSet: the rate limiter has no configuration (TrySetRate or
 // SetRate was never called, or its keys expired with KeepAlive).
 var ErrRateNotSet = errors.New("rate limiter not set")
+
+// ErrDeadlock: owners wait for each other in a cycle, and this waiter was
+// picked to give up (see DeadlockError). Its Lock call returns it; the
+// caller should release the locks its owner holds, so that the others can
+// go on.
+var ErrDeadlock = errors.New("deadlock")
+
+// DeadlockError describes the cycle a waiter gave up on. errors.Is(err,
+// ErrDeadlock) holds; errors.As finds it.
+type DeadlockError struct {
+	// Cycle is each waits-for edge, starting with the waiter that gave up:
+	// each edge's Holder is the next edge's Waiter, and the last edge's
+	// Holder is the first edge's Waiter.
+	Cycle []WaitEdge
+}
+
+// WaitEdge is one edge of a waits-for graph: owner Waiter waits for Lock,
+// which Holder holds, since Since (on the waiter's clock).
+type WaitEdge struct {
+	Waiter, Lock, Holder string
+	Since                time.Time
+}
+
+// Error reads like PostgreSQL's detail: "owner A waits for lock X held by
+// owner B; owner B waits for lock Y held by owner A".
+func (e *DeadlockError) Error() string {
+	var b strings.Builder
+	b.WriteString("deadlock: ")
+	for i, edge := range e.Cycle {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "owner %s waits for lock %q held by owner %s", edge.Waiter, edge.Lock, edge.Holder)
+	}
+	return b.String()
+}
+
+// Unwrap makes errors.Is(err, ErrDeadlock) hold.
+func (e *DeadlockError) Unwrap() error { return ErrDeadlock }

@@ -41,20 +41,10 @@ func (c *Client) FairLock(name string) *Lock {
 	return c.newLock(name, fairLock)
 }
 
-// fairTurn is the turn a fair lock's waiter is given in the queue,
-// Redisson's threadWaitTime: the wait limit when the call has one, as with
-// Redisson's tryLock(waitTime, ...), else Options.FairWaitTimeout.
-func (l *Lock) fairTurn(cfg acquireConfig) time.Duration {
-	if cfg.wait > 0 {
-		return cfg.wait
-	}
-	return l.c.opts.FairWaitTimeout
-}
-
 // queueTurn is the turn a queued lock's waiter is given (see kind.turn).
 func (l *Lock) queueTurn(cfg acquireConfig) time.Duration {
 	if turn := l.kind.spec().turn; turn != nil {
-		return turn(l, cfg)
+		return turn(&l.c.opts, cfg.wait)
 	}
 	return 0
 }

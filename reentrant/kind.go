@@ -124,7 +124,7 @@ type kind struct {
 	// retrying. turn is the turn a waiter is given in the queue.
 	queued bool
 	leave  func(ctx context.Context, rdb scripts.Conn, key, owner string, turn time.Duration, pub scripts.Publish) error
-	turn   func(l *Lock, cfg acquireConfig) time.Duration
+	turn   func(o *Options, wait time.Duration) time.Duration
 	// directed: relock waiters may take directed wakes (scripts.Wake);
 	// handsOn: and a release may give them the lock (scripts.Offer).
 	directed, handsOn bool
@@ -173,7 +173,7 @@ var kinds = [...]kind{
 		},
 		queued: true,
 		leave:  scripts.PriorityLeave,
-		turn:   (*Lock).aliveWindow,
+		turn:   (*Options).aliveWindow,
 	},
 	spinLock: {
 		kind:        KindSpin,
@@ -226,7 +226,7 @@ func fairKind(acquire acquirer) kind {
 		forceUnlock: fairForceUnlock,
 		queued:      true,
 		leave:       scripts.FairLeave,
-		turn:        (*Lock).fairTurn,
+		turn:        (*Options).fairTurn,
 	}
 }
 

@@ -395,3 +395,24 @@ func (cfg *acquireConfig) sleep(repoll time.Duration) time.Duration {
 // (directed.go), its waits-for edge (deadlock.go). It outlives the gap
 // between two attempts of a live waiter, which RepollInterval bounds.
 func (o *Options) markTTL() time.Duration { return 2*o.RepollInterval + time.Second }
+
+// maxPriority is the highest priority a PriorityLock waiter may ask for.
+const maxPriority = 255
+
+// fairTurn is the turn a fair lock's waiter is given in the queue,
+// Redisson's threadWaitTime: the wait limit when the call has one (wait >
+// 0), as with Redisson's tryLock(waitTime, ...), else FairWaitTimeout.
+func (o *Options) fairTurn(wait time.Duration) time.Duration {
+	if wait > 0 {
+		return wait
+	}
+	return o.FairWaitTimeout
+}
+
+// aliveWindow is how long a priority lock's waiter may go without an
+// attempt before it is taken for dead, whatever its wait: a lease, and at
+// least three re-poll intervals, the longest a live waiter sleeps between
+// attempts.
+func (o *Options) aliveWindow(time.Duration) time.Duration {
+	return max(o.WatchdogTimeout, 3*o.RepollInterval)
+}

@@ -32,9 +32,6 @@ func (c *Client) PriorityLock(name string) *Lock {
 	return c.newLock(name, priorityLock)
 }
 
-// maxPriority is the highest priority.
-const maxPriority = 255
-
 // strictAging is the aging that StrictPriority stands for: a level moves a
 // place earlier by about 115 days, more than any two waiters' arrivals lie
 // apart, and 255 levels of it keep every place within the 2^53 µs that a
@@ -47,11 +44,4 @@ func (o Options) priorityAging() time.Duration {
 		return strictAging
 	}
 	return o.PriorityAging
-}
-
-// aliveWindow is how long a priority lock's waiter may go without an
-// attempt before it is taken for dead: a lease, and at least three
-// re-poll intervals, the longest a live waiter sleeps between attempts.
-func (l *Lock) aliveWindow(acquireConfig) time.Duration {
-	return max(l.c.opts.WatchdogTimeout, 3*l.c.opts.RepollInterval)
 }

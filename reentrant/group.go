@@ -3,7 +3,6 @@ package reentrant
 import (
 	"context"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/relock-go/relock/pubsub"
@@ -38,22 +37,6 @@ func (c *Client) GroupLock(group string, values ...string) *Lock {
 	return l
 }
 
-// groupKind is the group lock's kind.
-func groupKind() kind {
-	return kind{
-		kind:    KindGroup,
-		field:   ownField, // see Lock.field: the values are added there
-		channel: lockChannel,
-		acquire: scripts.GroupAcquire,
-		release: scripts.GroupRelease,
-		// Unused: Lock.ForceUnlock frees the handle's values only.
-		forceUnlock: nil,
-		believes:    true,
-		renewer:     renewGroupLock,
-		noDeadlocks: true,
-	}
-}
-
 // blockedBy makes a group lock's wait listen on the channel of value field
 // f, the one whose hold ends last among those that kept the last attempt
 // out: relock's releases announce there that f became free, to one waiter
@@ -82,37 +65,6 @@ func groupWakes(message string) int {
 		return pubsub.All
 	}
 	return 0
-}
-
-// groupHold is a group lock's owner in the hold table: owner and the
-// handle's value fields, so that one owner's holds of two value sets of
-// one group are two holds, renewed and released apart. Owners have no
-// spaces; fields are base64.
-func groupHold(owner string, fields []string) string {
-	return owner + " " + strings.Join(fields, " ")
-}
-
-// splitHold splits a hold table owner into the owner and, for a group
-// lock, its value fields (see groupHold).
-func splitHold(s string) (owner string, fields []string) {
-	owner, rest, _ := strings.Cut(s, " ")
-	return owner, strings.Fields(rest)
-}
-
-// holdOwner is the owner of a hold table owner: for a group lock, without
-// its values.
-func holdOwner(s string) string {
-	owner, _, _ := strings.Cut(s, " ")
-	return owner
-}
-
-// heldFor is the renewal's view of a hold key and owner that r renews.
-func heldFor(key, owner string, r renewer) scripts.Held {
-	if r != renewGroupLock {
-		return scripts.Held{Key: key, Owner: owner}
-	}
-	owner, fields := splitHold(owner)
-	return scripts.Held{Key: key, Owner: owner, Fields: fields}
 }
 
 // groupValues reads who holds each of a group lock's values.

@@ -563,3 +563,34 @@ func (h *hold) leased(d time.Duration, sent time.Time) {
 	}
 	h.t.watchdog.Update(h.lease, false, watchdog.Deadline(sent, d))
 }
+
+// groupHold is a group lock's owner in the hold table: owner and the
+// handle's value fields, so that one owner's holds of two value sets of
+// one group are two holds, renewed and released apart. Owners have no
+// spaces; fields are base64.
+func groupHold(owner string, fields []string) string {
+	return owner + " " + strings.Join(fields, " ")
+}
+
+// splitHold splits a hold table owner into the owner and, for a group
+// lock, its value fields (see groupHold).
+func splitHold(s string) (owner string, fields []string) {
+	owner, rest, _ := strings.Cut(s, " ")
+	return owner, strings.Fields(rest)
+}
+
+// holdOwner is the owner of a hold table owner: for a group lock, without
+// its values.
+func holdOwner(s string) string {
+	owner, _, _ := strings.Cut(s, " ")
+	return owner
+}
+
+// heldFor is the renewal's view of a hold key and owner that r renews.
+func heldFor(key, owner string, r renewer) scripts.Held {
+	if r != renewGroupLock {
+		return scripts.Held{Key: key, Owner: owner}
+	}
+	owner, fields := splitHold(owner)
+	return scripts.Held{Key: key, Owner: owner, Fields: fields}
+}

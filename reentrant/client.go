@@ -38,7 +38,7 @@ type Client struct {
 	// counts: its releases may count a lock channel's listeners (see
 	// scripts.Release.Count); not when the user is refused PUBSUB NUMSUB.
 	counts bool
-	// names: per lock name, handoff offers (offers.go) and queued marks
+	// names: per lock name, handoff offers (directed.go) and queued marks
 	// (fair.go); handoffs: what the client sends for its offers.
 	names     waitstate.Table
 	handoffs  handoffs

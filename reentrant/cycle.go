@@ -291,7 +291,7 @@ func (l *Lock) takesGrants(cfg acquireConfig) bool {
 }
 
 // takesHandoffs reports whether a call with cfg, for an owner made for
-// it, takes a plain lock straight from a release (offers.go), on the terms
+// it, takes a plain lock straight from a release (directed.go), on the terms
 // of takesGrants.
 func (l *Lock) takesHandoffs(cfg acquireConfig) bool {
 	return l.kind.spec().handsOn && cfg.wait != 0 && cfg.lease == 0 && cfg.retryDelay == 0 && l.c.runner.conn().Replicas == 0

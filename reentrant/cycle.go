@@ -224,7 +224,7 @@ func (l *Lock) startCycle(c *cycle, ctx context.Context, cfg acquireConfig) {
 		owner = l.c.NewOwner()
 		ctx = WithOwner(ctx, owner)
 	}
-	l.c.startWaiting(&c.waiting, ctx, l.kind.spec().kind, l.name, cfg)
+	c.waiting.begin(l.c, ctx, l.kind.spec().kind, l.name, cfg)
 	c.l, c.given, c.cfg = l, given, cfg
 	c.listenAs(owner)
 	c.owner, c.private, c.key = owner, private, holdKey{l.name, l.field(owner)}

@@ -107,7 +107,7 @@ func (l *CountDownLatch) Await(ctx context.Context, opts ...LockOption) error {
 		return err
 	}
 	var w waiting
-	l.c.startWaiting(&w, ctx, KindLatch, l.name, cfg)
+	w.begin(l.c, ctx, KindLatch, l.name, cfg)
 	w.announcedOn(scripts.LatchChannel(l.name), latchWakes, "")
 	return w.end(w.run(&latchAwait{l: l, ctx: ctx, cfg: cfg}, readOnly, cfg))
 }

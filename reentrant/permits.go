@@ -156,7 +156,7 @@ func (s *PermitExpirableSemaphore) acquire(ctx context.Context, n int, cfg acqui
 		return nil, cfg.err
 	}
 	var w waiting
-	s.c.startWaiting(&w, ctx, KindPermitSemaphore, s.name, cfg)
+	w.begin(s.c, ctx, KindPermitSemaphore, s.name, cfg)
 	if cfg.retryDelay == 0 {
 		w.announcedOn(scripts.SemaphoreChannel(s.name), permitWakes, "")
 	}

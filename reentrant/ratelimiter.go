@@ -142,7 +142,7 @@ func (r *RateLimiter) acquire(ctx context.Context, n int64, cfg acquireConfig) e
 		return err
 	}
 	var w waiting
-	r.c.startWaiting(&w, ctx, KindRate, r.name, cfg)
+	w.begin(r.c, ctx, KindRate, r.name, cfg)
 	return w.end(w.run(&rateAcquire{r: r, ctx: ctx, n: n, cfg: cfg}, sendOnce, cfg))
 }
 

@@ -92,7 +92,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, cfg acquireConfig) err
 		return err
 	}
 	var w waiting
-	s.c.startWaiting(&w, ctx, KindSemaphore, s.name, cfg)
+	w.begin(s.c, ctx, KindSemaphore, s.name, cfg)
 	if cfg.retryDelay == 0 {
 		w.announcedOn(scripts.SemaphoreChannel(s.name), permitWakes, "")
 	}

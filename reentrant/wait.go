@@ -69,10 +69,10 @@ type waiting struct {
 	attempts int
 }
 
-// startWaiting readies w for a call with ctx, taking a thing of the given
-// kind, that gives up after wait (< 0: never) or
-// 1+retries attempts (retries < 0: no limit).
-func (c *Client) startWaiting(w *waiting, ctx context.Context, kind Kind, name string, cfg acquireConfig) {
+// begin readies w for a call of client c with ctx, taking a thing of the
+// given kind, that gives up after wait (< 0: never) or 1+retries attempts
+// (retries < 0: no limit).
+func (w *waiting) begin(c *Client, ctx context.Context, kind Kind, name string, cfg acquireConfig) {
 	*w = waiting{c: c, kind: kind, name: name, ctx: ctx, retries: cfg.retries, priority: cfg.priority, unavailable: 20 * time.Millisecond,
 		outage: outageMark{kind: kind, name: name}}
 	w.start = c.opts.Hooks.started(ctx, Acquire{Kind: kind, Name: name, Priority: cfg.priority})

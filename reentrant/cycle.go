@@ -247,35 +247,47 @@ func (c *cycle) listenAs(owner Owner) {
 	switch {
 	case c.cfg.retryDelay != 0 || c.l.kind.spec().spins: // polls
 	case c.l.directed():
-		c.directed = directedWait{on: true, h: &c.l.c.handoffs, name: c.l.name, waits: c.cfg.wait != 0, offers: c.l.kind.spec().handsOn}
-		c.announcedOn("", pubsub.LockWakes, c.l.name) // named when needed: wakeChannel
-		// A channel still live (another waiter's, or lingering after one)
-		// is joined before the first attempt: a release after that
-		// attempt registered the client is heard, so a failed attempt
-		// needs no second one after subscribing.
-		if c.cfg.wait != 0 && !c.l.c.sub.Idle() {
-			if w := c.l.c.sub.Join(c.wakeChannel()); w != nil {
-				c.sub, c.subscribe = w, false
-			}
-			if w := c.l.c.sub.Join(scripts.LockChannel(c.l.name)); w != nil {
-				c.also = w
-			}
-		}
+		c.listenDirected()
 	case c.l.kind == groupLock:
-		// Named when an attempt finds the values held (see blockedBy),
-		// unless the first value's channel is live: joined before the
-		// first attempt, it hears a release after that attempt, so a
-		// failed attempt blocked by that value needs no second one.
-		c.announcedOn("", pubsub.LockWakes, "")
-		c.subscribe, c.alsoWakes, c.lingers = false, groupWakes, true
-		if c.cfg.wait != 0 && !c.l.c.sub.Idle() {
-			ch := scripts.GroupValueChannel(c.l.name, c.l.fields[0])
-			if w := c.l.c.sub.Join(ch); w != nil {
-				c.channel, c.sub = ch, w
-			}
-		}
+		c.listenGroup()
 	default:
 		c.announcedOn(c.l.channel(owner), pubsub.LockWakes, "")
+	}
+}
+
+// listenDirected sets up a plain or fenced lock's directed wakes. A
+// channel still live (another waiter's, or lingering after one) is joined
+// before the first attempt: a release after that attempt registered the
+// client is heard, so a failed attempt needs no second one after
+// subscribing.
+func (c *cycle) listenDirected() {
+	c.directed = directedWait{on: true, h: &c.l.c.handoffs, name: c.l.name, waits: c.cfg.wait != 0, offers: c.l.kind.spec().handsOn}
+	c.announcedOn("", pubsub.LockWakes, c.l.name) // named when needed: wakeChannel
+	if c.cfg.wait == 0 || c.l.c.sub.Idle() {
+		return
+	}
+	if w := c.l.c.sub.Join(c.wakeChannel()); w != nil {
+		c.sub, c.subscribe = w, false
+	}
+	if w := c.l.c.sub.Join(scripts.LockChannel(c.l.name)); w != nil {
+		c.also = w
+	}
+}
+
+// listenGroup sets up a group lock's wait: its channel is named when an
+// attempt finds the values held (see blockedBy), unless the first value's
+// channel is live: joined before the first attempt, it hears a release
+// after that attempt, so a failed attempt blocked by that value needs no
+// second one.
+func (c *cycle) listenGroup() {
+	c.announcedOn("", pubsub.LockWakes, "")
+	c.subscribe, c.alsoWakes, c.lingers = false, groupWakes, true
+	if c.cfg.wait == 0 || c.l.c.sub.Idle() {
+		return
+	}
+	ch := scripts.GroupValueChannel(c.l.name, c.l.fields[0])
+	if w := c.l.c.sub.Join(ch); w != nil {
+		c.channel, c.sub = ch, w
 	}
 }
 

@@ -169,7 +169,7 @@ func (c *cycle) notTaken(r lockAttempt) error {
 		c.blockedBy(r.Blocker)
 	}
 	c.foundHolder()
-	return c.detectDeadlock()
+	return c.deadlock.check(c.ctx, c.l.c, c.owner.id, c.l.name, c.l.kind == writeLock)
 }
 
 // keep records the hold the last attempt took (see holdTable.keep).
@@ -291,6 +291,25 @@ func (c *cycle) listenGroup() {
 	}
 }
 
+// blockedBy makes a group lock's wait listen on the channel of value field
+// f, the one whose hold ends last among those that kept the last attempt
+// out: relock's releases announce there that f became free, to one waiter
+// of each client (grouprelease.lua). A wait that listened for another
+// value leaves that channel (any wake it had not acted on passes to the
+// next local waiter there) and subscribes anew, with a look after, as
+// after its first attempt. It listens on Redisson's channel too, for Java
+// releases, which announce nothing else.
+func (c *cycle) blockedBy(f string) {
+	if ch := scripts.GroupValueChannel(c.l.name, f); ch != c.channel {
+		if c.sub != nil {
+			c.sub.Leave()
+			c.sub = nil
+		}
+		c.channel, c.subscribe = ch, true
+	}
+	c.listenAlso(scripts.LockChannel(c.l.name))
+}
+
 // takesGrants reports whether a call with cfg, for an owner made for it,
 // takes a fair or priority lock straight from a release (see handOff in
 // scripts/fairlib.lua and scripts/prioritylib.lua): it waits; the
@@ -395,7 +414,7 @@ func (c *cycle) nextSleep(pttl time.Duration) time.Duration {
 // the lock was not taken, leaves a fair lock's queue (after the reply of an
 // abandoned attempt: see undo).
 func (c *cycle) end(err error) error {
-	c.endDeadlockCheck()
+	c.deadlock.end(c.ctx, c.l.c, c.owner.id)
 	sub := c.sub
 	err = c.waiting.end(err)
 	c.directed.end(sub) // left, so no handoff comes to it now

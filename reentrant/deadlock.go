@@ -27,27 +27,28 @@ import (
 // that every member that finds the cycle picks the same one. Every read is
 // a single-key command, so edges and locks may live in any cluster slot.
 
-// deadlockCheck is one cycle's detection state (see cycle.detectDeadlock).
+// deadlockCheck is one wait's deadlock detection, which the cycle calls
+// after each attempt that found the lock held (check) and when the wait
+// ends (end). The zero deadlockCheck is off.
 type deadlockCheck struct {
-	on         bool      // the cycle's owner may close a cycle, and detection is on
+	on         bool      // the wait's owner may close a cycle, and detection is on
 	since      time.Time // when the wait began
 	next       time.Time // the next check is not before
 	registered bool      // an edge of this wait may be in Redis
 	// selfChecked: a write lock's wait looked for its owner among the
-	// lock's readers (see detectDeadlock).
+	// lock's readers (see check).
 	selfChecked bool
 }
 
-// detectDeadlock runs after an attempt of the cycle found the lock held:
-// once the wait has lasted DeadlockTimeout, it registers the wait's edge
-// and looks for a cycle through it, at most once per re-poll interval. It
-// returns the error that ends the wait when this waiter is the cycle's
-// victim. A write lock's waiter whose owner holds the read side of the
-// same lock waits for itself: that is reported at once. A check that
-// cannot reach Redis finds nothing; the wait goes on, and reports the
-// outage if it ends in one.
-func (c *cycle) detectDeadlock() error {
-	d := &c.deadlock
+// check runs after an attempt of owner self's wait for lock, on client c,
+// found the lock held: once the wait has lasted DeadlockTimeout, it
+// registers the wait's edge and looks for a cycle through it, at most once
+// per re-poll interval. It returns the error that ends the wait when this
+// waiter is the cycle's victim. A write lock's (write) waiter whose owner
+// holds the read side of the same lock waits for itself: that is reported
+// at once. A check that cannot reach Redis finds nothing; the wait goes
+// on, and reports the outage if it ends in one. ctx is the wait's.
+func (d *deadlockCheck) check(ctx context.Context, c *Client, self, lock string, write bool) error {
 	if !d.on {
 		return nil
 	}
@@ -55,73 +56,72 @@ func (c *cycle) detectDeadlock() error {
 	if now.Before(d.next) {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, releaseWindow)
+	rctx, cancel := context.WithTimeout(ctx, releaseWindow)
 	defer cancel()
-	self, lock := c.owner.id, c.l.name
-	if now.Sub(d.since) < c.l.c.opts.DeadlockTimeout {
-		if c.l.kind != writeLock || d.selfChecked {
+	if now.Sub(d.since) < c.opts.DeadlockTimeout {
+		if !write || d.selfChecked {
 			return nil
 		}
 		// Before the timeout, only the read-to-write self-wait, once.
 		d.selfChecked = true
-		holders, err := graphOf(c.l.c).Holders(ctx, lock)
+		holders, err := graphOf(c).Holders(rctx, lock)
 		if err != nil || !slices.Contains(holders, self) {
 			return nil
 		}
-		return c.victim([]WaitEdge{{self, lock, self, d.since}})
+		return victim(ctx, c, self, lock, []WaitEdge{{self, lock, self, d.since}})
 	}
-	d.next = now.Add(c.l.c.opts.RepollInterval)
-	rdb := c.l.c.rdb
+	d.next = now.Add(c.opts.RepollInterval)
+	rdb := c.rdb
 	edge := strconv.FormatInt(d.since.UnixMilli(), 10) + ":" + lock
 	// Registered before it is sent: a SET whose reply is lost may have
 	// run, and an edge left behind would be believed for its TTL, by
 	// waiters of the locks this owner still holds, as a wait that ended.
 	d.registered = true
-	if err := rdb.Do(ctx, rdb.B().Set().Key(scripts.WaitEdgeKey(self)).Value(edge).Px(c.l.c.opts.markTTL()).Build()).Error(); err != nil {
-		c.l.c.opts.Logger.Debug("relock: could not register a wait for deadlock detection", "lock", lock, "error", err)
+	if err := rdb.Do(rctx, rdb.B().Set().Key(scripts.WaitEdgeKey(self)).Value(edge).Px(c.opts.markTTL()).Build()).Error(); err != nil {
+		c.opts.Logger.Debug("relock: could not register a wait for deadlock detection", "lock", lock, "error", err)
 		return nil
 	}
-	graph := graphOf(c.l.c)
-	cyc := graph.Cycle(ctx, self, lock, d.since)
-	if cyc == nil || !graph.StillTrue(ctx, cyc) {
+	graph := graphOf(c)
+	cyc := graph.Cycle(rctx, self, lock, d.since)
+	if cyc == nil || !graph.StillTrue(rctx, cyc) {
 		return nil
 	}
 	edges := make([]WaitEdge, len(cyc))
 	for i, e := range cyc {
 		edges[i] = WaitEdge(e)
 	}
-	return c.victim(edges)
+	return victim(ctx, c, self, lock, edges)
 }
 
-// victim returns the error that ends this wait if it is cyc's victim: the
-// waiter that began waiting last, then the greatest owner id. cyc starts
-// with this waiter's edge.
-func (c *cycle) victim(cyc []WaitEdge) error {
+// victim returns the error that ends owner self's wait for lock if it is
+// cyc's victim: the waiter that began waiting last, then the greatest owner
+// id. cyc starts with this waiter's edge.
+func victim(ctx context.Context, c *Client, self, lock string, cyc []WaitEdge) error {
 	v := slices.MaxFunc(cyc, func(a, b WaitEdge) int {
 		if n := a.Since.Compare(b.Since); n != 0 {
 			return n
 		}
 		return strings.Compare(a.Waiter, b.Waiter)
 	})
-	if v.Waiter != c.owner.id {
+	if v.Waiter != self {
 		return nil // the victim gives up when it checks
 	}
 	e := &DeadlockError{Cycle: cyc}
-	if hook := c.l.c.opts.Hooks.Deadlock; hook != nil {
-		hook(c.ctx, e)
+	if hook := c.opts.Hooks.Deadlock; hook != nil {
+		hook(ctx, e)
 	}
-	return fmt.Errorf("relock: lock %q: %w", c.l.name, e)
+	return fmt.Errorf("relock: lock %q: %w", lock, e)
 }
 
-// endDeadlockCheck takes the wait's edge out of Redis when the wait ends.
-func (c *cycle) endDeadlockCheck() {
-	if !c.deadlock.registered {
+// end takes owner self's wait edge out of Redis when the wait ends.
+func (d *deadlockCheck) end(ctx context.Context, c *Client, self string) {
+	if !d.registered {
 		return
 	}
-	ctx, cancel := cleanup(c.ctx)
+	ctx, cancel := cleanup(ctx)
 	defer cancel()
-	rdb := c.l.c.rdb
-	_ = rdb.Do(ctx, rdb.B().Del().Key(scripts.WaitEdgeKey(c.owner.id)).Build()).Error()
+	rdb := c.rdb
+	_ = rdb.Do(ctx, rdb.B().Del().Key(scripts.WaitEdgeKey(self)).Build()).Error()
 }
 
 // WaitsFor reads owner's registered wait, as deadlock detection sees it:

@@ -37,25 +37,6 @@ func (c *Client) GroupLock(group string, values ...string) *Lock {
 	return l
 }
 
-// blockedBy makes a group lock's wait listen on the channel of value field
-// f, the one whose hold ends last among those that kept the last attempt
-// out: relock's releases announce there that f became free, to one waiter
-// of each client (grouprelease.lua). A wait that listened for another
-// value leaves that channel (any wake it had not acted on passes to the
-// next local waiter there) and subscribes anew, with a look after, as
-// after its first attempt. It listens on Redisson's channel too, for Java
-// releases, which announce nothing else.
-func (c *cycle) blockedBy(f string) {
-	if ch := scripts.GroupValueChannel(c.l.name, f); ch != c.channel {
-		if c.sub != nil {
-			c.sub.Leave()
-			c.sub = nil
-		}
-		c.channel, c.subscribe = ch, true
-	}
-	c.listenAlso(scripts.LockChannel(c.l.name))
-}
-
 // groupWakes reads Redisson's channel for a group lock's waiters. Java's
 // releases say "0", for whatever values they freed, so that wakes them
 // all; relock's say "00", and announce the values freed on their own

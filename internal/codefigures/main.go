@@ -60,6 +60,7 @@ var limits = []struct {
 	{"Client's unexported methods", 10},
 	{"largest group of mutually dependent files", 8},
 	{"back edges", 3},
+	{"pairs of files using each other", 1},
 }
 
 func main() {
@@ -121,6 +122,7 @@ func main() {
 		"Client's unexported methods":               unexported,
 		"largest group of mutually dependent files": len(group),
 		"back edges":                                len(back),
+		"pairs of files using each other":           mutualPairs(graph),
 	}
 	passed := false
 	for _, l := range limits {

@@ -22,7 +22,7 @@ var (
 
 	//go:embed fairrelease.lua
 	fairReleaseLua    string
-	fairReleaseScript = newScript(clockLib, fairLib, fairReleaseLua)
+	fairReleaseScript = newScript(clockLib, fairLib, latchLib, fairReleaseLua)
 
 	//go:embed fairleave.lua
 	fairLeaveLua    string

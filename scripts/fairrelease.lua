@@ -31,11 +31,9 @@ local latch = KEYS[6]
 local message, lease, owner, pub, latchTTL, again = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local believed = ARGV[7]
 
-if again == '1' then
-	local earlier = redis.call('get', latch)
-	if earlier then
-		return tonumber(earlier)
-	end
+local earlier = latchedReply(latch, again)
+if earlier then
+	return earlier
 end
 dropExpired(nowMs())
 -- The mark of a grant the owner took (see handOff) has served: the owner
@@ -59,5 +57,5 @@ else
 	end
 	reply = 1
 end
-redis.call('set', latch, reply, 'px', latchTTL)
+latchReply(latch, reply, latchTTL)
 return reply

@@ -30,7 +30,7 @@ var (
 
 	//go:embed grouprelease.lua
 	groupReleaseLua    string
-	groupReleaseScript = newScript(clockLib, groupLib, groupReleaseLua)
+	groupReleaseScript = newScript(clockLib, groupLib, latchLib, groupReleaseLua)
 
 	//go:embed grouprenew.lua
 	groupRenewLua    string

@@ -30,11 +30,9 @@ local group, channel, latch = KEYS[1], KEYS[2], KEYS[3]
 local message, lease, owner, pub, latchTTL, again = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local believed = ARGV[7]
 
-if again == '1' then
-	local earlier = redis.call('get', latch)
-	if earlier then
-		return tonumber(earlier)
-	end
+local earlier = latchedReply(latch, again)
+if earlier then
+	return earlier
 end
 local g = group
 lease = tonumber(lease)
@@ -69,7 +67,7 @@ end
 if all == 1 and believed == '1' then
 	return 1
 end
-redis.call('set', latch, all, 'px', latchTTL)
+latchReply(latch, all, latchTTL)
 if all == 0 then
 	extend(g, lease)
 end

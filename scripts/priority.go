@@ -22,7 +22,7 @@ var (
 
 	//go:embed priorityrelease.lua
 	priorityReleaseLua    string
-	priorityReleaseScript = newScript(clockLib, priorityLib, priorityReleaseLua)
+	priorityReleaseScript = newScript(clockLib, priorityLib, latchLib, priorityReleaseLua)
 
 	//go:embed priorityleave.lua
 	priorityLeaveLua    string

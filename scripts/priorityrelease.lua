@@ -24,11 +24,9 @@ local latch = KEYS[5]
 local message, lease, owner, pub, latchTTL, again = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local believed = ARGV[7]
 
-if again == '1' then
-	local earlier = redis.call('get', latch)
-	if earlier then
-		return tonumber(earlier)
-	end
+local earlier = latchedReply(latch, again)
+if earlier then
+	return earlier
 end
 local t = nowMs()
 dropDead(t)
@@ -54,5 +52,5 @@ else
 	end
 	reply = 1
 end
-redis.call('set', latch, reply, 'px', latchTTL)
+latchReply(latch, reply, latchTTL)
 return reply

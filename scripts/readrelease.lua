@@ -24,9 +24,9 @@
 local lock, channel, timeoutPrefix, timeoutsPrefix, latch = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local message, owner, pub, latchTTL = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 
-local earlier = redis.call('get', latch)
+local earlier = latchedReply(latch)
 if earlier then
-	return tonumber(earlier)
+	return earlier
 end
 local mode = redis.call('hget', lock, 'mode')
 if mode == false then
@@ -63,5 +63,5 @@ if reply == 1 then
 	redis.call('del', lock)
 	if pub ~= '' then redis.call(pub, channel, message) end
 end
-redis.call('set', latch, reply, 'px', latchTTL)
+latchReply(latch, reply, latchTTL)
 return reply

@@ -53,11 +53,9 @@ local message, lease, owner, pub, latchTTL, again, believed = ARGV[1], ARGV[2], 
 local client, offerN, offerLease, listens = ARGV[8], ARGV[9], ARGV[10], ARGV[11]
 local keep, leaving, countsListeners = ARGV[12], ARGV[13], ARGV[14]
 
-if again == '1' then
-	local earlier = redis.call('get', latch)
-	if earlier then
-		return tonumber(earlier)
-	end
+local earlier = latchedReply(latch, again)
+if earlier then
+	return earlier
 end
 local count = redis.call('hget', lock, owner)
 if not count then
@@ -116,5 +114,5 @@ else -- the last hold: the key goes, so its count needs no update
 	end
 	reply = 1
 end
-redis.call('set', latch, reply, 'px', latchTTL)
+latchReply(latch, reply, latchTTL)
 return reply

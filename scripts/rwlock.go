@@ -23,11 +23,11 @@ var (
 
 	//go:embed readrelease.lua
 	readReleaseLua    string
-	readReleaseScript = newScript(readReleaseLua)
+	readReleaseScript = newScript(latchLib, readReleaseLua)
 
 	//go:embed writerelease.lua
 	writeReleaseLua    string
-	writeReleaseScript = newScript(writeReleaseLua)
+	writeReleaseScript = newScript(latchLib, writeReleaseLua)
 
 	//go:embed readrenew.lua
 	readRenewLua    string

@@ -175,6 +175,12 @@ var countLib string
 //go:embed clocklib.lua
 var clockLib string
 
+// latchLib reads and writes Redisson's unlock latch, for every release
+// script (latchlib.lua).
+//
+//go:embed latchlib.lua
+var latchLib string
+
 // IsWrongType reports whether err says a key holds another type of value
 // than the script expects.
 func IsWrongType(err error) bool {

@@ -25,9 +25,9 @@
 local lock, channel, latch = KEYS[1], KEYS[2], KEYS[3]
 local message, lease, writeField, pub, latchTTL = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 
-local earlier = redis.call('get', latch)
+local earlier = latchedReply(latch)
 if earlier then
-	return tonumber(earlier)
+	return earlier
 end
 local mode = redis.call('hget', lock, 'mode')
 if mode == false then
@@ -50,5 +50,5 @@ else
 	if pub ~= '' then redis.call(pub, channel, message) end
 	reply = 1
 end
-redis.call('set', latch, reply, 'px', latchTTL)
+latchReply(latch, reply, latchTTL)
 return reply

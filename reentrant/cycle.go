@@ -29,25 +29,27 @@ type cycle struct {
 	private bool // owner was made for this call: a hold of it can only be this call's
 	key     holdKey
 	backoff time.Duration // the last spin or fair-idle sleep
-	// abandoned: ctx ended while an attempt was in flight; its reply is
-	// awaited, and what it did undone, in the background (see attempt.Once).
-	abandoned bool
 	// directed: the wait's directed wakes and handoffs (directed.go).
 	directed directedWait
-	// grants: the fair or priority lock's grant protocol (fair.go); tries
-	// numbers the attempts sent.
+	// grants: the fair or priority lock's grant protocol (fair.go).
 	grants grantWait
-	tries  int
 	// deadlock: the wait's deadlock detection (deadlock.go).
 	deadlock deadlockCheck
-	// The last attempt: its TTL, when it was sent, the fenced token it
-	// drew; held is the held context of the hold it took.
-	ttl   time.Duration
-	sent  time.Time
-	token int64
-	held  context.Context
-	// requestID names the release that undoes a lost attempt, the same
-	// across its tries.
+	last     sentTry
+	held     context.Context // of the hold the cycle took
+}
+
+// sentTry is what a cycle knows of its last attempt.
+type sentTry struct {
+	n     int           // its number, from 1: a grant names the attempt it answers
+	ttl   time.Duration // the TTL it asked for
+	at    time.Time     // when it was sent: the hold's TTL runs from then at the latest
+	token int64         // the fenced token it drew
+	// abandoned: ctx ended while it was in flight; its reply is awaited,
+	// and what it did undone, in the background (see attempt.Once).
+	abandoned bool
+	// requestID names the release that undoes it if its reply was lost,
+	// the same across that release's tries.
 	requestID string
 }
 
@@ -108,10 +110,8 @@ func (c *cycle) try(int) outcome {
 	if o, ok := c.takeGiven(); ok {
 		return o
 	}
-	c.ttl = c.l.c.holds.acquireTTL(c.key, c.cfg.lease)
-	c.sent = time.Now()
-	c.tries++
-	r := c.attempt(c.ttl)
+	c.last = sentTry{n: c.last.n + 1, ttl: c.l.c.holds.acquireTTL(c.key, c.cfg.lease), at: time.Now()}
+	r := c.attempt(c.last.ttl)
 	if r.Handed {
 		if o, ok := c.takeHandoff(c.directed.handed); ok {
 			return o
@@ -125,10 +125,10 @@ func (c *cycle) try(int) outcome {
 			return outcome{final: err}
 		}
 	}
-	c.token = r.Token
+	c.last.token = r.Token
 	// An acquire rolled back for want of replica sync (r.err set) took
 	// nothing.
-	return outcome{err: r.err, taken: r.OK && r.err == nil, bound: r.PTTL, abandoned: c.abandoned}
+	return outcome{err: r.err, taken: r.OK && r.err == nil, bound: r.PTTL, abandoned: c.last.abandoned}
 }
 
 // takeGiven takes the lock when a release gave it to this wait since its last
@@ -143,10 +143,10 @@ func (c *cycle) takeGiven() (outcome, bool) {
 			return o, true
 		}
 	}
-	if c.grants.granted(c.sub, c.tries) {
+	if c.grants.granted(c.sub, c.last.n) {
 		// The grant answers the last attempt, and ran after it did,
-		// which was sent at c.sent: its TTL, at least that attempt's
-		// lease counted from the grant, ends after c.sent + c.ttl. A
+		// which was sent at c.last.at: its TTL, at least that attempt's
+		// lease counted from the grant, ends after c.last.at + c.last.ttl. A
 		// grant that names an earlier attempt is stale.
 		return outcome{taken: true}, true
 	}
@@ -174,7 +174,7 @@ func (c *cycle) notTaken(r lockAttempt) error {
 
 // keep records the hold the last attempt took (see holdTable.keep).
 func (c *cycle) keep(outcome) (err error) {
-	c.held, err = c.record(c.ttl, c.sent, c.token)
+	c.held, err = c.record(c.last.ttl, c.last.at, c.last.token)
 	switch {
 	case errors.Is(err, errHoldExpired):
 		// The hold ended with no release to wake anyone: the next attempt
@@ -209,9 +209,9 @@ func (c *cycle) sleepAfter(o outcome) time.Duration {
 // one hold, so that it does not block everyone until its TTL ends.
 func (c *cycle) undo(ctx context.Context, try int) error {
 	if try == 0 {
-		c.requestID = c.l.c.newRequestID()
+		c.last.requestID = c.l.c.newRequestID()
 	}
-	_, err := c.l.release(ctx, c.owner, c.ttl, c.requestID, try > 0, false)
+	_, err := c.l.release(ctx, c.owner, c.last.ttl, c.last.requestID, try > 0, false)
 	return err
 }
 
@@ -344,7 +344,7 @@ func (c *cycle) takeHandoff(n int64) (outcome, bool) {
 	c.owner = Owner{id: c.l.c.id + ":" + string(strconv.AppendInt(buf[:0], n, 10))}
 	c.key = holdKey{c.l.name, c.l.field(c.owner)}
 	c.ctx = WithOwner(c.ctx, c.owner)
-	c.sent, c.ttl, c.token = sent, lease, 0
+	c.last.at, c.last.ttl, c.last.token = sent, lease, 0
 	// The release moved the client to the end of the waiters' set. If it
 	// has no waiter left, its release of this hold drops it while it still
 	// listens on Redisson's channel (see handoffs.ownOffer): no release but
@@ -418,7 +418,7 @@ func (c *cycle) end(err error) error {
 	sub := c.sub
 	err = c.waiting.end(err)
 	c.directed.end(sub) // left, so no handoff comes to it now
-	if err != nil && c.l.kind.spec().queued && c.cfg.wait != 0 && !c.abandoned {
+	if err != nil && c.l.kind.spec().queued && c.cfg.wait != 0 && !c.last.abandoned {
 		c.l.leaveQueue(c.ctx, c.owner, c.l.queueTurn(c.cfg))
 	}
 	return err
@@ -433,10 +433,10 @@ func (c *cycle) attempt(ttl time.Duration) lockAttempt {
 		defer cancel()
 	}
 	t := lockTry{l: c.l, owner: c.owner, private: c.private, ttl: ttl, cfg: c.cfg}
-	t.grantTry = c.grants.grantTry(c.tries)
+	t.grantTry = c.grants.grantTry(c.last.n)
 	if c.directed.on {
 		c.dropped = c.l.c.handoffs.drops.Mark()
-		t.wake = c.directed.args(c.sub, c.tries, ttl)
+		t.wake = c.directed.args(c.sub, c.last.n, ttl)
 		if hook := c.l.c.hookBeforeSend; hook != nil {
 			hook()
 		}
@@ -446,7 +446,7 @@ func (c *cycle) attempt(ttl time.Duration) lockAttempt {
 	}
 	r, abandoned := attempt.Once[lockAttempt](c.l.c.attempts, ctx, t)
 	if abandoned {
-		c.abandoned = true
+		c.last.abandoned = true
 		r.err = attempt.Abandoned(ctx)
 	}
 	return r
@@ -461,7 +461,7 @@ type lockTry struct {
 	ttl      time.Duration
 	cfg      acquireConfig
 	wake     scripts.Wake // with directed wakes (Client set)
-	grantTry int          // see cycle.tries; 0 without grants
+	grantTry int          // see sentTry.n; 0 without grants
 }
 
 // run runs the acquire script; an acquire that replicas did not confirm is

@@ -136,3 +136,28 @@ func latchWakes(message string) int {
 	}
 	return 0
 }
+
+func (l *CountDownLatch) object(ctx context.Context) object {
+	if err := l.check(ctx); err != nil {
+		return object{err: err}
+	}
+	return object{c: l.c, what: "latch", keys: []string{l.name}}
+}
+
+// Expire makes the latch's count expire after ttl (at least 1ms), and
+// reports whether it has one. A count that expires opens the latch, but
+// wakes nobody: relock's waiters find it open at their next re-poll.
+func (l *CountDownLatch) Expire(ctx context.Context, ttl time.Duration) (bool, error) {
+	return l.object(ctx).expireAfter(ctx, ttl)
+}
+
+// ClearExpire makes the latch's count last until counted down or deleted,
+// and reports whether it had a time to live.
+func (l *CountDownLatch) ClearExpire(ctx context.Context) (bool, error) {
+	return l.object(ctx).expire(ctx, 0)
+}
+
+// Exists reports whether the latch has a count (is closed).
+func (l *CountDownLatch) Exists(ctx context.Context) (bool, error) {
+	return l.object(ctx).exists(ctx)
+}

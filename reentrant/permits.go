@@ -453,3 +453,35 @@ func (s *PermitExpirableSemaphore) Permits(ctx context.Context) (available, take
 	available, taken, err = scripts.PermitCount(ctx, s.c.runner.conn(), s.name, s.c.publish)
 	return available, taken, changeError("semaphore", s.name, err)
 }
+
+func (s *PermitExpirableSemaphore) object(ctx context.Context) object {
+	if err := s.check(ctx); err != nil {
+		return object{err: err}
+	}
+	return object{c: s.c, what: "semaphore", keys: scripts.PermitKeys(s.name)}
+}
+
+// Delete deletes the semaphore, its available permits and its taken ones
+// (both keys), and reports whether it existed. A taken permit's holder
+// learns it at its watchdog's next renewal: its Context is cancelled.
+func (s *PermitExpirableSemaphore) Delete(ctx context.Context) (bool, error) {
+	return s.object(ctx).delete(ctx)
+}
+
+// Expire makes the semaphore, both its keys, expire after ttl (at least
+// 1ms), and reports whether it exists.
+func (s *PermitExpirableSemaphore) Expire(ctx context.Context, ttl time.Duration) (bool, error) {
+	return s.object(ctx).expireAfter(ctx, ttl)
+}
+
+// ClearExpire makes the semaphore's keys last until deleted, and reports
+// whether either had a time to live.
+func (s *PermitExpirableSemaphore) ClearExpire(ctx context.Context) (bool, error) {
+	return s.object(ctx).expire(ctx, 0)
+}
+
+// Exists reports whether the semaphore exists (its available permits'
+// key, as Java's isExists reads it).
+func (s *PermitExpirableSemaphore) Exists(ctx context.Context) (bool, error) {
+	return s.object(ctx).exists(ctx)
+}

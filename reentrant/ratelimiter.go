@@ -202,3 +202,35 @@ func (r *RateLimiter) Config(ctx context.Context) (Rate, error) {
 	}
 	return Rate(rate), nil
 }
+
+func (r *RateLimiter) object(ctx context.Context) object {
+	if err := r.check(ctx); err != nil {
+		return object{err: err}
+	}
+	return object{c: r.c, what: "rate limiter", keys: scripts.RateKeys(r.name, r.c.id)}
+}
+
+// Delete deletes the rate limiter's configuration, its shared window and
+// this client's own (as Java's delete, other clients' PerClient windows
+// stay until their keep-alive ends), and reports whether any existed.
+func (r *RateLimiter) Delete(ctx context.Context) (bool, error) {
+	return r.object(ctx).delete(ctx)
+}
+
+// Expire makes the rate limiter's keys (those Delete deletes) expire after
+// ttl (at least 1ms), and reports whether any exists.
+func (r *RateLimiter) Expire(ctx context.Context, ttl time.Duration) (bool, error) {
+	return r.object(ctx).expireAfter(ctx, ttl)
+}
+
+// ClearExpire makes the rate limiter's keys last until deleted, and
+// reports whether any had a time to live. Every acquisition with a
+// KeepAlive rate sets it again.
+func (r *RateLimiter) ClearExpire(ctx context.Context) (bool, error) {
+	return r.object(ctx).expire(ctx, 0)
+}
+
+// Exists reports whether the rate limiter is configured.
+func (r *RateLimiter) Exists(ctx context.Context) (bool, error) {
+	return r.object(ctx).exists(ctx)
+}

@@ -242,3 +242,33 @@ func getCount(ctx context.Context, c *Client, what, name string) (int64, error) 
 	}
 	return n, nil
 }
+
+func (s *Semaphore) object(ctx context.Context) object {
+	if err := s.check(ctx); err != nil {
+		return object{err: err}
+	}
+	return object{c: s.c, what: "semaphore", keys: []string{s.name}}
+}
+
+// Delete deletes the semaphore and every permit in it, and reports whether
+// it existed. Waiters are not woken: they find no permits, as before.
+func (s *Semaphore) Delete(ctx context.Context) (bool, error) {
+	return s.object(ctx).delete(ctx)
+}
+
+// Expire makes the semaphore expire (be deleted) after ttl (at least 1ms),
+// and reports whether it exists.
+func (s *Semaphore) Expire(ctx context.Context, ttl time.Duration) (bool, error) {
+	return s.object(ctx).expireAfter(ctx, ttl)
+}
+
+// ClearExpire makes the semaphore last until deleted, and reports whether
+// it had a time to live.
+func (s *Semaphore) ClearExpire(ctx context.Context) (bool, error) {
+	return s.object(ctx).expire(ctx, 0)
+}
+
+// Exists reports whether the semaphore exists (its permits were set).
+func (s *Semaphore) Exists(ctx context.Context) (bool, error) {
+	return s.object(ctx).exists(ctx)
+}

@@ -13,7 +13,7 @@ func checkParts(ctx context.Context, what string, parts []*Lock) error {
 		return fmt.Errorf("relock: %w: a %s needs at least one lock", ErrInvalidArgument, what)
 	}
 	for _, l := range parts {
-		if err := l.check(ctx, nil); err != nil {
+		if err := l.ref().check(ctx, nil); err != nil {
 			return err
 		}
 	}
@@ -25,6 +25,6 @@ func checkParts(ctx context.Context, what string, parts []*Lock) error {
 // not only the one that took it.
 func sameLocks(a, b []*Lock) bool {
 	return slices.EqualFunc(a, b, func(x, y *Lock) bool {
-		return x.c == y.c && x.name == y.name && x.kind == y.kind
+		return x.r.c == y.r.c && x.r.name == y.r.name && x.r.kind == y.r.kind
 	})
 }

@@ -22,7 +22,7 @@ import (
 // hold the lock elsewhere too, it is sent once.
 type cycle struct {
 	waiting
-	l       *Lock
+	l       *lockRef
 	given   context.Context // as Lock was given it
 	cfg     acquireConfig
 	owner   Owner
@@ -54,7 +54,7 @@ type sentTry struct {
 }
 
 // acquire takes the lock and returns the held context.
-func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (context.Context, error) {
+func (l *lockRef) acquire(ctx context.Context, cfg acquireConfig) (context.Context, error) {
 	if err := l.check(ctx, cfg.err); err != nil {
 		return nil, err
 	}
@@ -216,7 +216,7 @@ func (c *cycle) undo(ctx context.Context, try int) error {
 }
 
 // startCycle readies c for a call with ctx and cfg.
-func (l *Lock) startCycle(c *cycle, ctx context.Context, cfg acquireConfig) {
+func (l *lockRef) startCycle(c *cycle, ctx context.Context, cfg acquireConfig) {
 	given := ctx
 	owner, ok := OwnerFrom(ctx)
 	private := !ok
@@ -317,14 +317,14 @@ func (c *cycle) blockedBy(f string) {
 // the waiter's last attempt asked for, not what a fixed lease promises);
 // and no replica must confirm its acquire (a grant is confirmed
 // by nobody's WAIT but the releaser's).
-func (l *Lock) takesGrants(cfg acquireConfig) bool {
+func (l *lockRef) takesGrants(cfg acquireConfig) bool {
 	return l.kind.spec().queued && cfg.wait != 0 && cfg.lease == 0 && cfg.retryDelay == 0 && l.c.runner.conn().Replicas == 0
 }
 
 // takesHandoffs reports whether a call with cfg, for an owner made for
 // it, takes a plain lock straight from a release (directed.go), on the terms
 // of takesGrants.
-func (l *Lock) takesHandoffs(cfg acquireConfig) bool {
+func (l *lockRef) takesHandoffs(cfg acquireConfig) bool {
 	return l.kind.spec().handsOn && cfg.wait != 0 && cfg.lease == 0 && cfg.retryDelay == 0 && l.c.runner.conn().Replicas == 0
 }
 
@@ -455,7 +455,7 @@ func (c *cycle) attempt(ttl time.Duration) lockAttempt {
 // lockTry is one attempt of a cycle: what running it and undoing it need, by
 // value, so that an undo in the background holds nothing of the cycle.
 type lockTry struct {
-	l        *Lock
+	l        *lockRef
 	owner    Owner
 	private  bool // see cycle
 	ttl      time.Duration
@@ -526,7 +526,7 @@ func (t lockTry) undoHold(ctx context.Context, r lockAttempt) {
 // server refuses WAIT and sync is not required (sync turns off), else rolled
 // back with one release of the new hold, the acquire's TTL left to any
 // outer hold. The error it returns means the lock is not held.
-func (l *Lock) unsynced(ctx context.Context, owner Owner, ttl time.Duration, syncErr error) error {
+func (l *lockRef) unsynced(ctx context.Context, owner Owner, ttl time.Duration, syncErr error) error {
 	if errors.Is(syncErr, scripts.ErrSyncRefused) {
 		if err := l.c.runner.refused(syncErr); err == nil {
 			return nil

@@ -10,39 +10,8 @@ import (
 	"github.com/relock-go/relock/scripts"
 )
 
-// FairLock returns a handle on the fair lock name, Redisson's RFairLock: a
-// reentrant lock granted in the order waiters arrived, across clients and
-// processes, Java Redisson's included. Waiters queue in Redis (LIST
-// redisson_lock_queue:{name}, with deadlines in ZSET
-// redisson_lock_timeout:{name}); a release tells only the head of the
-// queue, on its own channel redisson_lock__channel:{name}:<owner>. A relock
-// release hands the lock straight to a relock head (a Lock or TryLock that
-// waits, kept by the watchdog, whose ctx carries no owner, on a client
-// without ReplicaSync), so that head's wait ends on the message, with no
-// attempt of its own (see docs/waiting.md).
-//
-// The queue keeps Redisson's arithmetic. Each waiter is given a turn
-// (Options.FairWaitTimeout, or the WaitAtMost limit when there is one): its
-// deadline is the deadline of the waiter ahead of it plus its turn, and
-// each grant moves every deadline one turn earlier. A waiter whose deadline
-// passes while it is at the head is taken for dead and dropped; a live one
-// that is dropped (the holder kept the lock longer than a turn) joins the
-// queue again at its end on its next attempt, as a Java waiter does. So set
-// FairWaitTimeout above the longest hold when order matters across long
-// holds.
-//
-// A waiter that gives up (its ctx ends, a wait limit runs out) leaves the
-// queue at once and those behind it move up a turn, as with Redisson's
-// tryLock (if ctx ended while an attempt was in flight, Lock returns at
-// once and the waiter leaves when that attempt's reply has come). TryLock
-// without a wait tries once and never queues. Deadlines are Redis's clock;
-// see docs/migrating-from-redisson.md for mixing with Java waiters.
-func (c *Client) FairLock(name string) *Lock {
-	return c.newLock(name, fairLock)
-}
-
 // queueTurn is the turn a queued lock's waiter is given (see kind.turn).
-func (l *Lock) queueTurn(cfg acquireConfig) time.Duration {
+func (l *lockRef) queueTurn(cfg acquireConfig) time.Duration {
 	if turn := l.kind.spec().turn; turn != nil {
 		return turn(&l.c.opts, cfg.wait)
 	}
@@ -58,7 +27,7 @@ func (l *Lock) queueTurn(cfg acquireConfig) time.Duration {
 // until Close, so that the wait that gave up returns at once; leaving twice
 // is the same as leaving once. If every try fails, the owner's deadline
 // drops it from the queue.
-func (l *Lock) leaveQueue(ctx context.Context, owner Owner, turn time.Duration) {
+func (l *lockRef) leaveQueue(ctx context.Context, owner Owner, turn time.Duration) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWindow)
 	if l.leftQueue(ctx, owner, turn) {
 		cancel()
@@ -79,7 +48,7 @@ var leaveBackoff = retry.Backoff{First: 10 * time.Millisecond, Max: time.Second,
 
 // leftQueue runs the leave script once and reports whether it is done:
 // Redis answered, or no later try could help.
-func (l *Lock) leftQueue(ctx context.Context, owner Owner, turn time.Duration) bool {
+func (l *lockRef) leftQueue(ctx context.Context, owner Owner, turn time.Duration) bool {
 	err := l.kind.spec().leave(ctx, l.c.runner.conn(), l.name, owner.id, turn, l.c.publish)
 	return scripts.Answered(err) || l.c.checkOpen() != nil
 }

@@ -4,21 +4,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
-	"github.com/relock-go/relock/scripts"
+	"github.com/redis/rueidis"
 )
 
 // Lock is a handle on one reentrant lock, Redisson's RLock: a Redis hash at
 // key Name whose field is the holder's Owner and whose value is its hold
-// count. Get one from Client.Lock. A Lock has no state of its own; all its
-// methods are safe for concurrent use.
+// count. Get one from Client.Lock, or from the constructor of another kind
+// (FairLock, FencedLock, PriorityLock, SpinLock, GroupLock,
+// NonReentrantLock, NonReentrantFairLock, ReadWriteLock). A Lock has no
+// state of its own; all its methods are safe for concurrent use.
 type Lock struct {
-	c      *Client
-	name   string // the key: given, mapped by Options.NameMapper
-	given  string
-	kind   lockKind
-	spin   Backoff  // a spin lock's waits (SpinLock)
-	fields []string // a group lock's value fields, sorted (GroupLock)
+	r lockRef
+}
+
+// ref is what the machinery knows of l; nil for a nil Lock.
+func (l *Lock) ref() *lockRef {
+	if l == nil {
+		return nil
+	}
+	return &l.r
 }
 
 // Name returns the lock's name as given to the Client ("" for a nil Lock):
@@ -27,7 +33,7 @@ func (l *Lock) Name() string {
 	if l == nil {
 		return ""
 	}
-	return l.given
+	return l.r.given
 }
 
 // Lock takes the lock, waiting while another owner holds it, and returns
@@ -72,7 +78,7 @@ func (l *Lock) Name() string {
 // last connection error (and ctx's, if ctx ended it), never ErrNotAcquired:
 // "held by someone else" and "could not reach Redis" are different answers.
 func (l *Lock) Lock(ctx context.Context, opts ...LockOption) (context.Context, error) {
-	return l.acquire(ctx, newAcquireConfig(-1, l.kindOf(), opts))
+	return l.ref().acquire(ctx, newAcquireConfig(-1, l.ref().kindOf(), opts))
 }
 
 // TryLock is Lock with NoWait unless the options say otherwise. It returns
@@ -80,7 +86,8 @@ func (l *Lock) Lock(ctx context.Context, opts ...LockOption) (context.Context, e
 // else for as long as the limits allowed; any other failure, an outage
 // included, is an error.
 func (l *Lock) TryLock(ctx context.Context, opts ...LockOption) (held context.Context, ok bool, err error) {
-	held, err = l.acquire(ctx, newAcquireConfig(0, l.kindOf(), opts))
+	r := l.ref()
+	held, err = r.acquire(ctx, newAcquireConfig(0, r.kindOf(), opts))
 	if errors.Is(err, ErrNotAcquired) {
 		return ctx, false, nil
 	}
@@ -90,55 +97,174 @@ func (l *Lock) TryLock(ctx context.Context, opts ...LockOption) (held context.Co
 	return held, true, nil
 }
 
-// kindOf is the lock's kind; a nil Lock's is KindLock (the call fails
-// its check all the same).
-func (l *Lock) kindOf() Kind {
-	if l == nil {
-		return KindLock
+// Unlock gives back one hold of ctx's owner: pass the context Lock
+// returned. The last hold deletes the key and wakes a waiter; holds that
+// remain keep their TTL. The newest acquisition's held context is
+// cancelled. It blocks until Redis answers, for at most 10 s, whatever
+// ctx's deadline.
+//
+// What its result says of the work done under the lock:
+//   - nil: the hold was given back; the work ran under the lock, unless
+//     the held context was cancelled before (see context.Cause).
+//   - ErrLeaseEnded: a LeaseFor lease ended before Unlock: from its local
+//     deadline the lock may have been another's, so work done after it was
+//     not protected. Nothing is sent to Redis.
+//   - ErrLockLost: the hold was lost (wrapping ErrNotRenewed or
+//     ErrUnconfirmed), found so now or before: work done after the loss
+//     was not protected.
+//   - ErrNotHeld: the owner held nothing (the context Lock was given
+//     instead of the one it returned, or a second Unlock); nothing changed.
+//   - another error, wrapping the connection's or the server's: whether
+//     the hold was given back is unknown; if not, it expires with its TTL.
+//
+// Unlock is cleanup, so ctx's cancellation does not stop it (the held
+// context is often already cancelled); only its values are used. When a reply
+// is lost it retries, with the same request id, which Redis answers from
+// the unlock latch instead of releasing twice: for up to 10s, and never
+// past the hold's local deadline (see LeaseDeadline), when the lock may
+// have expired; the error then wraps ErrLockLost and the last attempt's
+// error. The last hold's release of a plain, fair or priority lock writes
+// no latch, so when its reply is lost and the retry finds the lock free,
+// Unlock cannot tell that release from the hold lost meanwhile (a restart
+// loses replies and data together), and says ErrLockLost. A hold this
+// client has already declared lost (the held context was cancelled with
+// ErrLockLost) is not sent for: Unlock returns that cause at once.
+func (l *Lock) Unlock(ctx context.Context) error {
+	return l.ref().unlock(ctx, releaseWindow)
+}
+
+// Do takes the lock, runs fn with the held context, and releases the lock,
+// even when fn returns an error or panics (the panic goes on after the
+// release). It returns fn's error joined with Unlock's. fn should watch its
+// context: it is cancelled if the lock is lost.
+func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error, opts ...LockOption) (err error) {
+	if fn == nil {
+		return fmt.Errorf("relock: %w: Do with a nil func", ErrInvalidArgument)
 	}
-	return l.kind.spec().kind
-}
-
-// directed reports whether the lock's waiters take directed wakes (see
-// scripts.Wake): a plain or fenced lock, not a spin lock, on a client whose
-// scripts can count who hears a channel (see Client.New).
-func (l *Lock) directed() bool {
-	return l.c.directed && l.kind.spec().directed
-}
-
-// publish is the command the lock's releases announce themselves with.
-func (l *Lock) publish() scripts.Publish {
-	if l.kind.spec().spins {
-		return scripts.PublishNone
-	}
-	return l.c.publish
-}
-
-func (l *Lock) notAcquired() error {
-	return fmt.Errorf("relock: lock %q: %w", l.name, ErrNotAcquired)
-}
-
-// check returns the first reason the handle cannot be used with ctx.
-func (l *Lock) check(ctx context.Context, err error) error {
-	switch {
-	case l == nil:
-		return fmt.Errorf("relock: %w: nil lock", ErrInvalidArgument)
-	case !l.c.usable():
-		return fmt.Errorf("relock: %w: lock %q comes from a nil Client or one not made by New", ErrInvalidArgument, l.name)
-	case ctx == nil:
-		return fmt.Errorf("relock: %w: nil context", ErrInvalidArgument)
-	case l.name == "":
-		return fmt.Errorf("relock: %w: empty lock name", ErrInvalidArgument)
-	case l.kind == groupLock && len(l.fields) == 0:
-		return fmt.Errorf("relock: %w: group lock %q has no values", ErrInvalidArgument, l.name)
-	case zeroOwner(ctx):
-		return fmt.Errorf("relock: %w: lock %q: the context carries the zero Owner (use one from NewOwner or ParseOwner)", ErrInvalidArgument, l.name)
-	case l.c.cluster && !scripts.SlotSafe(l.name):
-		return fmt.Errorf("relock: %w: lock name %q has a \"{\" but no non-empty hash tag, so its channel would fall in another cluster slot", ErrInvalidArgument, l.name)
-	case err != nil:
+	held, err := l.Lock(ctx, opts...)
+	if err != nil {
 		return err
 	}
-	return l.c.checkOpen()
+	defer func() {
+		if uerr := l.Unlock(held); uerr != nil {
+			err = errors.Join(err, uerr)
+		}
+	}()
+	return fn(held)
+}
+
+// IsLocked reports whether anyone holds the lock; for a group lock, any of
+// its values (Redisson's isLocked). A key of another type than a lock's
+// hash is ErrWrongType.
+func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
+	r := l.ref()
+	if err := r.check(ctx, nil); err != nil {
+		return false, err
+	}
+	if r.kind == groupLock {
+		return r.groupLocked(ctx)
+	}
+	t, err := r.c.rdb.Do(ctx, r.c.rdb.B().Type().Key(r.name).Build()).ToString()
+	switch {
+	case err != nil:
+		return false, redisError("is locked", r.name, err)
+	case t == "none":
+		return false, nil
+	case t != "hash":
+		return false, fmt.Errorf("relock: is locked %q: %w (a %s)", r.name, ErrWrongType, t)
+	}
+	return true, nil
+}
+
+// IsHeld reports whether ctx's owner holds the lock. A ctx without an owner
+// holds nothing.
+func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
+	n, err := l.HoldCount(ctx)
+	return n > 0, err
+}
+
+// HoldCount returns how many times ctx's owner holds the lock, as Redis
+// counts it (0 when it does not); for a group lock, the fewest of its
+// counts among the values, 0 unless it holds them all.
+func (l *Lock) HoldCount(ctx context.Context) (int, error) {
+	r := l.ref()
+	if err := r.check(ctx, nil); err != nil {
+		return 0, err
+	}
+	owner, ok := OwnerFrom(ctx)
+	if !ok {
+		return 0, nil
+	}
+	if r.kind == groupLock {
+		return r.groupHoldCount(ctx, owner)
+	}
+	n, err := r.c.rdb.Do(ctx, r.c.rdb.B().Hget().Key(r.name).Field(r.field(owner)).Build()).AsInt64()
+	if rueidis.IsRedisNil(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, redisError("hold count", r.name, err)
+	}
+	return int(n), nil
+}
+
+// RemainTTL returns how long the lock's key has left to live: 0 when the
+// lock is free, NoExpiry when the key has no TTL; for a group lock, how
+// long until the last hold of its values ends. A key of another type
+// than a lock's hash is ErrWrongType.
+func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) {
+	r := l.ref()
+	if err := r.check(ctx, nil); err != nil {
+		return 0, err
+	}
+	if r.kind == groupLock {
+		return r.groupRemainTTL(ctx)
+	}
+	rs := r.c.rdb.DoMulti(ctx, r.c.rdb.B().Type().Key(r.name).Build(), r.c.rdb.B().Pttl().Key(r.name).Build())
+	t, err := rs[0].ToString()
+	if err != nil {
+		return 0, redisError("remain ttl", r.name, err)
+	}
+	if t != "hash" && t != "none" {
+		return 0, fmt.Errorf("relock: remain ttl %q: %w (a %s)", r.name, ErrWrongType, t)
+	}
+	ms, err := rs[1].AsInt64()
+	if err != nil {
+		return 0, redisError("remain ttl", r.name, err)
+	}
+	switch ms {
+	case -2:
+		return 0, nil
+	case -1:
+		return NoExpiry, nil
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// ForceUnlock releases the lock whoever holds it and wakes a waiter; it
+// reports whether the lock was held. With Options.ReplicaSync it waits for
+// the replicas as a release does; a deletion they did not confirm still
+// stands on the master (a failover before they have it can bring the lock
+// back until its TTL ends). This client's own holds of it end at
+// once: their held contexts are cancelled with cause ErrLockLost. A key of
+// another type is left alone and reported as ErrWrongType; a hash is taken
+// for a lock without a look at its fields, as Redisson does, so point
+// ForceUnlock at lock names only. A group lock's ForceUnlock frees just
+// its values, whoever holds them (Redisson's forceUnlock).
+func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
+	r := l.ref()
+	if err := r.check(ctx, nil); err != nil {
+		return false, err
+	}
+	if r.kind == groupLock {
+		return r.groupForceUnlock(ctx)
+	}
+	r.c.holds.lose(func(k holdKey) bool { return k.name == r.name }, ErrLockLost)
+	deleted, err := r.kind.spec().forceUnlock(ctx, r.c.runner.conn(), r.name, r.c.publish, r.directed())
+	if err != nil {
+		return false, redisError("force unlock", r.name, err)
+	}
+	return deleted, nil
 }
 
 // Lock returns a handle on the reentrant lock stored at key name. It is
@@ -148,18 +274,12 @@ func (c *Client) Lock(name string) *Lock {
 	return c.newLock(name, plainLock)
 }
 
+// Do is c.Lock(name).Do(ctx, fn, opts...).
+func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Context) error, opts ...LockOption) error {
+	return c.Lock(name).Do(ctx, fn, opts...)
+}
+
 // newLock returns a handle of kind k on the lock name.
 func (c *Client) newLock(name string, k lockKind) *Lock {
-	return &Lock{c: c, name: c.key(name), given: name, kind: k}
+	return &Lock{r: lockRef{c: c, name: c.key(name), given: name, kind: k}}
 }
-
-// field is owner's key in the client's hold table: the hash field that
-// records its holds, and for a group lock its values too (see groupHold).
-func (l *Lock) field(owner Owner) string {
-	if l.kind == groupLock {
-		return groupHold(owner.id, l.fields)
-	}
-	return l.kind.spec().field(owner.id)
-}
-
-func (l *Lock) channel(owner Owner) string { return l.kind.spec().channel(l.name, owner.id) }

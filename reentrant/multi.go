@@ -57,7 +57,7 @@ func (m *MultiLock) lock(ctx context.Context, cfg acquireConfig) (context.Contex
 		return nil, err
 	}
 	if _, ok := OwnerFrom(ctx); !ok {
-		ctx = WithOwner(ctx, m.locks[0].c.NewOwner())
+		ctx = WithOwner(ctx, m.locks[0].r.c.NewOwner())
 	}
 	var deadline time.Time
 	if cfg.wait >= 0 {
@@ -76,7 +76,7 @@ func (m *MultiLock) lock(ctx context.Context, cfg acquireConfig) (context.Contex
 		}
 		first = taken
 		backoff = retry.Doubled(backoff, 2*time.Millisecond, 64*time.Millisecond)
-		if _, err := m.locks[first].c.sleep(ctx, m.locks[first].name, nil, nil, nil, retry.Jittered(backoff)); err != nil {
+		if _, err := m.locks[first].r.c.sleep(ctx, m.locks[first].r.name, nil, nil, nil, retry.Jittered(backoff)); err != nil {
 			return nil, err
 		}
 	}

@@ -64,10 +64,10 @@ func (r *Redlock) Lock(ctx context.Context, opts ...LockOption) (context.Context
 	}
 	lease := cfg.lease
 	if lease == 0 {
-		lease = r.locks[0].c.opts.WatchdogTimeout
+		lease = r.locks[0].r.c.opts.WatchdogTimeout
 	}
 	if _, ok := OwnerFrom(ctx); !ok {
-		ctx = WithOwner(ctx, r.locks[0].c.NewOwner())
+		ctx = WithOwner(ctx, r.locks[0].r.c.NewOwner())
 	}
 	var deadline time.Time
 	if cfg.wait >= 0 {
@@ -86,7 +86,7 @@ func (r *Redlock) Lock(ctx context.Context, opts ...LockOption) (context.Context
 		case cfg.retries >= 0 && attempt >= cfg.retries, !deadline.IsZero() && !time.Now().Before(deadline):
 			return nil, err
 		}
-		if _, err := r.locks[0].c.sleep(ctx, r.locks[0].name, nil, nil, nil, retryDelay(cfg, deadline)); err != nil {
+		if _, err := r.locks[0].r.c.sleep(ctx, r.locks[0].r.name, nil, nil, nil, retryDelay(cfg, deadline)); err != nil {
 			return nil, err
 		}
 	}
@@ -173,7 +173,7 @@ func (h *redlockHeld) release(ctx context.Context, lease time.Duration) error {
 				errs = append(errs, err)
 			}
 		case h.maybe[i]:
-			l.unlock(ctx, lease/10)
+			l.ref().unlock(ctx, lease/10)
 		}
 	}
 	return errors.Join(errs...)

@@ -11,44 +11,8 @@ import (
 	"github.com/relock-go/relock/watchdog"
 )
 
-// Unlock gives back one hold of ctx's owner: pass the context Lock
-// returned. The last hold deletes the key and wakes a waiter; holds that
-// remain keep their TTL. The newest acquisition's held context is
-// cancelled. It blocks until Redis answers, for at most 10 s, whatever
-// ctx's deadline.
-//
-// What its result says of the work done under the lock:
-//   - nil: the hold was given back; the work ran under the lock, unless
-//     the held context was cancelled before (see context.Cause).
-//   - ErrLeaseEnded: a LeaseFor lease ended before Unlock: from its local
-//     deadline the lock may have been another's, so work done after it was
-//     not protected. Nothing is sent to Redis.
-//   - ErrLockLost: the hold was lost (wrapping ErrNotRenewed or
-//     ErrUnconfirmed), found so now or before: work done after the loss
-//     was not protected.
-//   - ErrNotHeld: the owner held nothing (the context Lock was given
-//     instead of the one it returned, or a second Unlock); nothing changed.
-//   - another error, wrapping the connection's or the server's: whether
-//     the hold was given back is unknown; if not, it expires with its TTL.
-//
-// Unlock is cleanup, so ctx's cancellation does not stop it (the held
-// context is often already cancelled); only its values are used. When a reply
-// is lost it retries, with the same request id, which Redis answers from
-// the unlock latch instead of releasing twice: for up to 10s, and never
-// past the hold's local deadline (see LeaseDeadline), when the lock may
-// have expired; the error then wraps ErrLockLost and the last attempt's
-// error. The last hold's release of a plain, fair or priority lock writes
-// no latch, so when its reply is lost and the retry finds the lock free,
-// Unlock cannot tell that release from the hold lost meanwhile (a restart
-// loses replies and data together), and says ErrLockLost. A hold this
-// client has already declared lost (the held context was cancelled with
-// ErrLockLost) is not sent for: Unlock returns that cause at once.
-func (l *Lock) Unlock(ctx context.Context) error {
-	return l.unlock(ctx, releaseWindow)
-}
-
 // unlock is Unlock, retrying for at most window.
-func (l *Lock) unlock(ctx context.Context, window time.Duration) (err error) {
+func (l *lockRef) unlock(ctx context.Context, window time.Duration) (err error) {
 	owner, err := l.unlockOwner(ctx)
 	if err != nil {
 		return err
@@ -89,7 +53,7 @@ func (l *Lock) unlock(ctx context.Context, window time.Duration) (err error) {
 }
 
 // unlockOwner returns the owner an Unlock with ctx gives a hold back for.
-func (l *Lock) unlockOwner(ctx context.Context) (Owner, error) {
+func (l *lockRef) unlockOwner(ctx context.Context) (Owner, error) {
 	if err := l.check(ctx, nil); err != nil {
 		return Owner{}, err
 	}
@@ -115,7 +79,7 @@ func (l *Lock) unlockOwner(ctx context.Context) (Owner, error) {
 // needs no timer of its own: rueidis fails it when the connection stalls
 // (ConnWriteTimeout, 10s by default). resent says whether the answer is a
 // retry's, after a send whose reply was lost.
-func (l *Lock) releaseRetried(ctx context.Context, owner Owner, restore time.Duration, lease *watchdog.Lease, window time.Duration, believed bool) (res scripts.Released, resent bool, err error) {
+func (l *lockRef) releaseRetried(ctx context.Context, owner Owner, restore time.Duration, lease *watchdog.Lease, window time.Duration, believed bool) (res scripts.Released, resent bool, err error) {
 	requestID := l.c.newRequestID()
 	var deadline time.Time // the hold's, read once a retry needs it
 	ran := false           // a send so far may have run (its reply lost)
@@ -157,7 +121,7 @@ var releaseBackoff = retry.Backoff{First: 10 * time.Millisecond, Max: time.Secon
 // gives back (see scripts.Release.Believed): this client has it (found)
 // and its local deadline has not passed, and the kind's release script
 // reads the flag.
-func (l *Lock) believed(found bool, lease *watchdog.Lease) bool {
+func (l *lockRef) believed(found bool, lease *watchdog.Lease) bool {
 	return found && lease != nil && l.kind.spec().believes && time.Now().Before(l.c.holds.watchdog.Deadline(lease))
 }
 
@@ -172,7 +136,7 @@ func minTime(a, b time.Time) time.Time {
 // released turns a release's reply into Unlock's result. found says
 // whether this client had the hold; unlatched, whether the reply is a
 // believed release's retry, after a send whose reply was lost.
-func (l *Lock) released(res scripts.Released, found, unlatched bool, key holdKey) error {
+func (l *lockRef) released(res scripts.Released, found, unlatched bool, key holdKey) error {
 	switch {
 	case res != scripts.NotHeld:
 		return nil
@@ -196,7 +160,7 @@ func (l *Lock) released(res scripts.Released, found, unlatched bool, key holdKey
 // again: it got no reply (the unlock latch answers a retry of a release
 // that ran), or the server could not run scripts for now (the release did
 // not run); and the client is open.
-func (l *Lock) retryRelease(err error) bool {
+func (l *lockRef) retryRelease(err error) bool {
 	return l.c.checkOpen() == nil && (!scripts.IsReply(err) || scripts.IsUnavailable(err))
 }
 
@@ -205,7 +169,7 @@ func (l *Lock) retryRelease(err error) bool {
 // release for the unlock latch: the same id across retries of one release.
 // again says whether that request may have been sent before; believed,
 // whether the caller counts on having the hold (see believed).
-func (l *Lock) release(ctx context.Context, owner Owner, restore time.Duration, requestID string, again, believed bool) (scripts.Released, error) {
+func (l *lockRef) release(ctx context.Context, owner Owner, restore time.Duration, requestID string, again, believed bool) (scripts.Released, error) {
 	rdb := l.c.runner.conn()
 	rel := scripts.Release{
 		Key:       l.name,

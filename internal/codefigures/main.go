@@ -58,9 +58,12 @@ var limits = []struct {
 	{"longest function", 60},
 	{"most branch points", 15},
 	{"Client's unexported methods", 10},
-	{"largest group of mutually dependent files", 8},
-	{"back edges", 3},
-	{"pairs of files using each other", 1},
+	// reentrant's file graph has no cycle: every arrow runs one way, from
+	// the handles' files down to the machinery. A feature that needs an
+	// arrow back splits a file first (as lockRef split Lock).
+	{"largest group of mutually dependent files", 1},
+	{"back edges", 0},
+	{"pairs of files using each other", 0},
 }
 
 func main() {

@@ -18,19 +18,19 @@ var fairLib string
 var (
 	//go:embed fairacquire.lua
 	fairAcquireLua    string
-	fairAcquireScript = newScript(clockLib, fairLib, fairAcquireLua)
+	fairAcquireScript = newScript(clockLib, grantLib, fairLib, fairAcquireLua)
 
 	//go:embed fairrelease.lua
 	fairReleaseLua    string
-	fairReleaseScript = newScript(clockLib, fairLib, latchLib, fairReleaseLua)
+	fairReleaseScript = newScript(clockLib, grantLib, fairLib, latchLib, fairReleaseLua)
 
 	//go:embed fairleave.lua
 	fairLeaveLua    string
-	fairLeaveScript = newScript(clockLib, fairLib, fairLeaveLua)
+	fairLeaveScript = newScript(clockLib, grantLib, fairLib, fairLeaveLua)
 
 	//go:embed fairforceunlock.lua
 	fairForceUnlockLua    string
-	fairForceUnlockScript = newScript(clockLib, fairLib, fairForceUnlockLua)
+	fairForceUnlockScript = newScript(clockLib, grantLib, fairLib, fairForceUnlockLua)
 )
 
 // fairQueue returns the key of lock name's waiter queue:

@@ -69,28 +69,14 @@ local function takesGrants(owner, ttl, turn, try, t)
 	keepGrants(ttl)
 end
 
--- handOff hands the free lock on to the head of the queue, if any. A head
--- that takes grants (see takesGrants), and whose last attempt was made
--- within its lease (it is most likely alive), is given the lock in this
--- script: it leaves the queue as if it had taken the lock itself, its
--- grant is marked "0", and it is told "2:<try>" on its channel, naming the
--- attempt the grant answers: its wait ends on the message, with no
--- attempt. The lock's TTL runs to the end of the lease its last attempt
--- asked for: its own clock counts that lease from before the attempt was
--- sent, so it never believes in more than Redis keeps (a head that takes
--- the grant late has its hold confirmed by the watchdog first); and a head
--- that takes the lock and then stalls holds it no longer than if it had
--- taken it with that attempt. (Not to the end of its turn, which may be
--- minutes away: a grantee paused before its first renewal would hold the
--- lock that long.)
---
--- The message goes out only with a grant, so a waiter can trust it
--- whoever counts the subscribers. A head that does not hear it (it
--- subscribes after its attempt, or its message was lost) takes the grant
--- with its next attempt. A head that takes no grants (a Java waiter, one
--- that keeps an owner of the caller's or a fixed lease), or whose last
--- attempt is older than its lease, is told message ("0"), and tries, as
--- Redisson's waiters do.
+-- handOff hands the free lock on to the head of the queue, if any: a
+-- head that takes grants (see takesGrants) and whose last attempt was made
+-- within its lease is given the lock (grantTo in grantlib.lua): it leaves
+-- the queue as if it had taken the lock itself, every deadline behind it
+-- moves a turn earlier (see grant), and the grants' hash lives as long as
+-- the grant. (The lock's TTL is not to the end of the head's turn, which
+-- may be minutes away: a grantee paused before its first renewal would
+-- hold the lock that long.) Any other head is told message ("0").
 local function handOff(publish, message)
 	if publish == '' then
 		return
@@ -99,41 +85,18 @@ local function handOff(publish, message)
 	if head == false then
 		return
 	end
-	local channel = channelPrefix .. ':' .. head
 	local by, ttl, turn, try = string.match(redis.call('hget', grantsKey, head) or '', '^(%d+):(%d+):(%d+):(%d+)$')
-	local t = nowMs()
-	if not by or tonumber(by) <= t then
-		redis.call(publish, channel, message)
-		return
+	local give = function(owner, lease) grant(owner, lease, tonumber(turn)) end
+	local lease = grantTo(publish, channelPrefix .. ':' .. head, head, by and tonumber(by), try, nowMs(), message, give, grantsKey)
+	if lease then
+		keepGrants(lease)
 	end
-	local lease = tonumber(by) - t
-	redis.call(publish, channel, '2:' .. try)
-	grant(head, lease, tonumber(turn))
-	redis.call('hset', grantsKey, head, '0')
-	keepGrants(lease)
 end
 
--- claim ends the wait of owner, which takes grants, if it holds the lock
--- already: a release granted it the lock while it was not listening or
--- its message was lost, or an attempt of its own whose reply was lost took
--- it (the owner is made for one call, so no other hold of it can be here).
--- That hold is the call's one hold, now with a lease of lease ms. It
--- reports whether there was one. A grant that ran out before it was taken
--- (its holder's turn was over) or whose lock was deleted is forgotten, and
--- the waiter queues again at the end, as one whose turn ran out while it
--- was at the head (the commands HEXISTS N owner then HDEL of the grant say
--- so).
+-- claim is claimGrant (grantlib.lua) with the fair lock's grants: a grant
+-- that ran out before it was taken (its holder's turn was over) is
+-- forgotten, and the waiter queues again at the end, as one whose turn
+-- ran out while it was at the head.
 local function claim(owner, lease)
-	local granted = redis.call('hget', grantsKey, owner) == '0'
-	if redis.call('hexists', lock, owner) == 0 then
-		if granted then
-			redis.call('hdel', grantsKey, owner)
-		end
-		return false
-	end
-	redis.call('pexpire', lock, lease)
-	if granted then
-		redis.call('hdel', grantsKey, owner)
-	end
-	return true
+	return claimGrant(lock, grantsKey, owner, lease)
 end

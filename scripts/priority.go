@@ -18,19 +18,19 @@ var priorityLib string
 var (
 	//go:embed priorityacquire.lua
 	priorityAcquireLua    string
-	priorityAcquireScript = newScript(clockLib, priorityLib, priorityAcquireLua)
+	priorityAcquireScript = newScript(clockLib, grantLib, priorityLib, priorityAcquireLua)
 
 	//go:embed priorityrelease.lua
 	priorityReleaseLua    string
-	priorityReleaseScript = newScript(clockLib, priorityLib, latchLib, priorityReleaseLua)
+	priorityReleaseScript = newScript(clockLib, grantLib, priorityLib, latchLib, priorityReleaseLua)
 
 	//go:embed priorityleave.lua
 	priorityLeaveLua    string
-	priorityLeaveScript = newScript(clockLib, priorityLib, priorityLeaveLua)
+	priorityLeaveScript = newScript(clockLib, grantLib, priorityLib, priorityLeaveLua)
 
 	//go:embed priorityforceunlock.lua
 	priorityForceUnlockLua    string
-	priorityForceUnlockScript = newScript(clockLib, priorityLib, priorityForceUnlockLua)
+	priorityForceUnlockScript = newScript(clockLib, grantLib, priorityLib, priorityForceUnlockLua)
 )
 
 // PriorityQueue returns the key of priority lock name's queue, relock's

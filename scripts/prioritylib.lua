@@ -79,12 +79,9 @@ end
 -- handOff hands the free lock on to the head of the queue: with nobody
 -- queued, message goes out on the lock's channel, as Redisson's RLock
 -- release publishes, for Java waiters. A head that takes grants and whose
--- last attempt's lease has not ended is given the lock in this script: its
--- record becomes the mark "0", and it is told "2:<try>" on its channel,
--- naming the attempt the grant answers; the lock's TTL runs to the end of
--- that attempt's lease (its own clock counts it from before the attempt
--- was sent, so it never believes in more than Redis keeps). Any other head
--- is told message on its channel, and tries.
+-- last attempt's lease has not ended is given the lock (grantTo in
+-- grantlib.lua); any other head is told message on its channel, and
+-- tries.
 local function handOff(publish, message, t)
 	if publish == '' then
 		return
@@ -95,31 +92,11 @@ local function handOff(publish, message, t)
 		return
 	end
 	local _, _, _, by, try = record(h)
-	local channel = channelPrefix .. ':' .. h
-	if not by or by <= t then
-		redis.call(publish, channel, message)
-		return
-	end
-	redis.call(publish, channel, '2:' .. try)
-	grant(h, by - t)
-	redis.call('hset', recordsKey, h, '0')
+	grantTo(publish, channelPrefix .. ':' .. h, h, by, try, t, message, grant, recordsKey)
 end
 
--- claim ends the wait of owner, which takes grants, if it holds the lock
--- already: a release granted it the lock while it was not listening or
--- its message was lost, or an attempt of its own whose reply was lost took
--- it (the owner is made for one call, so no other hold of it can be here).
--- That hold is the call's one hold, now with a lease of lease ms. It
--- reports whether there was one. A grant whose lock was deleted or expired
--- is forgotten, and the waiter queues again as a new arrival.
+-- claim is claimGrant (grantlib.lua) with the priority lock's records: a
+-- waiter whose grant is gone queues again as a new arrival.
 local function claim(owner, lease)
-	local granted = redis.call('hget', recordsKey, owner) == '0'
-	if granted then
-		redis.call('hdel', recordsKey, owner)
-	end
-	if redis.call('hexists', lock, owner) == 0 then
-		return false
-	end
-	redis.call('pexpire', lock, lease)
-	return true
+	return claimGrant(lock, recordsKey, owner, lease)
 end

@@ -181,6 +181,13 @@ var clockLib string
 //go:embed latchlib.lua
 var latchLib string
 
+// grantLib gives a free fair or priority lock to a queued relock waiter
+// and lets it take the grant (grantlib.lua); it comes before fairLib and
+// priorityLib, which use it.
+//
+//go:embed grantlib.lua
+var grantLib string
+
 // IsWrongType reports whether err says a key holds another type of value
 // than the script expects.
 func IsWrongType(err error) bool {

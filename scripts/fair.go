@@ -22,7 +22,7 @@ var (
 
 	//go:embed fairrelease.lua
 	fairReleaseLua    string
-	fairReleaseScript = newScript(clockLib, grantLib, fairLib, latchLib, fairReleaseLua)
+	fairReleaseScript = newScript(clockLib, grantLib, fairLib, latchLib, holdLib, fairReleaseLua)
 
 	//go:embed fairleave.lua
 	fairLeaveLua    string

@@ -43,19 +43,9 @@ if redis.call('exists', lock) == 0 then
 	handOff(pub, message)
 	return nil
 end
-if redis.call('hexists', lock, owner) == 0 then
-	return nil
-end
-local reply = 0
-if redis.call('hincrby', lock, owner, -1) > 0 then
-	redis.call('pexpire', lock, lease)
-else
-	redis.call('del', lock)
-	handOff(pub, message)
-	if believed == '1' then
-		return 1
-	end
-	reply = 1
+local reply = giveBackHold(lock, owner, lease, function() handOff(pub, message) end)
+if reply == nil or (reply == 1 and believed == '1') then
+	return reply
 end
 latchReply(latch, reply, latchTTL)
 return reply

@@ -36,7 +36,7 @@ var (
 
 	//go:embed release.lua
 	releaseLua    string
-	releaseScript = newScript(clockLib, wakeLib, latchLib, releaseLua)
+	releaseScript = newScript(clockLib, wakeLib, latchLib, holdLib, releaseLua)
 
 	//go:embed fencedacquire.lua
 	fencedAcquireLua    string

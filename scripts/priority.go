@@ -22,7 +22,7 @@ var (
 
 	//go:embed priorityrelease.lua
 	priorityReleaseLua    string
-	priorityReleaseScript = newScript(clockLib, grantLib, priorityLib, latchLib, priorityReleaseLua)
+	priorityReleaseScript = newScript(clockLib, grantLib, priorityLib, latchLib, holdLib, priorityReleaseLua)
 
 	//go:embed priorityleave.lua
 	priorityLeaveLua    string

@@ -57,16 +57,9 @@ local earlier = latchedReply(latch, again)
 if earlier then
 	return earlier
 end
-local count = redis.call('hget', lock, owner)
-if not count then
-	return nil
-end
-local reply = 0
-if tonumber(count) > 1 then
-	redis.call('hincrby', lock, owner, -1)
-	redis.call('pexpire', lock, lease)
-else -- the last hold: the key goes, so its count needs no update
-	redis.call('del', lock)
+-- freed announces the freed lock: on channel, and with directed wakes to
+-- one relock client, which may be handed the lock.
+local function freed()
 	-- Whether the releasing client is counted among Redisson's channel's
 	-- listeners (see handOn): read at most once, nil until then.
 	local counted
@@ -109,10 +102,11 @@ else -- the last hold: the key goes, so its count needs no update
 	if counts and not given then
 		redis.call(pub, channel, message)
 	end
-	if believed == '1' then
-		return 1
-	end
-	reply = 1
+end
+
+local reply = giveBackHold(lock, owner, lease, freed)
+if reply == nil or (reply == 1 and believed == '1') then
+	return reply
 end
 latchReply(latch, reply, latchTTL)
 return reply

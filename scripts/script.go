@@ -181,6 +181,12 @@ var clockLib string
 //go:embed latchlib.lua
 var latchLib string
 
+// holdLib gives back one hold on Redisson's RLock hash, the middle of the
+// plain, fair and priority locks' release scripts (holdlib.lua).
+//
+//go:embed holdlib.lua
+var holdLib string
+
 // grantLib gives a free fair or priority lock to a queued relock waiter
 // and lets it take the grant (grantlib.lua); it comes before fairLib and
 // priorityLib, which use it.

@@ -36,6 +36,18 @@ func (l *Lock) Name() string {
 	return l.r.given
 }
 
+// Key returns the Redis key of the lock's hash: Name mapped by
+// Options.NameMapper ("" for a nil Lock). It is what redis-cli and
+// scripts of one's own name, and what add-ons built on a Lock (such as
+// package election) derive their keys from, so that they share its
+// cluster slot.
+func (l *Lock) Key() string {
+	if l == nil {
+		return ""
+	}
+	return l.r.name
+}
+
 // Lock takes the lock, waiting while another owner holds it, and returns
 // the held context. Do the work under the lock with it, and give it to
 // Unlock: it carries the owner (ctx's, or a new one), and it is cancelled

@@ -1,0 +1,16 @@
+-- electionread.lua: the leader on record, if it still holds the lock.
+--
+-- lock      KEYS[1]: the election's lock hash N
+-- record    KEYS[2]: relock_election:{N} (see electionproclaim.lua)
+--
+-- Reply: {value, owner, term, since, the lock's PTTL} when the owner on
+-- record holds the lock; else {"", "", term, "", -2}, term being the last
+-- one recorded ("0" for none): there is no leader now.
+local lock, record = KEYS[1], KEYS[2]
+
+local r = redis.call('hmget', record, 'value', 'owner', 'term', 'since')
+local term = r[3] or '0'
+if not r[2] or redis.call('hexists', lock, r[2]) == 0 then
+	return {'', '', term, '', -2}
+end
+return {r[1], r[2], term, r[4], redis.call('pttl', lock)}

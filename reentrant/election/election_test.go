@@ -26,14 +26,14 @@ type node struct {
 }
 
 // start starts a redis-server and returns it.
-func start(t *testing.T) *redistest.Server {
+func start(t testing.TB) *redistest.Server {
 	t.Helper()
 	return redistest.Start(t)
 }
 
 // newNode makes a client of s with watchdog timeout wd (0: the default),
 // closed when the test ends.
-func newNode(t *testing.T, s *redistest.Server, wd time.Duration) node {
+func newNode(t testing.TB, s *redistest.Server, wd time.Duration) node {
 	t.Helper()
 	rdb := s.Client()
 	c, err := reentrant.New(rdb, reentrant.Options{WatchdogTimeout: wd})

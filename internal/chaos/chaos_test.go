@@ -384,10 +384,10 @@ schedule:
 		workload, total, len(r.log), faultCount, cancelled, len(lost), errs)
 	t.Logf("store: %d writes accepted, %d stale reads or writes refused, %d lost updates, value %d", st.accepted, st.stale, st.lost, st.value)
 	assert.Zero(t, errs["reentry"], "ErrReentry for an owner made for one acquisition")
-	// Only a fenced lock can keep a store safe from a holder that lost its
+	// Only a fenced lock (an election's term is its token) can keep a store safe from a holder that lost its
 	// lock without knowing (the inherent faults); without those faults
 	// every lock must.
-	if workload == "fenced" || linearizable {
+	if workload == "fenced" || workload == "election" || linearizable {
 		assert.Zero(t, st.lost, "oracle A: lost or duplicated increments")
 		assert.Equal(t, st.accepted, st.value, "oracle A: every accepted write is one increment")
 	}
@@ -495,8 +495,8 @@ schedule:
 	}
 
 	// Oracle D: once a TTL has passed (an acquire whose reply was lost may
-	// have left a hold, unrenewed), nothing is left but the token counter
-	// and keys that expire by themselves (see expiring), and no channel is
+	// have left a hold, unrenewed), nothing is left but the token counter,
+	// an election's record, and keys that expire by themselves (see expiring), and no channel is
 	// subscribed.
 	// A permit whose acquire reply was lost, and whose undo could not reach
 	// Redis either, stays in the timeout set, expired, until a script
@@ -530,6 +530,8 @@ schedule:
 		switch {
 		case k == "redisson_lock_token:{chaos}",
 			workload == "semaphore" && k == lockName,
+			// An election keeps its last term on record (scripts.ElectionKey).
+			workload == "election" && k == "relock_election:{chaos}",
 			workload == "latch" && strings.HasPrefix(k, "chaos:latch:"),
 			expiring(k) && r.expires(k):
 		default:

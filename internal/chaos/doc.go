@@ -10,12 +10,14 @@
 // at one of four priorities), two plain locks taken by one owner in a
 // random order, so that workers deadlock ("deadlock"), or always in the
 // same order ("ordered"), a permit-expirable semaphore, latch
-// rounds, and, only when named (RELOCK_CHAOS_WORKLOADS=herd), the herd: the
+// rounds, an election (campaign, resign; its term fences the store as the
+// fenced lock's token does), and, only when named (RELOCK_CHAOS_WORKLOADS=herd), the herd: the
 // plain lock with 16 processes, most of them waiting at any time. Faults include a force unlock and a partition of the
 // holder whose renewal replies first come late.
 //
 // Oracles: A, a fencing-checking store that refuses stale tokens and detects
-// lost or duplicated increments (strict for the fenced lock; for the others
+// lost or duplicated increments (strict for the fenced lock and the
+// election; for the others
 // only without the inherent faults); B, an overlap detector over the
 // intervals each process believed it held the lock (read holds may share
 // it), on CLOCK_MONOTONIC (shared by all processes of a host); C, the

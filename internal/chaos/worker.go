@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/relock-go/relock/reentrant"
+	"github.com/relock-go/relock/reentrant/election"
 	"github.com/relock-go/relock/scripts"
 )
 
@@ -132,8 +133,10 @@ const (
 // non-reentrant lock, each acquisition a new owner, so that any
 // ErrReentry is a defect; "group" takes values of the group lock
 // lockName, a set of groupSets at random, of which any two overlap, so
-// that each hold excludes every other as one lock's would.
-var workloads = []string{"fenced", "plain", "nonreentrant", "rw", "fair", "priority", "deadlock", "ordered", "semaphore", "latch", "herd", "group"}
+// that each hold excludes every other as one lock's would; "election"
+// campaigns in election lockName and resigns, its term fencing the store
+// as the fenced lock's token does.
+var workloads = []string{"fenced", "plain", "nonreentrant", "rw", "fair", "priority", "deadlock", "ordered", "semaphore", "latch", "herd", "group", "election"}
 
 // groupSets are the group workload's value sets.
 var groupSets = [][]string{{"a", "b"}, {"b", "c"}, {"c", "a"}, {"a", "b", "c"}}
@@ -236,6 +239,17 @@ func (p *pair) Unlock(context.Context) error {
 	return err1
 }
 
+// elected leads an election as a locker: its held context is the leading
+// one, which carries the term as the fenced lock's token.
+type elected struct{ e *election.Election }
+
+func (l elected) Lock(ctx context.Context, _ ...reentrant.LockOption) (context.Context, error) {
+	leading, _, err := l.e.Campaign(ctx, "worker")
+	return leading, err
+}
+
+func (l elected) Unlock(leading context.Context) error { return l.e.Resign(leading) }
+
 // priorities is how many priorities the priority workload's waiters draw
 // from, at random for each acquisition.
 const priorities = 4
@@ -249,8 +263,10 @@ type locker interface {
 // pick returns the lock for the next acquisition of workload w, and
 // whether it is a shared hold: the read-write workload reads 7 times in 10;
 // permits are all shared (oracle S counts them).
-func pick(c *reentrant.Client, w string, rng *rand.Rand) (locker, bool) {
+func pick(c *reentrant.Client, rdb rueidis.Client, w string, rng *rand.Rand) (locker, bool) {
 	switch w {
+	case "election":
+		return elected{election.New(c, rdb, lockName)}, false
 	case "semaphore":
 		return &permitLocker{s: c.PermitExpirableSemaphore(lockName)}, true
 	case "plain", "herd":
@@ -339,7 +355,7 @@ func runWorker(spec string) {
 		n = 0
 	}
 	for sum.Acquired < n {
-		f, read := pick(c, workload, rng)
+		f, read := pick(c, rdb, workload, rng)
 		if p, ok := f.(*pair); ok {
 			p.emit = func(o op) { o.Worker, o.Acq = id, int64(id)<<40|(acq+1); emit(record{Op: &o}) }
 		}

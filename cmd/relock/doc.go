@@ -7,6 +7,8 @@
 //	relock list [--json] [PATTERN]
 //	relock force-unlock [--yes] NAME
 //	relock deadlocks [--json]
+//	relock elect [flags] NAME [--] CMD [ARGS...]
+//	relock leader [--watch] [--json] NAME
 //	relock version
 //
 // Flags may come before or after NAME; for run, the first word after NAME
@@ -35,6 +37,23 @@
 //	                           Redisson YAML config does (instead of --url);
 //	                           the flags above, and --watchdog, when given,
 //	                           override it
+//
+// # elect, leader
+//
+// elect campaigns in election NAME (package reentrant/election; see
+// docs/election.md) and, once it leads, runs CMD as run does under a lock,
+// with RELOCK_NAME, RELOCK_OWNER and RELOCK_TERM, the term (a fencing
+// token: RELOCK_TOKEN is the same). When CMD exits, relock resigns (the
+// next candidate leads at once) and exits with CMD's status. If leadership
+// is lost while CMD runs, CMD gets SIGTERM, then SIGKILL after --grace,
+// and relock exits 75; with --keep it campaigns again instead, and runs
+// CMD again once it leads. --value V is what the leader proclaims
+// (default host:pid); --watchdog D how long a dead leader keeps leading.
+//
+// leader prints who leads election NAME: value, term, owner and since; it
+// exits 1 when nobody does. With --watch it prints every change, woken by
+// the election's messages, until interrupted; --json prints one object
+// per line.
 //
 // # run, hold
 //

@@ -55,6 +55,8 @@ func relock(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		"list":         e.list,
 		"force-unlock": e.forceUnlock,
 		"deadlocks":    e.deadlocks,
+		"elect":        e.elect,
+		"leader":       e.leader,
 		"version":      e.version,
 	}
 	cmd, ok := commands[args[0]]
@@ -101,6 +103,8 @@ usage:
   relock list [--json] [PATTERN]               the locks held now
   relock force-unlock [--yes] NAME             release NAME whoever holds it
   relock deadlocks [--json]                    owners waiting for each other's locks
+  relock elect [flags] NAME [--] CMD [ARGS...] lead election NAME, run CMD while leading
+  relock leader [--watch] [--json] NAME        who leads election NAME
   relock version
   relock CMD --help                            CMD's flags
 
@@ -114,13 +118,13 @@ flags may come before or after NAME; after NAME, run's first other word starts C
 
 exit status:
   0        done (run: CMD's own status, 128+n if signal n killed it)
-  1        not held, not found, or not confirmed; or the lock was held by
+  1        not held, not found, or not confirmed (leader: nobody leads); or the lock was held by
            someone else (-n, -w ran out; run and hold: -E CODE); deadlocks:
            a cycle was found
   2        bad usage: an unknown flag or command, an empty NAME, a flag's
            bad value (--db the server does not have, --permits 0)
   69       Redis could not be reached, or answered with an error
-  75       the lock was lost while held; CMD was stopped
+  75       the lock (elect: leadership) was lost while held; CMD was stopped
   77       Redis refused the credentials, or the user may not do what relock needs
   126, 127 CMD could not be run (not executable, not found)
   128+n    relock got signal n while waiting for the lock

@@ -98,6 +98,7 @@ type grant struct {
 	held    context.Context // cancelled if it is lost
 	owner   string          // the owner, or the permit's id
 	release func() error
+	env     []string // more of CMD's environment (elect: RELOCK_TERM)
 }
 
 // taker takes NAME as the flags say.
@@ -252,7 +253,7 @@ func (e env) underLock(conn *connFlags, f *lockFlags, name string, body func(gra
 	if f.verbose {
 		e.sayHolders(ctx, locks, name)
 	}
-	g, code := e.take(ctx, cancel, t, sigs)
+	g, code := e.take(ctx, cancel, name, f.notAcquired, t.take, sigs)
 	if g.held == nil {
 		return code
 	}
@@ -291,9 +292,10 @@ func (e env) sayHolders(ctx context.Context, locks *reentrant.Client, name strin
 	e.say("%s is held by %v; waiting", name, who)
 }
 
-// take takes the lock, or returns the exit code that says why not.
-// A signal while waiting cancels ctx with cancel.
-func (e env) take(ctx context.Context, cancel context.CancelCauseFunc, t taker, sigs <-chan os.Signal) (grant, int) {
+// take takes name with get, or returns the exit code that says why not
+// (notAcquired when get did not acquire it within its limits). A signal
+// while waiting cancels ctx with cancel.
+func (e env) take(ctx context.Context, cancel context.CancelCauseFunc, name string, notAcquired int, get func(context.Context) (grant, bool, error), sigs <-chan os.Signal) (grant, int) {
 	stop, exited := make(chan struct{}), make(chan struct{})
 	got := make(chan int, 1)
 	go func() {
@@ -305,7 +307,7 @@ func (e env) take(ctx context.Context, cancel context.CancelCauseFunc, t taker, 
 		case <-stop:
 		}
 	}()
-	g, ok, err := t.take(ctx)
+	g, ok, err := get(ctx)
 	close(stop)
 	<-exited // from here on, signals are left in sigs for the holder
 	switch {
@@ -318,11 +320,11 @@ func (e env) take(ctx context.Context, cancel context.CancelCauseFunc, t taker, 
 		case code = <-got: // sent before the cancel
 		default:
 		}
-		return grant{}, e.fail(code, "gave up waiting for %s: %v", t.name, context.Cause(ctx))
+		return grant{}, e.fail(code, "gave up waiting for %s: %v", name, context.Cause(ctx))
 	case err != nil:
 		return grant{}, e.fail(exitFor(err), "%v", err)
 	case !ok:
-		return grant{}, e.fail(t.f.notAcquired, "%s is held by someone else", t.name)
+		return grant{}, e.fail(notAcquired, "%s is held by someone else", name)
 	}
 	return g, exitOK
 }
@@ -331,7 +333,7 @@ func (e env) take(ctx context.Context, cancel context.CancelCauseFunc, t taker, 
 func (e env) runHeld(g grant, name string, argv []string, f *lockFlags, sigs <-chan os.Signal) int {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.stdin, e.stdout, e.stderr
-	cmd.Env = append(os.Environ(), "RELOCK_NAME="+name, "RELOCK_OWNER="+g.owner)
+	cmd.Env = append(append(os.Environ(), "RELOCK_NAME="+name, "RELOCK_OWNER="+g.owner), g.env...)
 	if token, ok := reentrant.TokenFrom(g.held); ok {
 		cmd.Env = append(cmd.Env, "RELOCK_TOKEN="+strconv.FormatInt(token, 10))
 	}

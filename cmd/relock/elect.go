@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/relock-go/relock/reentrant"
+	"github.com/relock-go/relock/reentrant/election"
+)
+
+// electFlags are elect's flags.
+type electFlags struct {
+	value   string
+	keep    bool
+	timeout time.Duration
+	grace   time.Duration
+	verbose bool
+}
+
+func (f *electFlags) register(fs *flag.FlagSet) {
+	host, _ := os.Hostname()
+	fs.StringVar(&f.value, "value", host+":"+strconv.Itoa(os.Getpid()), "what the leader proclaims (relock leader shows it)")
+	fs.BoolVar(&f.keep, "keep", false, "after leadership is lost and CMD stopped, campaign again and run CMD again")
+	fs.DurationVar(&f.timeout, "watchdog", 0, "the watchdog's timeout: how long a dead leader keeps leading (default 30s)")
+	fs.DurationVar(&f.grace, "grace", 10*time.Second, "after leadership is lost, how long CMD has between SIGTERM and SIGKILL")
+	fs.BoolVar(&f.verbose, "v", false, "say when leading starts and ends")
+	fs.BoolVar(&f.verbose, "verbose", false, "the same as -v")
+}
+
+// elect campaigns in election NAME and runs CMD while leading, as run does
+// under a lock: CMD gets RELOCK_TERM (and RELOCK_TOKEN, the same), and is
+// stopped (SIGTERM, --grace, SIGKILL; exit 75) when leadership is lost;
+// with --keep relock then campaigns again.
+func (e env) elect(args []string) int {
+	fs, conn := e.flags("elect")
+	f := &electFlags{}
+	f.register(fs)
+	rest, code, ok := e.parse(fs, args, 1)
+	if !ok {
+		return code
+	}
+	if len(rest) > 1 && rest[1] == "--" {
+		rest = append(rest[:1], rest[2:]...)
+	}
+	if len(rest) < 2 {
+		return e.fail(exitUsage, "elect needs NAME [--] CMD [ARGS...]")
+	}
+	if f.timeout < 0 || f.grace < 0 {
+		return e.fail(exitUsage, "durations must not be negative")
+	}
+	name, argv := rest[0], rest[1:]
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	rdb, locks, closeAll, err := conn.clients(e, reentrant.Options{WatchdogTimeout: f.timeout})
+	if err != nil {
+		return e.fail(exitFor(err), "%v", err)
+	}
+	defer closeAll()
+	el := election.New(locks, rdb, name)
+	for {
+		code = e.leadOnce(el, name, argv, f, sigs)
+		if code != exitLost || !f.keep {
+			return code
+		}
+	}
+}
+
+// leadOnce campaigns, runs CMD while leading, and resigns.
+func (e env) leadOnce(el *election.Election, name string, argv []string, f *electFlags, sigs <-chan os.Signal) int {
+	ctx, cancel := context.WithCancelCause(e.ctx)
+	defer cancel(nil)
+	campaign := func(ctx context.Context) (grant, bool, error) {
+		leading, term, err := el.Campaign(ctx, f.value)
+		if err != nil {
+			return grant{}, false, err
+		}
+		owner, _ := reentrant.OwnerFrom(leading)
+		return grant{held: leading, owner: owner.String(), release: func() error { return el.Resign(leading) },
+			env: []string{"RELOCK_TERM=" + strconv.FormatInt(int64(term), 10)}}, true, nil
+	}
+	g, code := e.take(ctx, cancel, name, exitNotFound, campaign, sigs)
+	if g.held == nil {
+		return code
+	}
+	if f.verbose {
+		term, _ := reentrant.TokenFrom(g.held)
+		e.say("%s: leading in term %d as %s", name, term, g.owner)
+	}
+	code = e.runHeld(g, name, argv, &lockFlags{grace: f.grace}, sigs)
+	err := g.release()
+	switch {
+	case code == exitLost:
+	case errors.Is(err, reentrant.ErrLockLost):
+		e.fail(0, "election %s: %v", name, err)
+	case err != nil:
+		e.fail(0, "resigning %s failed; leadership ends with its TTL: %v", name, err)
+	case f.verbose:
+		e.say("%s: resigned", name)
+	}
+	return code
+}
+
+// leader prints who leads election NAME; with --watch, every change until
+// signalled.
+func (e env) leader(args []string) int {
+	fs, conn := e.flags("leader")
+	watch := fs.Bool("watch", false, "print every change of leader until interrupted")
+	asJSON := fs.Bool("json", false, "print JSON: value, owner, term, since (one object per line)")
+	rest, code, ok := e.parse(fs, args, 0)
+	if !ok {
+		return code
+	}
+	if len(rest) != 1 {
+		return e.fail(exitUsage, "leader needs NAME")
+	}
+	name := rest[0]
+	rdb, locks, closeAll, err := conn.clients(e, reentrant.Options{})
+	if err != nil {
+		return e.fail(exitFor(err), "%v", err)
+	}
+	defer closeAll()
+	el := election.New(locks, rdb, name)
+	show := func(l election.Leader) {
+		if *asJSON {
+			b, _ := json.Marshal(leaderJSON{Name: name, Value: l.Value, Owner: l.Owner, Term: int64(l.Term), Since: sinceJSON(l)})
+			fmt.Fprintln(e.stdout, string(b))
+			return
+		}
+		if l.Owner == "" {
+			fmt.Fprintf(e.stdout, "%s: nobody leads\n", name)
+			return
+		}
+		fmt.Fprintf(e.stdout, "%s: %s leads in term %d, owner %s, since %s\n", name, l.Value, l.Term, l.Owner, l.Since.UTC().Format(time.RFC3339Nano))
+	}
+	if *watch {
+		ctx, stop := signal.NotifyContext(e.ctx, syscall.SIGINT, syscall.SIGTERM)
+		defer stop()
+		for l := range el.Observe(ctx) {
+			show(l)
+		}
+		return exitOK
+	}
+	l, err := el.Leader(e.ctx)
+	switch {
+	case errors.Is(err, election.ErrNoLeader):
+		show(l)
+		return exitNotFound
+	case err != nil:
+		return e.fail(exitFor(err), "%v", err)
+	}
+	show(l)
+	return exitOK
+}
+
+// leaderJSON is leader's --json line.
+type leaderJSON struct {
+	Name  string `json:"name"`
+	Value string `json:"value,omitempty"`
+	Owner string `json:"owner,omitempty"`
+	Term  int64  `json:"term"`
+	Since string `json:"since,omitempty"`
+}
+
+func sinceJSON(l election.Leader) string {
+	if l.Owner == "" || l.Since.IsZero() {
+		return ""
+	}
+	return l.Since.UTC().Format(time.RFC3339Nano)
+}

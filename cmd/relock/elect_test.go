@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// terms reads the terms the commands appended to path, one per line.
+func terms(t *testing.T, path string) []int64 {
+	t.Helper()
+	b, _ := os.ReadFile(path)
+	var ts []int64
+	for _, f := range strings.Fields(string(b)) {
+		n, err := strconv.ParseInt(f, 10, 64)
+		require.NoError(t, err)
+		ts = append(ts, n)
+	}
+	return ts
+}
+
+// Two elects on one name lead in turn, each with a larger term; leader
+// shows the one leading, and nobody after both are done. A watcher sees
+// every change.
+func TestElectAndLeader(t *testing.T) {
+	_, relock := server(t)
+	dir := t.TempDir()
+	log, gate := filepath.Join(dir, "log"), filepath.Join(dir, "gate")
+
+	watch := relock("leader", "--watch", "--json", "jobs")
+	out, err := watch.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, watch.Start())
+	lines := bufio.NewScanner(out)
+	next := func() leaderJSON {
+		t.Helper()
+		require.True(t, lines.Scan(), "the watcher printed a line")
+		var l leaderJSON
+		require.NoError(t, json.Unmarshal(lines.Bytes(), &l), lines.Text())
+		return l
+	}
+	assert.Equal(t, "", next().Owner, "nobody leads at first")
+
+	// first runs until the gate file exists; second waits behind it.
+	script := `echo "$RELOCK_TERM" >> "$LOG"; while [ ! -e "$GATE" ]; do sleep 0.01; done`
+	first := relock("elect", "--value", "first", "jobs", "--", "sh", "-c", script)
+	first.Env = append(first.Env, "LOG="+log, "GATE="+gate)
+	require.NoError(t, first.Start())
+	eventually(t, "first leads", func() bool { return len(terms(t, log)) == 1 })
+	l := next()
+	assert.Equal(t, "first", l.Value)
+	assert.Equal(t, terms(t, log)[0], l.Term)
+
+	code, stdout, stderr := result(t, relock("leader", "jobs"))
+	assert.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "jobs: first leads in term "+strconv.FormatInt(l.Term, 10))
+
+	second := relock("elect", "--value", "second", "jobs", "--", "sh", "-c", `echo "$RELOCK_TERM" >> "$LOG"; exit 3`)
+	second.Env = append(second.Env, "LOG="+log)
+	require.NoError(t, second.Start())
+	require.NoError(t, os.WriteFile(gate, nil, 0o644))
+	require.NoError(t, first.Wait())
+	var exit *exec.ExitError
+	require.ErrorAs(t, second.Wait(), &exit)
+	assert.Equal(t, 3, exit.ExitCode(), "elect exits with CMD's status")
+	ts := terms(t, log)
+	require.Len(t, ts, 2)
+	assert.Greater(t, ts[1], ts[0])
+
+	// The watcher saw first resign, second lead and resign, in term order
+	// (a change it read late may be skipped, never reordered).
+	for l = next(); l.Term < ts[1] || l.Owner != ""; l = next() {
+		if l.Owner != "" {
+			assert.Equal(t, "second", l.Value)
+		}
+	}
+	assert.Equal(t, ts[1], l.Term)
+	require.NoError(t, watch.Process.Signal(syscall.SIGINT))
+	require.NoError(t, watch.Wait(), "leader --watch exits 0 when interrupted")
+
+	code, stdout, _ = result(t, relock("leader", "jobs"))
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "jobs: nobody leads\n", stdout)
+}
+
+// A leader whose lock is force-unlocked loses leadership: its command is
+// stopped and elect exits 75; with --keep it campaigns again and runs the
+// command again, in a larger term.
+func TestElectLostStopsCommand(t *testing.T) {
+	_, relock := server(t)
+	for _, keep := range []bool{false, true} {
+		dir := t.TempDir()
+		log := filepath.Join(dir, "log")
+		args := []string{"elect", "--watchdog", "3s", "job"}
+		if keep {
+			args = append(args, "--keep")
+		}
+		// The second run of the command (with --keep) ends at once.
+		args = append(args, "--", "sh", "-c",
+			`echo "$RELOCK_TERM" >> "$LOG"; [ "$(wc -l < "$LOG")" -gt 1 ] && exit 0; trap 'exit 0' TERM; while true; do sleep 0.01; done`)
+		cmd := relock(args...)
+		cmd.Env = append(cmd.Env, "LOG="+log)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		require.NoError(t, cmd.Start())
+		eventually(t, "the leader runs", func() bool { return len(terms(t, log)) == 1 })
+		code, _, _ := result(t, relock("force-unlock", "--yes", "job"))
+		require.Equal(t, 0, code)
+		err := cmd.Wait()
+		if !keep {
+			var exit *exec.ExitError
+			require.ErrorAs(t, err, &exit)
+			assert.Equal(t, 75, exit.ExitCode(), stderr.String())
+			assert.Len(t, terms(t, log), 1)
+			continue
+		}
+		require.NoError(t, err, stderr.String())
+		ts := terms(t, log)
+		require.Len(t, ts, 2, "--keep led again")
+		assert.Greater(t, ts[1], ts[0])
+	}
+}
+
+// elect and leader refuse bad usage.
+func TestElectUsage(t *testing.T) {
+	_, relock := server(t)
+	for _, args := range [][]string{{"elect", "job"}, {"elect"}, {"leader"}, {"leader", "a", "b"}, {"elect", "--grace", "-1s", "job", "true"}} {
+		code, _, stderr := result(t, relock(args...))
+		assert.Equal(t, 2, code, "%v: %s", args, stderr)
+	}
+}

@@ -64,15 +64,16 @@ var (
 // Election is a handle on one election. It has no state of its own; its
 // methods are safe for concurrent use.
 type Election struct {
-	lock *reentrant.Lock
-	conn scripts.Conn
-	pub  scripts.Publish
+	lock  *reentrant.Lock
+	conn  scripts.Conn
+	pub   scripts.Publish
+	hooks Hooks
 }
 
 // New returns a handle on the election name, run on c. rdb must be the
 // client c was made with: the record of the leader and its announcements
 // go through it. It is cheap and does nothing on Redis.
-func New(c *reentrant.Client, rdb rueidis.Client, name string) *Election {
+func New(c *reentrant.Client, rdb rueidis.Client, name string, opts ...Option) *Election {
 	pub := scripts.PublishClassic
 	if c != nil && c.PubSubMode() == reentrant.PubSubSharded {
 		pub = scripts.PublishSharded
@@ -81,7 +82,11 @@ func New(c *reentrant.Client, rdb rueidis.Client, name string) *Election {
 	if c != nil {
 		lock = c.FencedLock(name)
 	}
-	return &Election{lock: lock, conn: scripts.Conn{Client: rdb}, pub: pub}
+	e := &Election{lock: lock, conn: scripts.Conn{Client: rdb}, pub: pub}
+	for _, o := range opts {
+		o(e)
+	}
+	return e
 }
 
 // Name returns the election's name, as given to New.
@@ -115,7 +120,7 @@ func (e *Election) Campaign(ctx context.Context, value string) (context.Context,
 		_ = e.lock.Unlock(leading)
 		return nil, 0, err
 	}
-	return leading, Term(term), nil
+	return e.began(leading, Term(term)), Term(term), nil
 }
 
 // Proclaim changes the leader's value without an election: observers see
@@ -162,7 +167,9 @@ func (e *Election) Resign(leading context.Context) error {
 	// the Unlock after: the record names an owner that holds nothing then,
 	// which Leader reads as no leader.
 	_, rerr := scripts.ElectionResign(context.WithoutCancel(leading), e.conn, e.lock.Key(), owner, int64(term), e.pub)
-	if err := e.lock.Unlock(leading); err != nil {
+	err = e.lock.Unlock(leading)
+	resigned(leading, err)
+	if err != nil {
 		return err
 	}
 	if rerr != nil {

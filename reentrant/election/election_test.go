@@ -3,6 +3,7 @@ package election_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -17,7 +18,14 @@ import (
 	"github.com/relock-go/relock/reentrant/election"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain checks that no goroutine outlives a test, but rueidis's cluster
+// client's: its map refreshes and delayed calls end on their own, after
+// Close.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2"),
+		goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*call).DelayDo.func1"))
+}
 
 // node is one process's view: its rueidis client and relock client.
 type node struct {
@@ -291,4 +299,43 @@ func TestBadInput(t *testing.T) {
 	_, err = e.Leader(ctx)
 	assert.ErrorIs(t, err, election.ErrNoLeader)
 	assert.ErrorIs(t, e.Run(ctx, "v", nil), reentrant.ErrInvalidArgument)
+}
+
+// TestHooks: Elected then Resigned for a term given up, Elected then Lost
+// (ErrLockLost) for one force-unlocked elsewhere; each once.
+func TestHooks(t *testing.T) {
+	s := start(t)
+	n := newNode(t, s, time.Second)
+	var mu sync.Mutex
+	var events []string
+	note := func(what string, term election.Term) {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, fmt.Sprintf("%s %d", what, term))
+	}
+	lost := make(chan error, 1)
+	e := election.New(n.c, n.rdb, "hooked", election.WithHooks(election.Hooks{
+		Elected:  func(_ string, term election.Term) { note("elected", term) },
+		Resigned: func(_ string, term election.Term) { note("resigned", term) },
+		Lost: func(_ string, term election.Term, cause error) {
+			note("lost", term)
+			lost <- cause
+		},
+	}))
+	ctx := context.Background()
+	held, t1, err := e.Campaign(ctx, "v")
+	require.NoError(t, err)
+	require.NoError(t, e.Resign(held))
+	held, t2, err := e.Campaign(ctx, "v")
+	require.NoError(t, err)
+	_, err = newNode(t, s, 0).c.FencedLock("hooked").ForceUnlock(ctx)
+	require.NoError(t, err)
+	assert.ErrorIs(t, redistest.Recv(t, lost), reentrant.ErrLockLost)
+	assert.ErrorIs(t, e.Resign(held), reentrant.ErrLockLost)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{
+		fmt.Sprintf("elected %d", t1), fmt.Sprintf("resigned %d", t1),
+		fmt.Sprintf("elected %d", t2), fmt.Sprintf("lost %d", t2),
+	}, events)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/relock-go/relock/internal/redistest"
 	relockotel "github.com/relock-go/relock/otel"
 	"github.com/relock-go/relock/reentrant"
+	"github.com/relock-go/relock/reentrant/election"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -202,4 +203,28 @@ func TestHooksDeadlock(t *testing.T) {
 	require.NoError(t, rw.ReadLock().Unlock(held))
 	m := collect(t, reader)
 	assert.Equal(t, int64(1), count(m["relock.deadlocks"], attribute.Int("relock.cycle.length", 1)))
+}
+
+// TestElectionHooks: relock.election.leading is 1 while leading, by name
+// with WithLockNames, and relock.election.changes counts each event.
+func TestElectionHooks(t *testing.T) {
+	srv := redistest.Start(t)
+	reader := sdkmetric.NewManualReader()
+	hooks, err := relockotel.NewElectionHooks(relockotel.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))), relockotel.WithLockNames())
+	require.NoError(t, err)
+	rdb := srv.Client()
+	locks, err := reentrant.New(rdb, reentrant.Options{})
+	require.NoError(t, err)
+	defer locks.Close()
+	e := election.New(locks, rdb, "scheduler", election.WithHooks(hooks))
+	ctx := context.Background()
+	leading, _, err := e.Campaign(ctx, "me")
+	require.NoError(t, err)
+	name := attribute.String("relock.name", "scheduler")
+	assert.Equal(t, int64(1), count(collect(t, reader)["relock.election.leading"], name))
+	require.NoError(t, e.Resign(leading))
+	m := collect(t, reader)
+	assert.Equal(t, int64(0), count(m["relock.election.leading"], name))
+	assert.Equal(t, int64(1), count(m["relock.election.changes"], name, attribute.String("relock.election.event", "elected")))
+	assert.Equal(t, int64(1), count(m["relock.election.changes"], name, attribute.String("relock.election.event", "resigned")))
 }

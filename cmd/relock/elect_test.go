@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -138,4 +139,41 @@ func TestElectUsage(t *testing.T) {
 		code, _, stderr := result(t, relock(args...))
 		assert.Equal(t, 2, code, "%v: %s", args, stderr)
 	}
+}
+
+// A leader paused (SIGSTOP, with its command) past its lease is replaced
+// once its hold's TTL runs out; when it resumes, its command gets SIGTERM
+// (its own clock says the lease is over) and elect exits 75. The time
+// from SIGCONT to SIGTERM is logged: it is the window in which a resumed
+// leader's command may act before it is told, which the term fences.
+func TestElectPausedLeader(t *testing.T) {
+	_, relock := server(t)
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	first := relock("elect", "--watchdog", "1s", "--grace", "5s", "job", "--", "sh", "-c",
+		`trap 'date +%s%N > "$LOG.term"; exit 0' TERM; echo "$RELOCK_TERM" >> "$LOG"; while true; do sleep 0.001; done`)
+	first.Env = append(first.Env, "LOG="+log)
+	first.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, first.Start())
+	eventually(t, "the first leader runs", func() bool { return len(terms(t, log)) == 1 })
+
+	require.NoError(t, syscall.Kill(-first.Process.Pid, syscall.SIGSTOP)) // relock and its command
+	paused := time.Now()
+	code, stdout, stderr := result(t, relock("elect", "job", "--", "sh", "-c", `echo "$RELOCK_TERM"`))
+	require.Equal(t, 0, code, stderr)
+	second, err := strconv.ParseInt(strings.TrimSpace(stdout), 10, 64)
+	require.NoError(t, err)
+	assert.Greater(t, second, terms(t, log)[0])
+	t.Logf("the second leader led %v after the first was paused (watchdog timeout 1s)", time.Since(paused).Round(time.Millisecond))
+
+	resumed := time.Now()
+	require.NoError(t, syscall.Kill(-first.Process.Pid, syscall.SIGCONT))
+	var exit *exec.ExitError
+	require.ErrorAs(t, first.Wait(), &exit)
+	assert.Equal(t, 75, exit.ExitCode())
+	b, err := os.ReadFile(log + ".term")
+	require.NoError(t, err, "the resumed leader's command got SIGTERM")
+	at, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	require.NoError(t, err)
+	t.Logf("the resumed leader's command got SIGTERM %v after SIGCONT (its shell sleeps 1ms at a time)", time.Unix(0, at).Sub(resumed).Round(time.Microsecond))
 }

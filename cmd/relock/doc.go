@@ -53,7 +53,7 @@
 // leader prints who leads election NAME: value, term, owner and since; it
 // exits 1 when nobody does. With --watch it prints every change, woken by
 // the election's messages, until interrupted; --json prints one object
-// per line.
+// per line. inspect and list show an election's leader beside its lock.
 //
 // # run, hold
 //

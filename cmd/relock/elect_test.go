@@ -65,6 +65,13 @@ func TestElectAndLeader(t *testing.T) {
 	code, stdout, stderr := result(t, relock("leader", "jobs"))
 	assert.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "jobs: first leads in term "+strconv.FormatInt(l.Term, 10))
+	// inspect and list name the election's leader beside its lock.
+	code, stdout, stderr = result(t, relock("inspect", "jobs"))
+	assert.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "election: first leads in term "+strconv.FormatInt(l.Term, 10))
+	code, stdout, stderr = result(t, relock("list"))
+	assert.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "(election: first leads in term "+strconv.FormatInt(l.Term, 10)+")")
 
 	second := relock("elect", "--value", "second", "jobs", "--", "sh", "-c", `echo "$RELOCK_TERM" >> "$LOG"; exit 3`)
 	second.Env = append(second.Env, "LOG="+log)

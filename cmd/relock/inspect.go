@@ -1,14 +1,19 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/relock-go/relock/reentrant"
+	"github.com/relock-go/relock/reentrant/election"
 	"github.com/relock-go/relock/scripts"
 )
 
@@ -24,6 +29,8 @@ type keyReport struct {
 	Token     int64   `json:"fencing_token,omitempty"`
 	Count     *int64  `json:"count,omitempty"`
 	Rate      *rate   `json:"rate,omitempty"`
+	// An election whose lock this is (see leaderOf): who leads it.
+	Election *leaderJSON `json:"election,omitempty"`
 }
 
 type entry struct {
@@ -95,7 +102,7 @@ func (e env) inspect(args []string) int {
 	if len(rest) != 1 {
 		return e.fail(exitUsage, "inspect needs one NAME")
 	}
-	locks, closeLocks, err := conn.locks(e, reentrant.Options{})
+	rdb, locks, closeLocks, err := conn.clients(e, reentrant.Options{})
 	if err != nil {
 		return e.fail(exitFor(err), "%v", err)
 	}
@@ -105,6 +112,9 @@ func (e env) inspect(args []string) int {
 		return e.fail(exitFor(err), "%v", err)
 	}
 	r := report(info)
+	if r.Election, err = leaderOf(e.ctx, locks, rdb, info); err != nil {
+		return e.fail(exitFor(err), "%v", err)
+	}
 	if len(values) > 0 {
 		r.Holders = namedValues(r.Holders, values)
 	}
@@ -117,6 +127,23 @@ func (e env) inspect(args []string) int {
 		return exitNotFound
 	}
 	return exitOK
+}
+
+// leaderOf returns who leads the election whose lock is the fenced lock
+// info describes, or nil when it is no election's (no leader was ever
+// recorded for it).
+func leaderOf(ctx context.Context, locks *reentrant.Client, rdb rueidis.Client, info reentrant.KeyInfo) (*leaderJSON, error) {
+	if info.Kind != reentrant.KindFenced {
+		return nil, nil
+	}
+	l, err := election.New(locks, rdb, info.Name).Leader(ctx)
+	switch {
+	case errors.Is(err, election.ErrNoLeader) && l.Term == 0:
+		return nil, nil
+	case err != nil && !errors.Is(err, election.ErrNoLeader):
+		return nil, err
+	}
+	return &leaderJSON{Name: info.Name, Value: l.Value, Owner: l.Owner, Term: int64(l.Term), Since: sinceJSON(l)}, nil
 }
 
 // namedValues returns a group lock's holders of values, in their order:
@@ -166,6 +193,11 @@ func (r keyReport) write(w io.Writer) {
 	}
 	if r.Token > 0 {
 		fmt.Fprintf(w, "  fencing token: %d\n", r.Token)
+	}
+	if l := r.Election; l != nil && l.Owner != "" {
+		fmt.Fprintf(w, "  election: %s leads in term %d since %s\n", l.Value, l.Term, l.Since)
+	} else if l != nil {
+		fmt.Fprintf(w, "  election: nobody leads (last term %d)\n", l.Term)
 	}
 	for _, h := range r.Holders {
 		switch {

@@ -49,7 +49,11 @@ func (e env) list(args []string) int {
 		}
 		switch info.Kind {
 		case reentrant.KindLock, reentrant.KindFair, reentrant.KindPriority, reentrant.KindFenced, reentrant.KindReadWrite, reentrant.KindGroup:
-			reports = append(reports, report(info))
+			r := report(info)
+			if r.Election, err = leaderOf(e.ctx, locks, rdb, info); err != nil {
+				return e.fail(exitFor(err), "%v", err)
+			}
+			reports = append(reports, r)
 		}
 	}
 	if *asJSON {
@@ -70,6 +74,9 @@ func (e env) list(args []string) int {
 				continue
 			}
 			holders = append(holders, fmt.Sprintf("%s×%d", h.Owner, h.Count))
+		}
+		if l := r.Election; l != nil && l.Owner != "" {
+			holders = append(holders, fmt.Sprintf("(election: %s leads in term %d)", l.Value, l.Term))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.Kind, ttl, strings.Join(holders, " "))
 	}

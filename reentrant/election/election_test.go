@@ -16,6 +16,7 @@ import (
 	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/reentrant"
 	"github.com/relock-go/relock/reentrant/election"
+	"github.com/relock-go/relock/reentrant/reentranttest"
 )
 
 // TestMain checks that no goroutine outlives a test, but rueidis's cluster
@@ -338,4 +339,20 @@ func TestHooks(t *testing.T) {
 		fmt.Sprintf("elected %d", t1), fmt.Sprintf("resigned %d", t1),
 		fmt.Sprintf("elected %d", t2), fmt.Sprintf("lost %d", t2),
 	}, events)
+}
+
+// TestOnMiniredis: with reentranttest, a Campaign, an observer and a
+// Resign work on miniredis, as they do on Redis.
+func TestOnMiniredis(t *testing.T) {
+	locks, m := reentranttest.New(t, reentrant.Options{})
+	e := election.New(locks, reentranttest.Rueidis(t, m), "mini")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	seen := e.Observe(ctx)
+	assert.Equal(t, "", redistest.Recv(t, seen).Owner)
+	leading, term, err := e.Campaign(ctx, "v")
+	require.NoError(t, err)
+	assert.Equal(t, term, redistest.Recv(t, seen).Term)
+	require.NoError(t, e.Resign(leading))
+	assert.Equal(t, "", redistest.Recv(t, seen).Owner)
 }

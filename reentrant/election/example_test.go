@@ -1,0 +1,76 @@
+package election_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/rueidis"
+
+	"github.com/relock-go/relock/reentrant"
+	"github.com/relock-go/relock/reentrant/election"
+)
+
+// connect returns an embedded Redis's rueidis client and a relock client
+// on it; a program connects to its own Redis.
+func connect() (rueidis.Client, *reentrant.Client, func()) {
+	m, err := miniredis.Run()
+	if err != nil {
+		log.Fatal(err)
+	}
+	rdb, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress: []string{m.Addr()}, DisableCache: true, AlwaysRESP2: true, ForceSingleClient: true,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	locks, err := reentrant.New(rdb, reentrant.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	return rdb, locks, func() { locks.Close(); rdb.Close(); m.Close() }
+}
+
+func Example() {
+	rdb, locks, stop := connect()
+	defer stop()
+	ctx := context.Background()
+
+	e := election.New(locks, rdb, "scheduler")
+	leading, term, err := e.Campaign(ctx, "host-1")
+	if err != nil {
+		log.Fatal(err)
+	}
+	l, _ := e.Leader(ctx)
+	fmt.Println(l.Value, "leads; its term is the one Campaign gave:", l.Term == term)
+
+	_ = e.Proclaim(leading, "host-1 (draining)")
+	l, _ = e.Leader(ctx)
+	fmt.Println(l.Value, "leads, in the same term:", l.Term == term)
+
+	_ = e.Resign(leading)
+	_, err = e.Leader(ctx)
+	fmt.Println("after Resign:", errors.Is(err, election.ErrNoLeader))
+	// Output:
+	// host-1 leads; its term is the one Campaign gave: true
+	// host-1 (draining) leads, in the same term: true
+	// after Resign: true
+}
+
+func ExampleFenced() {
+	rdb, _, stop := connect()
+	defer stop()
+	ctx := context.Background()
+
+	store := election.NewFenced(rdb)
+	_ = store.Set(ctx, "config", 7, "written in term 7")
+	err := store.Set(ctx, "config", 6, "written late in term 6")
+	fmt.Println(errors.Is(err, election.ErrStaleTerm))
+	v, _, _ := store.Get(ctx, "config", 7)
+	fmt.Println(v)
+	// Output:
+	// true
+	// written in term 7
+}

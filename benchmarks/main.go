@@ -32,6 +32,7 @@ func main() {
 	syncs := flag.Bool("synchronizers", false, "instead of the other scenarios, measure semaphores beside the lock, and rate limiters")
 	herd := flag.String("herd", "", "instead of the other scenarios, run the forced handoff with each of these numbers of waiting clients (comma-separated, e.g. 8,64,256)")
 	ctxKind := flag.String("ctx", "request", `the context scenarios 1 and 2 pass to every call: "request", one that can be cancelled and has a deadline, as a request handler's, or "background", context.Background()`)
+	elect := flag.Bool("election", false, "instead of the other scenarios, measure an election's takeover (after Resign, after the leader died), relock's and, if installed, etcd's")
 	floor := flag.Bool("floor", false, "instead of the other scenarios, run scenarios 1 and 2 for relock, rueidislock and Redisson's own lock scripts")
 	flag.Parse()
 	var callCtx func() (context.Context, context.CancelFunc)
@@ -67,6 +68,13 @@ func main() {
 	if *syncs {
 		fmt.Printf("Synchronizers, %s, redis-server %s on loopback, %s, %d CPUs.\n", time.Now().Format("2006-01-02"), s.version(), runtime.Version(), runtime.NumCPU())
 		if err := runSynchronizers(s, *rounds, *pairs, *par, callCtx); err != nil {
+			fatalf("%v", err)
+		}
+		return
+	}
+	if *elect {
+		fmt.Printf("Election takeover, %s, redis-server %s on loopback, %s, %d CPUs; %d rounds after Resign.\n\n", time.Now().Format("2006-01-02"), s.version(), runtime.Version(), runtime.NumCPU(), *rounds)
+		if err := runElection(s, *rounds); err != nil {
 			fatalf("%v", err)
 		}
 		return

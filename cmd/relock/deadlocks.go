@@ -32,12 +32,16 @@ type edgeReport struct {
 func (e env) deadlocks(args []string) int {
 	fs, conn := e.flags("deadlocks")
 	asJSON := fs.Bool("json", false, "print JSON")
+	asDot := fs.Bool("dot", false, "print the waits-for graph in Graphviz's DOT language, each cycle in red (relock deadlocks --dot | dot -Tsvg > waits.svg)")
 	rest, code, ok := e.parse(fs, args, 0)
 	if !ok {
 		return code
 	}
 	if len(rest) != 0 {
 		return e.fail(exitUsage, "deadlocks takes no NAME")
+	}
+	if *asJSON && *asDot {
+		return e.fail(exitUsage, "--json and --dot: give one")
 	}
 	rdb, err := conn.redis()
 	if err != nil {
@@ -62,14 +66,17 @@ func (e env) deadlocks(args []string) int {
 		edges = append(edges, es...)
 	}
 	cycles := findCycles(edges)
-	if *asJSON {
+	switch {
+	case *asDot:
+		writeDot(e.stdout, edges, cycles)
+	case *asJSON:
 		r := deadlocksReport{Edges: []edgeReport{}, Cycles: [][]edgeReport{}}
 		r.Edges = edgeReports(edges)
 		for _, c := range cycles {
 			r.Cycles = append(r.Cycles, edgeReports(c))
 		}
 		writeJSON(e.stdout, r)
-	} else {
+	default:
 		writeDeadlocks(e.stdout, edges, cycles)
 	}
 	if len(cycles) > 0 {
@@ -100,6 +107,42 @@ func writeDeadlocks(w io.Writer, edges []reentrant.WaitEdge, cycles [][]reentran
 		}
 		fmt.Fprintf(w, "deadlock: %s\n", strings.Join(parts, "; "))
 	}
+}
+
+// writeDot writes the waits-for graph in DOT: an owner is a node, and a
+// wait an edge from the waiter to the holder, labelled with the lock and
+// how long it has waited; the edges and owners of a cycle are red.
+func writeDot(w io.Writer, edges []reentrant.WaitEdge, cycles [][]reentrant.WaitEdge) {
+	inCycle := map[reentrant.WaitEdge]bool{}
+	owners := map[string]bool{}
+	for _, c := range cycles {
+		for _, x := range c {
+			inCycle[x] = true
+			owners[x.Waiter], owners[x.Holder] = true, true
+		}
+	}
+	fmt.Fprintln(w, "digraph waits_for {")
+	fmt.Fprintln(w, "\tnode [shape=box, fontname=monospace];")
+	nodes := map[string]bool{}
+	for _, x := range edges {
+		nodes[x.Waiter], nodes[x.Holder] = true, true
+	}
+	for _, n := range slices.Sorted(maps.Keys(nodes)) {
+		attrs := ""
+		if owners[n] {
+			attrs = ", color=red, fontcolor=red"
+		}
+		fmt.Fprintf(w, "\t%q [label=%q%s];\n", n, "owner "+n, attrs)
+	}
+	for _, x := range edges {
+		attrs := ""
+		if inCycle[x] {
+			attrs = ", color=red, fontcolor=red, penwidth=2"
+		}
+		label := fmt.Sprintf("waits for %q\n%v", x.Lock, time.Since(x.Since).Round(time.Millisecond))
+		fmt.Fprintf(w, "\t%q -> %q [label=%q%s];\n", x.Waiter, x.Holder, label, attrs)
+	}
+	fmt.Fprintln(w, "}")
 }
 
 // findCycles returns each cycle of edges once, starting at its least

@@ -6,7 +6,7 @@
 //	relock inspect [--json] [--value V]... NAME
 //	relock list [--json] [PATTERN]
 //	relock force-unlock [--yes] NAME
-//	relock deadlocks [--json]
+//	relock deadlocks [--json | --dot]
 //	relock elect [flags] NAME [--] CMD [ARGS...]
 //	relock leader [--watch] [--json] NAME
 //	relock version
@@ -124,7 +124,8 @@
 // registered for deadlock detection (waits longer than their
 // DeadlockTimeout by owners that may hold locks; see docs/deadlocks.md),
 // one per holder of the lock waited for, and every cycle among them. It
-// exits 1 when it finds a cycle.
+// exits 1 when it finds a cycle. --dot prints the graph for Graphviz
+// (relock deadlocks --dot | dot -Tsvg > waits.svg), each cycle in red.
 //
 // inspect, list, force-unlock and deadlocks exit 0 on success, 1 when the
 // key is not there or not a lock (force-unlock) or a cycle was found

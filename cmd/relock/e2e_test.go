@@ -637,12 +637,25 @@ func TestDeadlocks(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stdout, "deadlock: owner "+a+` waits for lock "y" held by owner `+b+"; owner "+b+` waits for lock "x" held by owner `+a)
 
+	// --dot: the same graph for Graphviz, the cycle's two waits in red.
+	code, stdout, _ = result(t, relock("deadlocks", "--dot"))
+	assert.Equal(t, 1, code)
+	assert.True(t, strings.HasPrefix(stdout, "digraph waits_for {\n"), stdout)
+	assert.Contains(t, stdout, `"`+a+`" -> "`+b+`" [label="waits for \"y\"\n`)
+	assert.Contains(t, stdout, `"`+b+`" -> "`+a+`" [label="waits for \"x\"\n`)
+	assert.Equal(t, 2, strings.Count(stdout, "color=red, fontcolor=red, penwidth=2"), stdout)
+
 	require.NoError(t, s.Do("DEL", "relock_wait:{"+b+"}").Error())
 	code, stdout, _ = result(t, relock("deadlocks", "--json"))
 	assert.Equal(t, 0, code)
 	require.NoError(t, json.Unmarshal([]byte(stdout), &r))
 	assert.Len(t, r.Edges, 1)
 	assert.Empty(t, r.Cycles)
+	code, stdout, _ = result(t, relock("deadlocks", "--dot"))
+	assert.Equal(t, 0, code)
+	assert.NotContains(t, stdout, "red", "no cycle, nothing in red")
+	code, _, _ = result(t, relock("deadlocks", "--dot", "--json"))
+	assert.Equal(t, 2, code)
 
 	code, _, _ = result(t, exec.Command(binary, "deadlocks", "--addr", "127.0.0.1:1", "--connect-timeout", "1s"))
 	assert.Equal(t, 69, code)

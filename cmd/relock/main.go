@@ -102,7 +102,7 @@ usage:
   relock inspect [--json] [--value V] NAME     what is at NAME: kind, holders, TTL
   relock list [--json] [PATTERN]               the locks held now
   relock force-unlock [--yes] NAME             release NAME whoever holds it
-  relock deadlocks [--json]                    owners waiting for each other's locks
+  relock deadlocks [--json | --dot]            owners waiting for each other's locks
   relock elect [flags] NAME [--] CMD [ARGS...] lead election NAME, run CMD while leading
   relock leader [--watch] [--json] NAME        who leads election NAME
   relock version

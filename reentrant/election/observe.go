@@ -10,9 +10,10 @@ import (
 )
 
 // Observe returns a channel that receives the election's leader at once,
-// then at every change (a new term, a new value, nobody leading), in term
-// order, and is closed when ctx ends. A Leader whose Owner is "" says
-// nobody leads.
+// then at every change (a new term, a new value, nobody leading), leaders
+// in term order, and is closed when ctx ends. A Leader whose Owner is ""
+// says nobody leads; its Term is the last one recorded (0 after Redis lost
+// its data).
 //
 // Changes come by message, not by polling: Campaign, Proclaim and Resign
 // announce them on the election's channel, to which Observe subscribes on
@@ -112,10 +113,20 @@ func (w *watch) follow(ctx context.Context, wake <-chan struct{}, closed <-chan 
 	}
 }
 
-// send sends l if it is news: another owner, term or value, and no older
-// term than the last sent. It reports false when ctx ended.
+// send sends l if it is news: a leader of another owner, term or value,
+// and no older term than the last sent; or nobody leading, after a leader
+// or after a newer term (one that began and ended between two reads).
+// (Nobody's term is the last recorded, which a Redis that lost its data
+// no longer has: a leader shown then must not stay shown.) It reports
+// false when ctx ended.
 func (w *watch) send(ctx context.Context, l Leader) bool {
-	if w.sent && (l.Term < w.last.Term || l.Owner == w.last.Owner && l.Term == w.last.Term && l.Value == w.last.Value) {
+	switch {
+	case !w.sent:
+	case l.Owner == "":
+		if w.last.Owner == "" && l.Term <= w.last.Term {
+			return true
+		}
+	case l.Term < w.last.Term || l.Owner == w.last.Owner && l.Term == w.last.Term && l.Value == w.last.Value:
 		return true
 	}
 	select {

@@ -280,6 +280,11 @@ func chaos(t *testing.T, workload string, linearizable bool) {
 			require.NoError(t, err)
 		}
 	}
+	var leaders *electionWatch
+	if workload == "election" {
+		leaders = watchElection(admin, r.redis.Client())
+		defer func() { leaders.cancel(); <-leaders.done }()
+	}
 	var samples *queueSamples
 	var drops *dropWatch
 	if q, ok := queueWatches[workload]; ok {
@@ -523,6 +528,9 @@ schedule:
 		}
 		require.NoError(t, err)
 		assert.Equal(t, [2]int64{semPermits, 0}, [2]int64{available, taken}, "oracle D: every permit back (available, taken)")
+	}
+	if leaders != nil {
+		leaders.judge(t, r, intervals)
 	}
 	keys, err := r.do("KEYS", "*").AsStrSlice()
 	require.NoError(t, err)

@@ -32,7 +32,10 @@
 // workloads, every deadlock ended within DeadlockTimeout and a re-poll,
 // every ErrDeadlock named a cycle that was there, and none came when the
 // locks are always taken in one order; S, never more permits in use than the
-// semaphore has; L, no latch opens early, and every round opens.
+// semaphore has; L, no latch opens early, and every round opens; O, for
+// the election, every leader an observer (on Redis directly, through every
+// fault) was shown was a worker's, and it shows nobody leading once every
+// hold is gone.
 //
 // The suite runs when RELOCK_CHAOS=1 (see docs/safety.md for the commands);
 // RELOCK_CHAOS_TRACE=DIR writes what each worker sent, heard and was told,

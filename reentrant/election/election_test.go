@@ -356,3 +356,25 @@ func TestOnMiniredis(t *testing.T) {
 	require.NoError(t, e.Resign(leading))
 	assert.Equal(t, "", redistest.Recv(t, seen).Owner)
 }
+
+// TestObserveAfterDataLoss: Redis loses its data (the lock, the record
+// and its term) under a leader: the observer stops showing it, by the
+// hold's TTL at the latest, though nobody's term is now 0.
+func TestObserveAfterDataLoss(t *testing.T) {
+	s := start(t)
+	n := newNode(t, s, time.Second)
+	e := n.election("lost-data")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	seen := newNode(t, s, 0).election("lost-data").Observe(ctx)
+	assert.Equal(t, "", redistest.Recv(t, seen).Owner)
+	leading, term, err := e.Campaign(ctx, "a")
+	require.NoError(t, err)
+	assert.Equal(t, term, redistest.Recv(t, seen).Term)
+	require.NoError(t, s.Do("FLUSHALL").Error())
+	l := redistest.Recv(t, seen)
+	assert.Equal(t, "", l.Owner, "nobody leads once Redis forgot the leader")
+	assert.Equal(t, election.Term(0), l.Term)
+	<-leading.Done()
+	assert.ErrorIs(t, context.Cause(leading), reentrant.ErrLockLost)
+}

@@ -89,8 +89,14 @@ func New(c *reentrant.Client, rdb rueidis.Client, name string, opts ...Option) *
 	return e
 }
 
-// Name returns the election's name, as given to New.
-func (e *Election) Name() string { return e.lock.Name() }
+// Name returns the election's name, as given to New ("" for a nil
+// Election).
+func (e *Election) Name() string {
+	if e == nil {
+		return ""
+	}
+	return e.lock.Name()
+}
 
 // Campaign waits until ctx's owner (or one made for the call) leads, then
 // records value as the leader's and announces it. It returns the leading

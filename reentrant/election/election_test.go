@@ -290,6 +290,10 @@ func TestBadInput(t *testing.T) {
 	var nilE *election.Election
 	_, err = nilE.Leader(ctx)
 	assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+	assert.Equal(t, "", nilE.Name())
+	assert.ErrorIs(t, election.Fenced{}.Set(ctx, "k", 1, "v"), reentrant.ErrInvalidArgument)
+	_, _, err = election.NewFenced(nil).Get(ctx, "k", 1)
+	assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
 	e := n.election("bad")
 	assert.ErrorIs(t, e.Proclaim(ctx, "v"), election.ErrNotLeader)
 	assert.ErrorIs(t, e.Resign(ctx), election.ErrNotLeader)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/relock-go/relock/reentrant"
 	"github.com/relock-go/relock/scripts"
 )
 
@@ -31,6 +32,9 @@ func NewFenced(rdb rueidis.Client) Fenced { return Fenced{conn: scripts.Conn{Cli
 
 // Set writes value to key under term, or returns ErrStaleTerm.
 func (f Fenced) Set(ctx context.Context, key string, term Term, value string) error {
+	if err := f.check(ctx); err != nil {
+		return err
+	}
 	_, _, ok, seen, err := scripts.Fenced(ctx, f.conn, key, int64(term), true, value)
 	return fenceResult(key, term, ok, seen, err)
 }
@@ -38,8 +42,20 @@ func (f Fenced) Set(ctx context.Context, key string, term Term, value string) er
 // Get reads key under term: its value, whether it exists, or
 // ErrStaleTerm.
 func (f Fenced) Get(ctx context.Context, key string, term Term) (string, bool, error) {
+	if err := f.check(ctx); err != nil {
+		return "", false, err
+	}
 	v, found, ok, seen, err := scripts.Fenced(ctx, f.conn, key, int64(term), false, "")
 	return v, found, fenceResult(key, term, ok, seen, err)
+}
+
+// check returns why f cannot be used with ctx: a Fenced not made by
+// NewFenced with a client, or a nil ctx.
+func (f Fenced) check(ctx context.Context) error {
+	if f.conn.Client == nil || ctx == nil {
+		return fmt.Errorf("relock: %w: a Fenced from a nil rueidis client, or a nil context", reentrant.ErrInvalidArgument)
+	}
+	return nil
 }
 
 func fenceResult(key string, term Term, ok bool, seen int64, err error) error {

@@ -13,6 +13,9 @@
 //		return reentrant.New(rdb, reentrant.Options{Hooks: hooks})
 //	}
 //
+// NewElectionHooks does the same for package election's leaderships
+// (election.WithHooks).
+//
 // Lock names are not recorded unless WithLockNames is given: a service
 // that locks one name per order or user would give every name its own
 // time series.

@@ -7,6 +7,7 @@
 //	relock list [--json] [PATTERN]
 //	relock force-unlock [--yes] NAME
 //	relock deadlocks [--json | --dot]
+//	relock top [--once] [--json] [--sort waiting|ttl|name] [--interval D] [PATTERN]
 //	relock elect [flags] NAME [--] CMD [ARGS...]
 //	relock leader [--watch] [--json] NAME
 //	relock version
@@ -37,6 +38,18 @@
 //	                           Redisson YAML config does (instead of --url);
 //	                           the flags above, and --watchdog, when given,
 //	                           override it
+//
+// # top
+//
+// top shows the held locks matching PATTERN (default all), refreshed every
+// --interval (1s) until interrupted, as top(1) does: for each, its kind,
+// TTL, the clients waiting on its channel (PUBSUB NUMSUB: each relock or
+// Redisson client subscribes once, however many of its callers wait), the
+// owners queued (fair and priority locks) and the holders; a line of
+// totals; and the deadlocks found (see deadlocks). --once prints one frame
+// and exits, --json prints each frame as one line of JSON. A frame costs
+// the server about 8 commands per held lock (SCAN pages of 1,000 keys, and
+// an inspection of each lock); see docs/operations.md.
 //
 // # elect, leader
 //

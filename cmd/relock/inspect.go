@@ -163,6 +163,9 @@ func namedValues(holders []entry, values []string) []entry {
 	return named
 }
 
+// writeJSONLine writes v as one line of JSON.
+func writeJSONLine(w io.Writer, v any) { _ = json.NewEncoder(w).Encode(v) }
+
 func writeJSON(w io.Writer, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

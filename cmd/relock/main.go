@@ -56,6 +56,7 @@ func relock(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		"force-unlock": e.forceUnlock,
 		"deadlocks":    e.deadlocks,
 		"elect":        e.elect,
+		"top":          e.top,
 		"leader":       e.leader,
 		"version":      e.version,
 	}
@@ -103,6 +104,7 @@ usage:
   relock list [--json] [PATTERN]               the locks held now
   relock force-unlock [--yes] NAME             release NAME whoever holds it
   relock deadlocks [--json | --dot]            owners waiting for each other's locks
+  relock top [--once] [--json] [PATTERN]      held locks, who waits, deadlocks, live
   relock elect [flags] NAME [--] CMD [ARGS...] lead election NAME, run CMD while leading
   relock leader [--watch] [--json] NAME        who leads election NAME
   relock version

@@ -29,15 +29,13 @@ else
 	wakeLib().withdraw(offers, client, offerN)
 end
 local owner = client .. ':' .. offerN
-local count = redis.call('hget', lock, owner)
-if not count then
+if redis.call('hexists', lock, owner) == 0 then
 	return 0
 end
-if tonumber(count) > 1 then -- a handoff is one hold; someone took it again
-	redis.call('hincrby', lock, owner, -1)
+if redis.call('hincrby', lock, owner, -1) > 0 then -- a handoff is one hold; someone took it again
 	return 1
 end
-redis.call('del', lock)
+redis.call('del', lock) -- after HINCRBY, as a release's (see holdlib.lua)
 local heard = pub ~= '' and redis.call(pub, channel, message) or 0
 if heard > 0 then
 	local releaser = listens ~= '0' and client or nil

@@ -6,15 +6,15 @@
 
 -- giveBackHold takes one hold of owner off lock: while holds remain, the
 -- hash keeps lease ms to live and it returns 0; the last one deletes the
--- hash (its count needs no update), runs freed, and returns 1. It returns
--- nil, changing nothing, when owner holds nothing.
+-- hash, runs freed, and returns 1. It returns nil, changing nothing, when
+-- owner holds nothing. The steps are Redisson's unlockInnerAsync's
+-- (HEXISTS, HINCRBY -1, then PEXPIRE or DEL), so that a keyspace
+-- notification watcher sees a release as Java's: hincrby, then del.
 local function giveBackHold(lock, owner, lease, freed)
-	local count = redis.call('hget', lock, owner)
-	if not count then
+	if redis.call('hexists', lock, owner) == 0 then
 		return nil
 	end
-	if tonumber(count) > 1 then
-		redis.call('hincrby', lock, owner, -1)
+	if redis.call('hincrby', lock, owner, -1) > 0 then
 		redis.call('pexpire', lock, lease)
 		return 0
 	end

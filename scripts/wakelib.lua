@@ -212,9 +212,12 @@ local function wakeLib()
 			if left <= 0 then
 				return redis.call(pub, channel, '0') > 0
 			end
+			-- The hash's TTL is set once the grant is heard: a grant
+			-- nobody heard is taken back by a DEL right after the HSET,
+			-- which a keyspace notification watcher reads as a release.
 			redis.call('hset', lock, head .. ':' .. n, 1)
-			redis.call('pexpire', lock, left)
 			if redis.call(pub, channel, '2:' .. n) > 0 then
+				redis.call('pexpire', lock, left)
 				redis.call('hset', grants, head, n .. ':0')
 				redis.call('zadd', waiters, nowPlace(), head)
 				given = true

@@ -151,56 +151,64 @@ func (in *inspection) hash() {
 		in.rate(fields)
 		return
 	}
-	if in.group(fields) {
-		return
-	}
-	in.info.Kind = KindLock
-	if mode, ok := fields["mode"]; ok {
-		in.info.Kind, in.info.Mode = KindReadWrite, mode
-		delete(fields, "mode")
-	}
-	for f, v := range fields {
-		n, err := strconv.ParseInt(v, 10, 64)
-		owner, write, ok := holderField(f)
-		if err != nil || !ok {
-			in.info.Kind, in.info.Holders = KindOther, nil
-			return
-		}
-		in.info.Holders = append(in.info.Holders, Holder{Owner: owner, Count: n, Write: write})
-	}
+	in.info.Kind, in.info.Mode, in.info.Holders = HoldersOf(fields)
 	if in.info.Kind == KindLock {
 		in.lockKind()
 	}
 }
 
-// group reads a group lock's hash (see grouplib.lua): every value field
-// names an owner whose expire_time and lock_count fields are there. ok is
-// false, and nothing is set, for any other hash.
-func (in *inspection) group(fields map[string]string) (ok bool) {
-	var holders []Holder
+// HoldersOf reads the holders recorded in a lock's hash, given its fields
+// as HGETALL returns them: a lock's owners with their hold counts
+// (KindLock, whichever lock kind it is), a read-write lock's (KindReadWrite,
+// with its mode) or a group lock's values with their owners (KindGroup,
+// sorted by value). For a hash of any other shape it returns KindOther and
+// no holders.
+func HoldersOf(fields map[string]string) (kind Kind, mode string, holders []Holder) {
+	if holders, ok := groupHolders(fields); ok {
+		return KindGroup, "", holders
+	}
+	kind = KindLock
+	for f, v := range fields {
+		if f == "mode" {
+			kind, mode = KindReadWrite, v
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		owner, write, ok := holderField(f)
+		if err != nil || !ok {
+			return KindOther, "", nil
+		}
+		holders = append(holders, Holder{Owner: owner, Count: n, Write: write})
+	}
+	return kind, mode, holders
+}
+
+// groupHolders reads a group lock's hash (see grouplib.lua): every value
+// field names an owner whose expire_time and lock_count fields are there.
+// ok is false for any other hash.
+func groupHolders(fields map[string]string) (holders []Holder, ok bool) {
 	for f, owner := range fields {
 		if strings.HasSuffix(f, ":expire_time") || strings.HasSuffix(f, ":lock_count") {
 			continue
 		}
 		if _, err := ParseOwner(owner); err != nil {
-			return false
+			return nil, false
 		}
 		n, err := strconv.ParseInt(fields[f+":"+owner+":lock_count"], 10, 64)
 		if err != nil {
-			return false
+			return nil, false
 		}
 		end, err := strconv.ParseInt(fields[f+":"+owner+":expire_time"], 10, 64)
 		if err != nil {
-			return false
+			return nil, false
 		}
 		holders = append(holders, Holder{Owner: owner, Count: n, Deadline: time.UnixMilli(end), Value: f})
 	}
 	if len(holders) == 0 {
-		return false
+		return nil, false
 	}
 	slices.SortFunc(holders, func(a, b Holder) int { return strings.Compare(a.Value, b.Value) })
-	in.info.Kind, in.info.Holders = KindGroup, holders
-	return true
+	return holders, true
 }
 
 // lockKind tells a fair, priority or fenced lock from a plain one by its

@@ -1,0 +1,343 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/relock-go/relock/reentrant"
+)
+
+// watcher is one Watch: what it last read of the key, and where it is in
+// the key's notifications.
+type watcher struct {
+	c         *reentrant.Client
+	rdb       rueidis.Client
+	name, key string
+	cfg       watchConfig
+	out       chan Event
+
+	holders []reentrant.Holder // as of the last exact read
+	count   int64
+	dirty   bool   // a change since the last exact read
+	prev    string // the last notification, to tell a release's DEL
+}
+
+// subscription is the watch's connection: subscribed to the key's
+// notifications, and read on, so that a read's reply comes after every
+// notification published before the read ran and before every one
+// published after (one connection, in order: this is what needs RESP3).
+type subscription struct {
+	d       rueidis.DedicatedClient
+	release func()
+	closed  <-chan error
+	q       *queue
+}
+
+// subscribe dials the key's node, checks its notifications, and
+// subscribes.
+func (w *watcher) subscribe(ctx context.Context) (*subscription, error) {
+	d, release := w.rdb.Dedicate()
+	s := &subscription{d: d, release: release, q: newQueue()}
+	s.closed = d.SetPubSubHooks(rueidis.PubSubHooks{OnMessage: func(m rueidis.PubSubMessage) { s.q.push(m.Message) }})
+	// On a cluster the first keyed command picks the connection's node:
+	// the key's master, where its notifications are published.
+	err := d.Do(ctx, d.B().Exists().Key(w.key).Build()).Error()
+	if err == nil && !w.cfg.unchecked {
+		err = checkNotifications(ctx, d, w.cfg.enable)
+	}
+	if err == nil {
+		err = d.Do(ctx, d.B().Psubscribe().Pattern(pattern(w.key)).Build()).Error()
+	}
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *subscription) close() {
+	s.d.Close()
+	s.release()
+}
+
+// pattern matches the key's notifications in any database, the key's
+// glob characters escaped.
+func pattern(key string) string {
+	var b strings.Builder
+	b.WriteString("__keyspace@*__:")
+	for _, r := range key {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// start reads the holders the watch starts from. Notifications that
+// arrive while the read is in flight may be of changes after it, so it is
+// read again, until one read overlaps none.
+func (w *watcher) start(ctx context.Context, s *subscription) error {
+	for i := 1; ; i++ {
+		s.q.take() // before the read: in it
+		holders, count, err := read(ctx, s.d, w.key)
+		if err != nil {
+			s.close()
+			return err
+		}
+		if s.q.empty() || i == tries {
+			w.holders, w.count = holders, count
+			return nil
+		}
+	}
+}
+
+// run serves the watch until ctx ends, subscribing again after each lost
+// connection, with a pause that doubles up to a second.
+func (w *watcher) run(ctx context.Context, s *subscription) {
+	defer close(w.out)
+	for {
+		err := w.follow(ctx, s)
+		s.close()
+		if ctx.Err() != nil || !w.send(ctx, Event{Kind: Missed, Err: err}) {
+			return
+		}
+		w.prev, w.dirty = "", true
+		for pause := 10 * time.Millisecond; ; pause = min(2*pause, time.Second) {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(pause):
+			}
+			if s, err = w.subscribe(ctx); err == nil {
+				break
+			}
+		}
+	}
+}
+
+// errBehind is a Missed event's cause when the reader did not keep up.
+var errBehind = errors.New("relock: the watch's reader fell behind; notifications were dropped")
+
+// follow tells the key's changes until ctx ends (nil) or the connection
+// is lost (its error).
+func (w *watcher) follow(ctx context.Context, s *subscription) error {
+	for {
+		if w.dirty && s.q.empty() {
+			if err := w.sync(ctx, s); err != nil {
+				return err
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-s.closed:
+			return cmpOr(err, errors.New("relock: the watch's connection closed"))
+		case <-s.q.ready:
+		}
+		names, dropped := s.q.take()
+		if dropped {
+			if !w.send(ctx, Event{Kind: Missed, Err: errBehind}) {
+				return nil
+			}
+			w.prev, w.dirty = "", true
+		}
+		for _, n := range names {
+			if !w.apply(ctx, n) {
+				return nil
+			}
+		}
+	}
+}
+
+func cmpOr(err, otherwise error) error {
+	if err != nil {
+		return err
+	}
+	return otherwise
+}
+
+// releasing are the notifications a release's script sends just before
+// it deletes the key: the last hold taken off the hash (HINCRBY, HDEL), a
+// latch's count (DECRBY), a handoff's grant nobody heard (HSET). A DEL
+// right after one of them is the release's; any other DEL (a force
+// unlock's, Delete's, a DEL at a shell) is someone else's.
+var releasing = map[string]bool{"hincrby": true, "hdel": true, "hset": true, "decrby": true, "incrby": true}
+
+// apply takes one notification: an expiry or deletion is told at once,
+// with the holders last read; any other change is read once the
+// notifications pending are taken. It reports false when ctx ended.
+func (w *watcher) apply(ctx context.Context, name string) bool {
+	gone, changed := classify(w.prev, name)
+	w.prev = name
+	w.dirty = w.dirty || changed
+	if gone == "" {
+		return true
+	}
+	held := w.holders
+	w.holders, w.count = nil, 0
+	return w.send(ctx, Event{Kind: gone, Holders: held})
+}
+
+// classify reads notification name, after prev: the key expired or was
+// deleted (gone), or its holders or count may have changed (changed).
+func classify(prev, name string) (gone Kind, changed bool) {
+	switch {
+	case name == "expired":
+		return Expired, false
+	case name == "evicted" || name == "del" && !releasing[prev]:
+		return Deleted, false
+	case name == "expire" || name == "persist":
+		return "", false // a renewal or a new TTL: no holder came or went
+	}
+	return "", true
+}
+
+// tries bounds the reads sync makes before it takes one that overlapped
+// an expiry or deletion: under constant change, holders are then
+// approximate.
+const tries = 5
+
+// sync reads the key and tells what changed since the last read. Each
+// read is the key's state at some moment after the last, so the holders
+// that came and went between the two are told. A read that overlapped
+// notifications (they arrived while it was in flight) is read again after
+// they are applied; and when one of them was an expiry or a deletion,
+// which may have come before or after it, it is not told: that one's
+// holders are those of the read before.
+func (w *watcher) sync(ctx context.Context, s *subscription) error {
+	for i := 1; w.dirty; i++ {
+		w.dirty = false
+		holders, count, err := read(ctx, s.d, w.key)
+		if err != nil {
+			return err
+		}
+		names, _ := s.q.take()
+		if !w.overlapsGone(names) || i >= tries {
+			if err := w.tell(ctx, holders, count); err != nil {
+				return err
+			}
+		}
+		for _, n := range names {
+			if !w.apply(ctx, n) {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// overlapsGone reports whether names, following the last applied, hold
+// an expiry or a deletion.
+func (w *watcher) overlapsGone(names []string) bool {
+	prev := w.prev
+	for _, n := range names {
+		if gone, _ := classify(prev, n); gone != "" {
+			return true
+		}
+		prev = n
+	}
+	return false
+}
+
+// tell sends the differences from the last read to this one: holders gone
+// (Released), holders new (Acquired), a new count (Changed).
+func (w *watcher) tell(ctx context.Context, holders []reentrant.Holder, count int64) error {
+	for _, h := range w.holders {
+		if !slices.ContainsFunc(holders, same(h)) && !w.send(ctx, Event{Kind: Released, Holders: []reentrant.Holder{h}}) {
+			return nil
+		}
+	}
+	for _, h := range holders {
+		if !slices.ContainsFunc(w.holders, same(h)) && !w.send(ctx, Event{Kind: Acquired, Holders: []reentrant.Holder{h}}) {
+			return nil
+		}
+	}
+	if count != w.count && len(holders) == 0 && !w.send(ctx, Event{Kind: Changed, Count: count}) {
+		return nil
+	}
+	w.holders, w.count = holders, count
+	return nil
+}
+
+// same matches a holder by who holds what, not by its count.
+func same(h reentrant.Holder) func(reentrant.Holder) bool {
+	return func(o reentrant.Holder) bool { return o.Owner == h.Owner && o.Value == h.Value && o.Write == h.Write }
+}
+
+// read reads the key's holders (a lock hash) or count (a number) in one
+// round trip; either command fails with WRONGTYPE on the other layout.
+func read(ctx context.Context, d rueidis.DedicatedClient, key string) ([]reentrant.Holder, int64, error) {
+	r := d.DoMulti(ctx, d.B().Hgetall().Key(key).Build(), d.B().Get().Key(key).Build())
+	fields, herr := r[0].AsStrMap()
+	count, gerr := r[1].AsInt64()
+	for _, err := range []error{herr, gerr} {
+		var re *rueidis.RedisError
+		if err != nil && !rueidis.IsRedisNil(err) && !(errors.As(err, &re) && strings.HasPrefix(re.Error(), "WRONGTYPE")) {
+			return nil, 0, fmt.Errorf("relock: reading %q for its watch: %w", key, err)
+		}
+	}
+	_, _, holders := reentrant.HoldersOf(fields)
+	return holders, count, nil
+}
+
+// send sends ev, stamped, unless ctx ends first.
+func (w *watcher) send(ctx context.Context, ev Event) bool {
+	ev.Key, ev.At = w.key, time.Now()
+	select {
+	case w.out <- ev:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// queue holds the notifications the connection delivered and follow has
+// not taken, up to maxQueued: past that, they are dropped and the reader
+// told Missed.
+type queue struct {
+	mu      sync.Mutex
+	names   []string
+	dropped bool
+	ready   chan struct{}
+}
+
+const maxQueued = 10000
+
+func newQueue() *queue { return &queue{ready: make(chan struct{}, 1)} }
+
+func (q *queue) push(name string) {
+	q.mu.Lock()
+	if len(q.names) < maxQueued {
+		q.names = append(q.names, name)
+	} else {
+		q.dropped = true
+	}
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+func (q *queue) take() (names []string, dropped bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	names, dropped = q.names, q.dropped
+	q.names, q.dropped = nil, false
+	return names, dropped
+}
+
+func (q *queue) empty() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.names) == 0 && !q.dropped
+}

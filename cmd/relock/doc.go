@@ -8,6 +8,7 @@
 //	relock force-unlock [--yes] NAME
 //	relock deadlocks [--json | --dot]
 //	relock top [--once] [--json] [--sort waiting|ttl|name] [--interval D] [PATTERN]
+//	relock events [--json] [--enable-notifications | --unchecked] NAME
 //	relock elect [flags] NAME [--] CMD [ARGS...]
 //	relock leader [--watch] [--json] NAME
 //	relock version
@@ -50,6 +51,17 @@
 // and exits, --json prints each frame as one line of JSON. A frame costs
 // the server about 8 commands per held lock (SCAN pages of 1,000 keys, and
 // an inspection of each lock); see docs/operations.md.
+//
+// # events
+//
+// events prints what happens to NAME until interrupted (package
+// reentrant/events; see docs/events.md): a line per holder acquiring or
+// releasing, per expiry with the holders it took, per deletion by anyone
+// but a release, per count changed, with the time; --json prints one
+// object per line. It needs the server's keyspace notifications
+// (notify-keyspace-events Kgxh$, or KA) and exits 2 naming the flags
+// missing; --enable-notifications adds them on the key's node, --unchecked
+// skips the check (a server that refuses CONFIG).
 //
 // # elect, leader
 //

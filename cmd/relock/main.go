@@ -57,6 +57,7 @@ func relock(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		"deadlocks":    e.deadlocks,
 		"elect":        e.elect,
 		"top":          e.top,
+		"events":       e.events,
 		"leader":       e.leader,
 		"version":      e.version,
 	}
@@ -105,6 +106,7 @@ usage:
   relock force-unlock [--yes] NAME             release NAME whoever holds it
   relock deadlocks [--json | --dot]            owners waiting for each other's locks
   relock top [--once] [--json] [PATTERN]      held locks, who waits, deadlocks, live
+  relock events [--json] NAME                  who acquires, releases, lets NAME expire, live
   relock elect [flags] NAME [--] CMD [ARGS...] lead election NAME, run CMD while leading
   relock leader [--watch] [--json] NAME        who leads election NAME
   relock version

@@ -174,10 +174,10 @@ func (w *waiting) failed(a attempter, policy retryPolicy, cfg acquireConfig, n i
 	waits := cfg.mayRetry(n)
 	switch {
 	case waits && notRun(err):
-		return w.backOff()
+		return w.backOff(err)
 	case !w.lost(err): // a change sent once ends here too
 	case (policy == readOnly || policy == claims) && waits:
-		return w.backOff()
+		return w.backOff(err)
 	case policy == undoable && waits:
 		return w.undoLost(a, true)
 	case policy >= undoable:
@@ -208,12 +208,13 @@ func (w *waiting) undoLost(a attempter, waits bool) error {
 		defer cancel()
 		pause = retry.Sleep(ctx, w.c.done)
 	}
-	return retry.Until(undoBackoff, pause, func(n int) bool {
+	return retry.Until(undoBackoff, pause, func(n int) retry.Outcome {
 		err := a.undo(ctx, n)
-		if !scripts.Answered(err) {
-			w.c.outages.failing(&w.outage, err)
+		if scripts.Answered(err) || !waits {
+			return retry.Done
 		}
-		return scripts.Answered(err) || !waits
+		w.c.outages.failing(&w.outage, err)
+		return pacing(err)
 	})
 }
 

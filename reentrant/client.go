@@ -192,12 +192,15 @@ func pubSubFor(info string) pubsub.Mode {
 func serverInfo(ctx context.Context, rdb rueidis.Client) (string, error) {
 	var info string
 	var err, last error
-	if retry.Until(infoBackoff, retry.Sleep(ctx, nil), func(int) bool {
+	if retry.Until(infoBackoff, retry.Sleep(ctx, nil), func(int) retry.Outcome {
 		info, err = rdb.Do(ctx, rdb.B().Info().Section("server").Build()).ToString()
 		if ctx.Err() == nil || last == nil {
 			last = err
 		}
-		return scripts.Answered(err)
+		if scripts.Answered(err) {
+			return retry.Done
+		}
+		return pacing(err)
 	}) != nil {
 		return "", last
 	}

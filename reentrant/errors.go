@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relock-go/relock/reentrant/internal/retry"
 	"github.com/relock-go/relock/scripts"
 	"github.com/relock-go/relock/watchdog"
 )
@@ -128,3 +129,13 @@ func (e *DeadlockError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrDeadlock) hold.
 func (e *DeadlockError) Unwrap() error { return ErrDeadlock }
+
+// pacing is how a try that failed with err paces the next (see
+// retry.Outcome): the server refused it for now (it is up), or was not
+// heard.
+func pacing(err error) retry.Outcome {
+	if scripts.IsUnavailable(err) {
+		return retry.Refused
+	}
+	return retry.Again
+}

@@ -36,7 +36,12 @@ func (l *lockRef) leaveQueue(ctx context.Context, owner Owner, turn time.Duratio
 	l.c.background(func() {
 		defer cancel()
 		defer context.AfterFunc(l.c.closing, cancel)()
-		err := retry.Until(leaveBackoff, retry.Sleep(ctx, l.c.done), func(int) bool { return l.leftQueue(ctx, owner, turn) })
+		err := retry.Until(leaveBackoff, retry.Sleep(ctx, l.c.done), func(int) retry.Outcome {
+			if l.leftQueue(ctx, owner, turn) {
+				return retry.Done
+			}
+			return retry.Again
+		})
 		if err != nil && ctx.Err() != nil && l.c.checkOpen() == nil {
 			l.c.opts.Logger.Warn("relock: could not leave a fair lock's queue; the entry is dropped when its turn ends", "lock", l.name)
 		}

@@ -88,10 +88,10 @@ func (l *lockRef) releaseRetried(ctx context.Context, owner Owner, restore time.
 	// The pause reads ctx when it runs: after the first try, ctx carries
 	// the bound of every retry and pause.
 	pause := func(d time.Duration) error { return retry.Sleep(ctx, l.c.done)(d) }
-	stopped := retry.Until(releaseBackoff, pause, func(n int) bool {
+	stopped := retry.Until(releaseBackoff, pause, func(n int) retry.Outcome {
 		res, err = l.release(ctx, owner, restore, requestID, ran, believed)
 		if err == nil || !l.retryRelease(err) {
-			return true
+			return retry.Done
 		}
 		ran = ran || !notRun(err)
 		if n == 0 {
@@ -102,7 +102,7 @@ func (l *lockRef) releaseRetried(ctx context.Context, owner Owner, restore time.
 			}
 			ctx, cancel = context.WithDeadline(ctx, end)
 		}
-		return false
+		return pacing(err)
 	})
 	switch {
 	case err == nil:

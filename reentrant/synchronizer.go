@@ -75,9 +75,11 @@ func (c *Client) untilRun(ctx context.Context, name string, change func(context.
 	ctx, cancel := cleanup(ctx)
 	defer cancel()
 	var err error
-	_ = retry.Until(untilRunBackoff, retry.Sleep(ctx, c.done), func(int) bool {
-		err = change(ctx)
-		return err == nil || !notRun(err) || c.checkOpen() != nil
+	_ = retry.Until(untilRunBackoff, retry.Sleep(ctx, c.done), func(int) retry.Outcome {
+		if err = change(ctx); err == nil || !notRun(err) || c.checkOpen() != nil {
+			return retry.Done
+		}
+		return pacing(err)
 	})
 	return err // a pause cut short returns the last try's error
 }

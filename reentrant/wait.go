@@ -123,11 +123,16 @@ func (w *waiting) heard(err error) {
 func notRun(err error) bool { return scripts.IsUnavailable(err) || scripts.NotSent(err) }
 
 // backOff sleeps before the next attempt while the server cannot run
-// scripts or cannot be reached: 20ms, doubling up to 1s.
-func (w *waiting) backOff() error {
-	err := w.sleepOut(w.unavailable)
+// scripts or cannot be reached (the last attempt failed with err): 20ms,
+// doubling up to 1s while it is not heard, at most retry.UpPause after it
+// refused (it is up, and will soon serve).
+func (w *waiting) backOff(err error) error {
+	if pacing(err) == retry.Refused {
+		w.unavailable = min(w.unavailable, retry.UpPause)
+	}
+	serr := w.sleepOut(w.unavailable)
 	w.unavailable = retry.Doubled(w.unavailable, 0, time.Second)
-	return err
+	return serr
 }
 
 // pause follows attempt number attempt, which found the thing taken, and

@@ -26,17 +26,45 @@ type Backoff struct {
 	PauseFirst bool
 }
 
-// Until calls try until it reports done, pausing between calls as b says,
-// and returns nil; n counts the tries from 0. pause sleeps for the time it
-// is given, or returns an error when the tries must stop (the caller's ctx
-// ended, the client is closing); Until then returns that error without
-// trying again. A caller keeps what its last try returned in its own
-// variables, so the loop needs no knowledge of what is being sent.
-func Until(b Backoff, pause func(time.Duration) error, try func(n int) (done bool)) error {
+// Outcome is what a try says of itself.
+type Outcome int
+
+const (
+	// Again: not done, and the server was not heard (the call could not be
+	// sent, or its reply was lost): pause, longer each time, and try again.
+	Again Outcome = iota
+	// Done: Until returns.
+	Done
+	// Refused: not done, but the server answered that it cannot do it for
+	// now (it is loading its data, running a long script, failing over):
+	// it is up, so the next pause is at most UpPause, and the pauses grow
+	// from there only while the server is not heard again.
+	Refused
+)
+
+// UpPause bounds the pause after a Refused try. Backing off doubles the
+// pause while a server is down so as not to hammer it; a server that
+// answers will soon serve, and a caller that paused a full Max after its
+// answer would learn of it up to Max late (a second, after a restart's
+// LOADING, for every waiter at once).
+const UpPause = 100 * time.Millisecond
+
+// Until calls try until it reports Done, pausing between calls as b says
+// (and at most UpPause after a Refused try), and returns nil; n counts the
+// tries from 0. pause sleeps for the time it is given, or returns an error
+// when the tries must stop (the caller's ctx ended, the client is
+// closing); Until then returns that error without trying again. A caller
+// keeps what its last try returned in its own variables, so the loop
+// needs no knowledge of what is being sent.
+func Until(b Backoff, pause func(time.Duration) error, try func(n int) Outcome) error {
 	var bound time.Duration
+	out := Again
 	for n := 0; ; n++ {
 		if n > 0 || b.PauseFirst {
 			bound = Doubled(bound, b.First, b.Max)
+			if out == Refused {
+				bound = min(bound, UpPause)
+			}
 			d := bound
 			if b.Jitter {
 				d = Jittered(bound)
@@ -45,7 +73,7 @@ func Until(b Backoff, pause func(time.Duration) error, try func(n int) (done boo
 				return err
 			}
 		}
-		if try(n) {
+		if out = try(n); out == Done {
 			return nil
 		}
 	}

@@ -173,7 +173,11 @@ func (s *Server) start() error {
 // ping asks the server at addr, over TLS when cfg is set and with no
 // client library, for its process id, and fails unless it is pid: another
 // test process may have started its own server on the port this one
-// probed free, and that one must not be taken for ours.
+// probed free, and that one must not be taken for ours. It fails too while
+// the server is loading its data (PING answers LOADING, as every command
+// but a few such as INFO does): a restarted server serves once loaded, and
+// a test (a fault's span in internal/chaos) must not take it for served
+// before.
 func ping(addr string, cfg *tls.Config, pid int) error {
 	var conn net.Conn
 	var err error
@@ -202,13 +206,19 @@ func ping(addr string, cfg *tls.Config, pid int) error {
 	if err != nil {
 		return fmt.Errorf("INFO answered %q", head)
 	}
-	body := make([]byte, size)
+	body := make([]byte, size+2) // and its CRLF
 	if _, err := io.ReadFull(r, body); err != nil {
 		return err
 	}
 	want := fmt.Sprintf("process_id:%d\r\n", pid)
 	if !strings.Contains(string(body), want) {
 		return fmt.Errorf("the server on %s is not ours (pid %d)", addr, pid)
+	}
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	if pong, err := r.ReadString('\n'); err != nil || pong != "+PONG\r\n" {
+		return fmt.Errorf("PING answered %q (%v)", pong, err)
 	}
 	return nil
 }

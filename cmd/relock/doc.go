@@ -7,7 +7,7 @@
 //	relock list [--json] [PATTERN]
 //	relock force-unlock [--yes] NAME
 //	relock deadlocks [--json | --dot]
-//	relock top [--once] [--json] [--sort waiting|ttl|name] [--interval D] [PATTERN]
+//	relock top [--once] [--json] [--sort waiting|ttl|name] [--limit N] [--interval D] [PATTERN]
 //	relock events [--json] [--enable-notifications | --unchecked] NAME
 //	relock elect [flags] NAME [--] CMD [ARGS...]
 //	relock leader [--watch] [--json] NAME
@@ -47,10 +47,13 @@
 // TTL, the clients waiting on its channel (PUBSUB NUMSUB: each relock or
 // Redisson client subscribes once, however many of its callers wait), the
 // owners queued (fair and priority locks) and the holders; a line of
-// totals; and the deadlocks found (see deadlocks). --once prints one frame
-// and exits, --json prints each frame as one line of JSON. A frame costs
-// the server about 8 commands per held lock (SCAN pages of 1,000 keys, and
-// an inspection of each lock); see docs/operations.md.
+// totals with the commands the frame cost; and the deadlocks found (see
+// deadlocks). It shows the --limit (50) locks most waited on, or with
+// --sort name the first. --once prints one frame and exits, --json prints
+// each frame as one line of JSON. A frame's cost is bounded: at most 10
+// SCAN pages of 1,000 keys per node, going on in the next frame (the
+// header says scanning), and five pipelined commands per lock shown; see
+// docs/operations.md.
 //
 // # events
 //

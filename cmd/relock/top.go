@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os/signal"
 	"slices"
 	"strings"
@@ -20,12 +22,14 @@ import (
 // topFrame is one refresh of top: the held locks matching the pattern,
 // who holds and who waits, and the waits-for cycles.
 type topFrame struct {
-	At      time.Time      `json:"at"`
-	Scanned int            `json:"locks_scanned"`
-	Took    time.Duration  `json:"took_ns"` // to read it from Redis
-	Locks   []topRow       `json:"locks"`
-	Totals  topTotals      `json:"totals"`
-	Cycles  [][]edgeReport `json:"deadlocks"`
+	At       time.Time      `json:"at"`
+	Scanned  int            `json:"locks_scanned"` // hash keys known (see topScan)
+	Scanning bool           `json:"scanning"`      // a pass over the keys is under way
+	Commands int            `json:"commands"`      // sent to read this frame
+	Took     time.Duration  `json:"took_ns"`       // to read it from Redis
+	Locks    []topRow       `json:"locks"`
+	Totals   topTotals      `json:"totals"`
+	Cycles   [][]edgeReport `json:"deadlocks"`
 }
 
 // topRow is a held lock: its report, and how many clients wait on its
@@ -52,6 +56,7 @@ func (e env) top(args []string) int {
 	asJSON := fs.Bool("json", false, "print each frame as one line of JSON")
 	interval := fs.Duration("interval", time.Second, "time between frames")
 	sortBy := fs.String("sort", "waiting", "order locks by waiting (clients waiting, most first), ttl (least left first) or name")
+	limit := fs.Int("limit", 50, "show at most this many locks: the most waited on, or with --sort name the first")
 	rest, code, ok := e.parse(fs, args, 0)
 	if !ok {
 		return code
@@ -59,8 +64,8 @@ func (e env) top(args []string) int {
 	if len(rest) > 1 {
 		return e.fail(exitUsage, "top takes at most one PATTERN")
 	}
-	if !slices.Contains([]string{"waiting", "ttl", "name"}, *sortBy) || *interval <= 0 {
-		return e.fail(exitUsage, "--sort takes waiting, ttl or name, and --interval a positive duration")
+	if !slices.Contains([]string{"waiting", "ttl", "name"}, *sortBy) || *interval <= 0 || *limit <= 0 {
+		return e.fail(exitUsage, "--sort takes waiting, ttl or name, and --interval and --limit positive values")
 	}
 	pattern := "*"
 	if len(rest) == 1 {
@@ -73,8 +78,9 @@ func (e env) top(args []string) int {
 	defer closeAll()
 	ctx, stop := signal.NotifyContext(e.ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	reader := &topReader{rdb: rdb, locks: locks, limit: *limit}
 	for {
-		f, err := topFrameOf(ctx, rdb, locks, pattern, *sortBy)
+		f, err := reader.frame(ctx, pattern, *sortBy)
 		switch {
 		case ctx.Err() != nil:
 			return exitOK
@@ -99,45 +105,60 @@ func (e env) top(args []string) int {
 	}
 }
 
-// topFrameOf reads one frame: the held locks matching pattern (SCAN, a
-// 1,000-key page at a time), each inspected, the clients waiting on their
-// channels (PUBSUB NUMSUB, one command per node for all of them), and the
-// waits-for edges.
-func topFrameOf(ctx context.Context, rdb rueidis.Client, locks *reentrant.Client, pattern, sortBy string) (topFrame, error) {
+// topReader reads top's frames. A frame costs the server about the same
+// however many keys it holds: SCAN reads at most scanPages pages of 1,000
+// keys per node per frame, going on from where the last frame stopped, so
+// a large keyspace takes several frames to walk (the frame says it is
+// scanning); the locks shown (at most limit) are read with a few commands
+// each, pipelined.
+type topReader struct {
+	rdb   rueidis.Client
+	locks *reentrant.Client
+	limit int
+	scan  topScan
+	sent  int // commands sent for the frame being read
+}
+
+// topScan walks the keyspace across frames: a cursor per node, the hash
+// keys found in this pass, and those of the last complete one.
+type topScan struct {
+	cursors map[string]uint64
+	found   map[string]bool
+	last    []string
+	passing bool // a pass is under way
+}
+
+// scanPages bounds the SCAN pages one frame reads per node.
+const scanPages = 10
+
+// frame reads one frame: the hash keys found so far (SCAN, bounded), the
+// clients waiting on each lock's channel (PUBSUB NUMSUB, 1,000 channels
+// per command per node), the limit locks most waited on (or first by
+// name) read in one pipeline, and the waits-for edges.
+func (t *topReader) frame(ctx context.Context, pattern, sortBy string) (topFrame, error) {
 	start := time.Now()
+	t.sent = 0
 	f := topFrame{At: start.UTC(), Locks: []topRow{}, Cycles: [][]edgeReport{}}
-	names, err := scanHashes(ctx, rdb, pattern)
+	names, scanning, err := t.step(ctx, pattern)
 	if err != nil {
 		return f, err
 	}
-	f.Scanned = len(names)
-	for _, name := range names {
-		info, err := locks.Inspect(ctx, name)
-		if err != nil {
-			return f, err
-		}
-		switch info.Kind {
-		case reentrant.KindLock, reentrant.KindFair, reentrant.KindPriority, reentrant.KindFenced, reentrant.KindReadWrite, reentrant.KindGroup:
-			f.Locks = append(f.Locks, topRow{keyReport: report(info)})
-		}
-	}
-	if err := countWaiting(ctx, rdb, f.Locks); err != nil {
-		return f, err
-	}
-	owners, err := scanWaits(ctx, rdb)
+	f.Scanned, f.Scanning = len(names), scanning
+	waiting, err := t.countWaiting(ctx, names)
 	if err != nil {
 		return f, err
 	}
-	var edges []reentrant.WaitEdge
-	for _, o := range owners {
-		es, err := locks.WaitsFor(ctx, o)
-		if err != nil {
-			return f, err
-		}
-		edges = append(edges, es...)
+	if sortBy != "name" {
+		slices.SortStableFunc(names, func(a, b string) int { return cmp.Compare(waiting[b], waiting[a]) })
 	}
-	for _, c := range findCycles(edges) {
-		f.Cycles = append(f.Cycles, edgeReports(c))
+	if len(names) > t.limit {
+		names = names[:t.limit]
+	}
+	if f.Locks, err = t.read(ctx, names, waiting); err != nil {
+		return f, err
+	}
+	if f.Cycles, err = t.cycles(ctx); err != nil {
+		return f, err
 	}
 	for _, r := range f.Locks {
 		f.Totals.Held++
@@ -146,31 +167,143 @@ func topFrameOf(ctx context.Context, rdb rueidis.Client, locks *reentrant.Client
 	}
 	f.Totals.Deadlocks = len(f.Cycles)
 	sortRows(f.Locks, sortBy)
-	f.Took = time.Since(start)
+	f.Commands, f.Took = t.sent, time.Since(start)
 	return f, nil
 }
 
-// countWaiting sets each row's waiting clients: the subscribers of its
-// lock's channel on every node (a classic subscription lives on the node
-// the client chose).
-func countWaiting(ctx context.Context, rdb rueidis.Client, rows []topRow) error {
-	if len(rows) == 0 {
-		return nil
+// step reads up to scanPages SCAN pages per node and returns the hash
+// keys known, sorted: those of the last complete pass and those found in
+// this one; scanning is true while a pass is under way.
+func (t *topReader) step(ctx context.Context, pattern string) (names []string, scanning bool, err error) {
+	s := &t.scan
+	if !s.passing {
+		s.cursors, s.found, s.passing = map[string]uint64{}, map[string]bool{}, true
 	}
-	channels := make([]string, len(rows))
-	for i, r := range rows {
-		channels[i] = scripts.LockChannel(r.Name)
+	done := 0
+	nodes := t.rdb.Nodes()
+	for addr, node := range nodes {
+		cursor, started := s.cursors[addr]
+		for page := 0; page < scanPages && !(started && cursor == 0); page++ {
+			e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(pattern).Count(1000).Type("hash").Build()).AsScanEntry()
+			t.sent++
+			if err != nil {
+				return nil, false, err
+			}
+			for _, k := range e.Elements {
+				s.found[k] = true
+			}
+			cursor, started = e.Cursor, true
+		}
+		s.cursors[addr] = cursor
+		if started && cursor == 0 {
+			done++
+		}
 	}
-	for _, node := range rdb.Nodes() {
-		counts, err := node.Do(ctx, node.B().PubsubNumsub().Channel(channels...).Build()).AsIntMap()
+	if done == len(nodes) {
+		s.last, s.passing = slices.Sorted(maps.Keys(s.found)), false
+		return slices.Clone(s.last), false, nil
+	}
+	known := maps.Clone(s.found)
+	for _, k := range s.last {
+		known[k] = true
+	}
+	return slices.Sorted(maps.Keys(known)), true, nil
+}
+
+// countWaiting returns the clients waiting on each name's lock channel,
+// summed over the nodes (a classic subscription lives on the node its
+// client chose), 1,000 channels per command.
+func (t *topReader) countWaiting(ctx context.Context, names []string) (map[string]int64, error) {
+	waiting := make(map[string]int64, len(names))
+	for chunk := range slices.Chunk(names, 1000) {
+		channels := make([]string, len(chunk))
+		for i, n := range chunk {
+			channels[i] = scripts.LockChannel(n)
+		}
+		for _, node := range t.rdb.Nodes() {
+			counts, err := node.Do(ctx, node.B().PubsubNumsub().Channel(channels...).Build()).AsIntMap()
+			t.sent++
+			if err != nil {
+				return nil, err
+			}
+			for i, n := range chunk {
+				waiting[n] += counts[channels[i]]
+			}
+		}
+	}
+	return waiting, nil
+}
+
+// read reads the locks among names in one pipeline, five commands each
+// (the hash, its TTL, and whether a fair queue, a priority queue or a
+// token counter is beside it), and inspects fully only the fair and
+// priority locks with a queue. Hashes that are not held locks are left
+// out.
+func (t *topReader) read(ctx context.Context, names []string, waiting map[string]int64) ([]topRow, error) {
+	b := t.rdb.B()
+	var cmds rueidis.Commands
+	for _, n := range names {
+		d := scripts.DerivedNames(n)
+		cmds = append(cmds, b.Hgetall().Key(n).Build(), b.Pttl().Key(n).Build(),
+			b.Exists().Key(d.FairQueue).Build(), b.Exists().Key(d.PriorityQueue).Build(), b.Exists().Key(d.Token).Build())
+	}
+	res := t.rdb.DoMulti(ctx, cmds...)
+	t.sent += len(cmds)
+	rows := []topRow{}
+	for i, n := range names {
+		r := res[5*i : 5*i+5]
+		fields, err := r[0].AsStrMap()
+		if err != nil && !rueidis.IsRedisNil(err) {
+			continue // not a hash now, or unreadable: not shown
+		}
+		kind, mode, holders := reentrant.HoldersOf(fields)
+		if len(holders) == 0 || kind == reentrant.KindOther {
+			continue
+		}
+		ttl, _ := r[1].AsInt64()
+		fair, _ := r[2].AsInt64()
+		priority, _ := r[3].AsInt64()
+		token, _ := r[4].AsInt64()
+		info := reentrant.KeyInfo{Name: n, Kind: kind, RedisType: "hash", TTL: time.Duration(ttl) * time.Millisecond, Mode: mode, Holders: holders}
+		if ttl < 0 {
+			info.TTL = reentrant.NoExpiry
+		}
+		switch {
+		case kind != reentrant.KindLock:
+		case fair+priority > 0:
+			full, err := t.locks.Inspect(ctx, n)
+			t.sent += 8
+			if err != nil {
+				return nil, err
+			}
+			info = full
+		case token > 0:
+			info.Kind = reentrant.KindFenced
+		}
+		rows = append(rows, topRow{keyReport: report(info), WaitingClients: waiting[n]})
+	}
+	return rows, nil
+}
+
+// cycles returns the waits-for cycles among the owners waiting now.
+func (t *topReader) cycles(ctx context.Context) ([][]edgeReport, error) {
+	owners, err := scanWaits(ctx, t.rdb)
+	if err != nil {
+		return nil, err
+	}
+	var edges []reentrant.WaitEdge
+	for _, o := range owners {
+		es, err := t.locks.WaitsFor(ctx, o)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		for i := range rows {
-			rows[i].WaitingClients += counts[channels[i]]
-		}
+		edges = append(edges, es...)
 	}
-	return nil
+	out := [][]edgeReport{}
+	for _, c := range findCycles(edges) {
+		out = append(out, edgeReports(c))
+	}
+	return out, nil
 }
 
 func sortRows(rows []topRow, by string) {
@@ -191,8 +324,12 @@ func sortRows(rows []topRow, by string) {
 
 // write prints the frame for people.
 func (f topFrame) write(w io.Writer, pattern string) {
-	fmt.Fprintf(w, "relock top  %s  pattern %q: %d locks held, %d clients waiting, %d queued, %d deadlocks  (read in %v)\n\n",
-		f.At.Format("15:04:05"), pattern, f.Totals.Held, f.Totals.WaitingClients, f.Totals.Queued, f.Totals.Deadlocks, f.Took.Round(time.Millisecond))
+	scanning := ""
+	if f.Scanning {
+		scanning = fmt.Sprintf(", scanning (%d keys so far)", f.Scanned)
+	}
+	fmt.Fprintf(w, "relock top  %s  pattern %q: %d locks held, %d clients waiting, %d queued, %d deadlocks  (%d commands, read in %v%s)\n\n",
+		f.At.Format("15:04:05"), pattern, f.Totals.Held, f.Totals.WaitingClients, f.Totals.Queued, f.Totals.Deadlocks, f.Commands, f.Took.Round(time.Millisecond), scanning)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tKIND\tTTL\tWAITING\tQUEUED\tHOLDERS")
 	for _, r := range f.Locks {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -60,38 +61,60 @@ func TestTop(t *testing.T) {
 }
 
 // BenchmarkTopFrame measures what one frame of top costs the server with
-// 1,000 locks held: the commands it sends (INFO commandstats, before and
-// after) and how long it takes to read.
+// 1,000 and with 100,000 locks held, showing 50 (the default --limit) or
+// 1,000: the commands it sends (INFO
+// commandstats, before and after) and how long it takes to read. The
+// locks are written as Redisson's hashes by one owner, with an hour to
+// live, so that no watchdog renews them meanwhile.
 //
-//	go test -run '^$' -bench TopFrame -benchtime 10x ./cmd/relock
+//	go test -run '^$' -bench TopFrame -benchtime 20x ./cmd/relock
 func BenchmarkTopFrame(b *testing.B) {
-	s := redistest.Start(b)
-	rdb := s.Client()
-	locks, err := reentrant.New(rdb, reentrant.Options{})
-	if err != nil {
-		b.Fatal(err)
+	for _, c := range []struct{ n, limit int }{{1000, 50}, {1000, 1000}, {100_000, 50}} {
+		n := c.n
+		b.Run(fmt.Sprintf("locks=%d/limit=%d", n, c.limit), func(b *testing.B) {
+			s := redistest.Start(b)
+			rdb := s.Client()
+			locks, err := reentrant.New(rdb, reentrant.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer locks.Close()
+			const owner = "0ac20607-951e-842b-8270-b4672da75b5d:1"
+			for start := 0; start < n; start += 1000 {
+				var cmds rueidis.Commands
+				for i := start; i < min(start+1000, n); i++ {
+					key := fmt.Sprintf("held-%d", i)
+					cmds = append(cmds, rdb.B().Hset().Key(key).FieldValue().FieldValue(owner, "1").Build(),
+						rdb.B().Pexpire().Key(key).Milliseconds(3_600_000).Build())
+				}
+				for _, r := range rdb.DoMulti(context.Background(), cmds...) {
+					if err := r.Error(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			calls := func() int64 {
+				var n int64
+				for _, c := range s.CommandStats() {
+					n += c.Calls
+				}
+				return n
+			}
+			reader := &topReader{rdb: rdb, locks: locks, limit: c.limit}
+			scanning := 0
+			before := calls()
+			for b.Loop() {
+				f, err := reader.frame(context.Background(), "*", "waiting")
+				if err != nil || len(f.Locks) != c.limit {
+					b.Fatalf("%d locks, %v", len(f.Locks), err)
+				}
+				if f.Scanning {
+					scanning++
+				}
+			}
+			// The stats' own INFO runs meanwhile: one command per frame.
+			b.ReportMetric(float64(calls()-before)/float64(b.N), "commands/frame")
+			b.ReportMetric(float64(scanning)/float64(b.N), "scanning/frame")
+		})
 	}
-	defer locks.Close()
-	for i := range 1000 {
-		if _, err := locks.Lock(fmt.Sprintf("held-%d", i)).Lock(context.Background()); err != nil {
-			b.Fatal(err)
-		}
-	}
-	calls := func() int64 {
-		var n int64
-		for _, c := range s.CommandStats() {
-			n += c.Calls
-		}
-		return n
-	}
-	before := calls()
-	for b.Loop() {
-		f, err := topFrameOf(context.Background(), rdb, locks, "*", "waiting")
-		if err != nil || len(f.Locks) != 1000 {
-			b.Fatalf("%d locks, %v", len(f.Locks), err)
-		}
-	}
-	// The watchdog's renewals and the stats' own INFO run meanwhile: less
-	// than one command per frame at these lengths.
-	b.ReportMetric(float64(calls()-before)/float64(b.N), "commands/frame")
 }

@@ -49,8 +49,10 @@
 // owners queued (fair and priority locks) and the holders; a line of
 // totals with the commands the frame cost; and the deadlocks found (see
 // deadlocks). It shows the --limit (50) locks most waited on, or with
-// --sort name the first. --once prints one frame and exits, --json prints
-// each frame as one line of JSON. A frame's cost is bounded: at most 10
+// --sort name the first. In a terminal, keys act at once: p pauses and
+// resumes, s steps the order (waiting, ttl, name), / reads a new PATTERN
+// up to Enter (Esc keeps the old), q quits. --once prints one frame and
+// exits, --json prints each frame as one line of JSON. A frame's cost is bounded: at most 10
 // SCAN pages of 1,000 keys per node, going on in the next frame (the
 // header says scanning), and five pipelined commands per lock shown; see
 // docs/operations.md.

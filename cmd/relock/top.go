@@ -79,20 +79,35 @@ func (e env) top(args []string) int {
 	ctx, stop := signal.NotifyContext(e.ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	reader := &topReader{rdb: rdb, locks: locks, limit: *limit}
+	view := &topView{pattern: pattern, sortBy: *sortBy}
+	var keys <-chan byte
+	if !*once && !*asJSON {
+		var restore func()
+		keys, restore = topKeys(e.stdin)
+		defer restore()
+	}
+	var f topFrame
+	read := true
 	for {
-		f, err := reader.frame(ctx, pattern, *sortBy)
+		if read && !view.paused {
+			if f, err = reader.frame(ctx, view.pattern, view.sortBy); ctx.Err() != nil {
+				return exitOK
+			} else if err != nil {
+				return e.fail(exitFor(err), "%v", err)
+			}
+		}
 		switch {
-		case ctx.Err() != nil:
-			return exitOK
-		case err != nil:
-			return e.fail(exitFor(err), "%v", err)
 		case *asJSON:
 			writeJSONLine(e.stdout, f)
+		case *once:
+			f.write(e.stdout, view.pattern)
 		default:
-			if !*once {
-				fmt.Fprint(e.stdout, "\x1b[H\x1b[2J") // home, clear: the next frame replaces this one
+			fmt.Fprint(e.stdout, "\x1b[H\x1b[2J") // home, clear: the next frame replaces this one
+			sortRows(f.Locks, view.sortBy)
+			f.write(e.stdout, view.pattern)
+			if keys != nil {
+				view.footer(e.stdout)
 			}
-			f.write(e.stdout, pattern)
 		}
 		if *once {
 			return exitOK
@@ -101,6 +116,17 @@ func (e env) top(args []string) int {
 		case <-ctx.Done():
 			return exitOK
 		case <-time.After(*interval):
+			read = true
+		case k, ok := <-keys:
+			quit, newPattern := view.press(k)
+			if quit || !ok {
+				fmt.Fprintln(e.stdout)
+				return exitOK
+			}
+			if newPattern {
+				reader.scan = topScan{}
+			}
+			read = newPattern // a new order or a pause redraws what was read
 		}
 	}
 }

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/redis/rueidis"
@@ -117,4 +122,72 @@ func BenchmarkTopFrame(b *testing.B) {
 			b.ReportMetric(float64(scanning)/float64(b.N), "scanning/frame")
 		})
 	}
+}
+
+// top in a terminal (a pseudo-terminal, through script(1)) redraws its
+// frame, and its keys work: s orders by TTL, / filters by a pattern
+// typed, p pauses, q quits with 0.
+func TestTopKeysInATerminal(t *testing.T) {
+	scriptPath, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("script(1) (util-linux) is needed for a pseudo-terminal")
+	}
+	s, _ := server(t)
+	hold(t, s, "jobs")
+	hold(t, s, "reports")
+	cmd := exec.Command(scriptPath, "-qfec", binary+" top --interval 100ms", "/dev/null")
+	cmd.Env = append(os.Environ(), "REDIS_ADDR="+s.Addr, "TERM=dumb")
+	keys, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	var out lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, cmd.Start())
+	defer cmd.Process.Kill()
+	shows := func(what, text string) {
+		t.Helper()
+		eventually(t, what, func() bool { return strings.Contains(out.since(), text) })
+	}
+	shows("a frame with both locks and the keys", "2 locks held")
+	shows("the keys' line", "s sort (waiting)")
+
+	out.mark()
+	fmt.Fprint(keys, "s")
+	shows("the order by TTL", "s sort (ttl)")
+
+	out.mark()
+	fmt.Fprint(keys, "/rep*\r")
+	shows("the frame of the pattern typed", `pattern "rep*": 1 locks held`)
+
+	out.mark()
+	fmt.Fprint(keys, "p")
+	shows("the pause", "PAUSED")
+
+	fmt.Fprint(keys, "q")
+	require.NoError(t, cmd.Wait())
+}
+
+// lockedBuffer collects a process's output for a test that reads it while
+// it runs; since returns what came after the last mark.
+type lockedBuffer struct {
+	mu   sync.Mutex
+	b    bytes.Buffer
+	from int
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) mark() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.from = l.b.Len()
+}
+
+func (l *lockedBuffer) since() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()[l.from:]
 }

@@ -68,3 +68,47 @@ func TestEvents(t *testing.T) {
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 	require.NoError(t, cmd.Wait())
 }
+
+// A holder whose process stops (SIGSTOP) keeps no lease: events tells the
+// expiry, naming it, once its watchdog timeout has run out.
+func TestEventsStoppedHolderExpires(t *testing.T) {
+	s, relock := server(t)
+	s.Do("CONFIG", "SET", "notify-keyspace-events", "KEA")
+	watch := relock("events", "--json", "job")
+	stdout, err := watch.StdoutPipe()
+	require.NoError(t, err)
+	stderr, err := watch.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, watch.Start())
+	defer watch.Process.Kill()
+	errLines := bufio.NewScanner(stderr)
+	require.True(t, errLines.Scan(), "a line on stderr once it watches")
+	lines := bufio.NewScanner(stdout)
+	next := func() eventJSON {
+		t.Helper()
+		require.True(t, lines.Scan(), "an event line")
+		var ev eventJSON
+		require.NoError(t, json.Unmarshal(lines.Bytes(), &ev), lines.Text())
+		return ev
+	}
+
+	holder := relock("hold", "--watchdog", "1s", "job")
+	holderOut, err := holder.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, holder.Start())
+	defer holder.Process.Kill()
+	held := bufio.NewScanner(holderOut)
+	require.True(t, held.Scan(), "hold says it holds")
+	owner := strings.Fields(held.Text())[3] // "job held by OWNER"
+	ev := next()
+	require.Equal(t, "acquired", ev.Kind)
+	require.Len(t, ev.Holders, 1)
+	assert.Equal(t, owner, ev.Holders[0].Owner)
+
+	require.NoError(t, holder.Process.Signal(syscall.SIGSTOP))
+	ev = next()
+	assert.Equal(t, "expired", ev.Kind)
+	require.Len(t, ev.Holders, 1)
+	assert.Equal(t, owner, ev.Holders[0].Owner)
+	require.NoError(t, holder.Process.Signal(syscall.SIGCONT))
+}

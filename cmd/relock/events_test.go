@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,26 +25,7 @@ func TestEvents(t *testing.T) {
 	assert.Contains(t, stderr, "notify-keyspace-events")
 
 	cmd := relock("events", "--json", "--enable-notifications", "job")
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	stderrPipe, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	errLines := bufio.NewScanner(stderrPipe)
-	require.True(t, errLines.Scan(), "a line on stderr once it watches")
-	require.Contains(t, errLines.Text(), "watching")
-	go func() {
-		for errLines.Scan() {
-		}
-	}()
-	lines := bufio.NewScanner(stdout)
-	next := func() eventJSON {
-		t.Helper()
-		require.True(t, lines.Scan(), "an event line")
-		var ev eventJSON
-		require.NoError(t, json.Unmarshal(lines.Bytes(), &ev), lines.Text())
-		return ev
-	}
+	next := watching(t, cmd)
 
 	locks, held := hold(t, s, "job")
 	owner, _ := reentrant.OwnerFrom(held)
@@ -55,7 +37,7 @@ func TestEvents(t *testing.T) {
 	ev = next()
 	assert.Equal(t, "released", ev.Kind)
 
-	held, err = locks.Lock("job").Lock(t.Context())
+	held, err := locks.Lock("job").Lock(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, "acquired", next().Kind)
 	s.Do("DEL", "job")
@@ -74,23 +56,7 @@ func TestEvents(t *testing.T) {
 func TestEventsStoppedHolderExpires(t *testing.T) {
 	s, relock := server(t)
 	s.Do("CONFIG", "SET", "notify-keyspace-events", "KEA")
-	watch := relock("events", "--json", "job")
-	stdout, err := watch.StdoutPipe()
-	require.NoError(t, err)
-	stderr, err := watch.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, watch.Start())
-	defer watch.Process.Kill()
-	errLines := bufio.NewScanner(stderr)
-	require.True(t, errLines.Scan(), "a line on stderr once it watches")
-	lines := bufio.NewScanner(stdout)
-	next := func() eventJSON {
-		t.Helper()
-		require.True(t, lines.Scan(), "an event line")
-		var ev eventJSON
-		require.NoError(t, json.Unmarshal(lines.Bytes(), &ev), lines.Text())
-		return ev
-	}
+	next := watching(t, relock("events", "--json", "job"))
 
 	holder := relock("hold", "--watchdog", "1s", "job")
 	holderOut, err := holder.StdoutPipe()
@@ -111,4 +77,33 @@ func TestEventsStoppedHolderExpires(t *testing.T) {
 	require.Len(t, ev.Holders, 1)
 	assert.Equal(t, owner, ev.Holders[0].Owner)
 	require.NoError(t, holder.Process.Signal(syscall.SIGCONT))
+}
+
+// watching starts cmd, a relock events --json, and returns once it
+// watches (its line on stderr): next reads its next event, failing the
+// test when there is none. The process is killed when the test ends, if
+// the test has not waited for it.
+func watching(t *testing.T, cmd *exec.Cmd) (next func() eventJSON) {
+	t.Helper()
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill() })
+	errLines := bufio.NewScanner(stderr)
+	require.True(t, errLines.Scan(), "a line on stderr once it watches")
+	require.Contains(t, errLines.Text(), "watching")
+	go func() {
+		for errLines.Scan() {
+		}
+	}()
+	lines := bufio.NewScanner(stdout)
+	return func() eventJSON {
+		t.Helper()
+		require.True(t, lines.Scan(), "an event line")
+		var ev eventJSON
+		require.NoError(t, json.Unmarshal(lines.Bytes(), &ev), lines.Text())
+		return ev
+	}
 }

@@ -34,16 +34,7 @@ func handover(t *testing.T, connect func() rueidis.Client, opts reentrant.Option
 	heldA, termA, err := a.Campaign(ctx, "a")
 	require.NoError(t, err)
 	assert.Equal(t, termA, redistest.Recv(t, seen).Term)
-	type led struct {
-		held context.Context
-		term election.Term
-		err  error
-	}
-	got := make(chan led, 1)
-	go func() {
-		held, term, err := b.Campaign(ctx, "b")
-		got <- led{held, term, err}
-	}()
+	got := campaignAsync(ctx, b, "b")
 	require.NoError(t, a.Resign(heldA))
 	r := redistest.Recv(t, got)
 	require.NoError(t, r.err)

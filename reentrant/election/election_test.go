@@ -53,6 +53,24 @@ func newNode(t testing.TB, s *redistest.Server, wd time.Duration) node {
 
 func (n node) election(name string) *election.Election { return election.New(n.c, n.rdb, name) }
 
+// led is what a Campaign returned.
+type led struct {
+	held context.Context
+	term election.Term
+	err  error
+}
+
+// campaignAsync campaigns in e on a goroutine of its own; the channel
+// receives what Campaign returned.
+func campaignAsync(ctx context.Context, e *election.Election, value string) <-chan led {
+	got := make(chan led, 1)
+	go func() {
+		held, term, err := e.Campaign(ctx, value)
+		got <- led{held, term, err}
+	}()
+	return got
+}
+
 // TestOneLeaderAmongEight runs 8 candidates on 4 clients, each leading 3
 // times: never two leaders at once, and terms strictly increasing in the
 // order leaders came.
@@ -107,16 +125,7 @@ func TestResignHandsOver(t *testing.T) {
 	ctx := context.Background()
 	heldA, termA, err := a.Campaign(ctx, "a")
 	require.NoError(t, err)
-	type result struct {
-		held context.Context
-		term election.Term
-		err  error
-	}
-	got := make(chan result, 1)
-	go func() {
-		held, term, err := b.Campaign(ctx, "b")
-		got <- result{held, term, err}
-	}()
+	got := campaignAsync(ctx, b, "b")
 	select {
 	case r := <-got:
 		t.Fatalf("b leads while a does: %+v", r)

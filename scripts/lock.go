@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -33,6 +34,12 @@ var (
 	//go:embed nonreentrantacquire.lua
 	nonReentrantAcquireLua    string
 	nonReentrantAcquireScript = newScript(clockLib, wakeLib, nonReentrantAcquireLua)
+
+	// The same two, each behind guard.lua (see Acquire.Guard).
+	//go:embed guard.lua
+	guardLua                         string
+	guardedAcquireScript             = newScript(clockLib, wakeLib, guardLua, acquireLua)
+	guardedNonReentrantAcquireScript = newScript(clockLib, wakeLib, guardLua, nonReentrantAcquireLua)
 
 	//go:embed release.lua
 	releaseLua    string
@@ -115,6 +122,11 @@ type Acquire struct {
 	// CounterTTL is how long a fenced lock's token counter lives after
 	// this draw (FencedAcquire); < 0: for good, as Redisson keeps it.
 	CounterTTL time.Duration
+	// Guard (LockAcquire and NonReentrantAcquire) makes the attempt do
+	// nothing if it runs after Abandon for Key and Owner: an attempt its
+	// caller gave up on in flight can then be undone at once, on any
+	// connection, without waiting for its reply.
+	Guard bool
 }
 
 // Acquired is what an acquire script did.
@@ -140,6 +152,9 @@ type Acquired struct {
 // acquire that replicas did not confirm returns OK with [ErrNotSynced] or
 // [ErrSyncRefused].
 func LockAcquire(ctx context.Context, c Conn, a Acquire) (Acquired, error) {
+	if a.Guard {
+		return a.runOn(ctx, c, guardedAcquireScript)
+	}
 	return a.runOn(ctx, c, acquireScript)
 }
 
@@ -147,13 +162,39 @@ func LockAcquire(ctx context.Context, c Conn, a Acquire) (Acquired, error) {
 // a: LockAcquire, but an owner that holds the lock already is refused with
 // the error reply CodeReentry, and nothing changes.
 func NonReentrantAcquire(ctx context.Context, c Conn, a Acquire) (Acquired, error) {
+	if a.Guard {
+		return a.runOn(ctx, c, guardedNonReentrantAcquireScript)
+	}
 	return a.runOn(ctx, c, nonReentrantAcquireScript)
+}
+
+// guardKey returns the key Abandon sets for owner's attempt on lock name:
+// relock_abandoned:{name}:<owner>, in name's hash slot.
+func guardKey(name, owner string) string {
+	if strings.Contains(name, "{") { // prefixed, in one allocation
+		return "relock_abandoned:" + name + ":" + owner
+	}
+	return "relock_abandoned:{" + name + "}:" + owner
+}
+
+// Abandon marks owner's attempts on lock name as given up on, for ttl: a
+// guarded attempt (Acquire.Guard) that runs after it does nothing. The
+// caller then gives back what an attempt that ran before it took.
+func Abandon(ctx context.Context, c Conn, name, owner string, ttl time.Duration) error {
+	return c.Do(ctx, c.B().Set().Key(guardKey(name, owner)).Value("1").PxMilliseconds(max(ttl.Milliseconds(), 1)).Build()).Error()
 }
 
 // runOn runs s, an acquire script with acquire.lua's keys and args, for a.
 func (a Acquire) runOn(ctx context.Context, c Conn, s *script) (Acquired, error) {
-	keys, args := keysArgs(2, 3, 7)
-	keys[0] = a.Key
+	g := 0 // guard.lua's key comes first
+	if a.Guard {
+		g = 1
+	}
+	keys, args := keysArgs(2+g, 3+g, 7)
+	if a.Guard {
+		keys[0] = guardKey(a.Key, a.Owner)
+	}
+	keys[g] = a.Key
 	args[0], args[1] = millis(a.Lease), a.Owner
 	keys, args = a.Wake.with(keys, args[:5], a.Key)
 	if w := a.Wake; w.Client != "" && w.Offers && (w.Grant != 0 || w.Settle == SettleDrop) {

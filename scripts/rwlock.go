@@ -76,8 +76,11 @@ func acquireReply(r rueidis.RedisResult, syncErr error) (Acquired, error) {
 	if err != nil {
 		return Acquired{}, err
 	}
-	if ms == handed {
+	switch ms {
+	case handed:
 		return Acquired{OK: true, Handed: true}, syncErr
+	case guarded:
+		return Acquired{}, nil // after Abandon: nobody awaits this reply
 	}
 	return Acquired{PTTL: time.Duration(ms) * time.Millisecond}, nil
 }
@@ -85,6 +88,10 @@ func acquireReply(r rueidis.RedisResult, syncErr error) (Acquired, error) {
 // handed is acquire.lua's reply when a release gave the lock to the
 // caller's client (Acquired.Handed).
 const handed = -3
+
+// guarded is guard.lua's reply: the attempt ran after Abandon, and did
+// nothing.
+const guarded = -4
 
 // ReadRelease runs readrelease.lua for r.Owner's newest read hold.
 // r.Lease is not used: the remaining read holds decide the TTL.

@@ -361,3 +361,40 @@ func TestWaitersAndGrants(t *testing.T) {
 		}
 	}
 }
+
+// A guarded attempt takes the lock as an unguarded one does, with or
+// without directed wakes, and in the lock's slot; after Abandon it does
+// nothing, holder or not, and says so with no hold; another owner's
+// guarded attempt is not stopped by it.
+func TestGuardedAcquire(t *testing.T) {
+	each(t, func(t *testing.T, rdb scripts.Conn, do func(...string) rueidis.RedisResult) {
+		ctx := context.Background()
+		for _, a := range []scripts.Acquire{
+			{Key: "g", Owner: "o:1", Lease: time.Minute, Guard: true},
+			{Key: "{g}:x", Owner: "o:2", Lease: time.Minute, Guard: true, Wake: scripts.Wake{Client: "o", Settle: scripts.SettleKeep, Register: time.Second}},
+		} {
+			r, err := scripts.LockAcquire(ctx, rdb, a)
+			require.NoError(t, err)
+			assert.True(t, r.OK, a.Key)
+			n, err := do("HGET", a.Key, a.Owner).AsInt64()
+			require.NoError(t, err)
+			assert.Equal(t, int64(1), n)
+		}
+
+		require.NoError(t, scripts.Abandon(ctx, rdb, "h", "o:3", time.Minute))
+		for _, acquire := range []func(context.Context, scripts.Conn, scripts.Acquire) (scripts.Acquired, error){scripts.LockAcquire, scripts.NonReentrantAcquire} {
+			r, err := acquire(ctx, rdb, scripts.Acquire{Key: "h", Owner: "o:3", Lease: time.Minute, Guard: true})
+			require.NoError(t, err)
+			assert.False(t, r.OK)
+			n, err := do("EXISTS", "h").AsInt64()
+			require.NoError(t, err)
+			assert.Zero(t, n, "an abandoned attempt takes nothing")
+		}
+		r, err := scripts.NonReentrantAcquire(ctx, rdb, scripts.Acquire{Key: "h", Owner: "o:4", Lease: time.Minute, Guard: true})
+		require.NoError(t, err)
+		assert.True(t, r.OK, "another owner's attempt")
+		ttl, err := do("PTTL", "relock_abandoned:{h}:o:3").AsInt64()
+		require.NoError(t, err)
+		assert.Greater(t, ttl, int64(50_000), "the guard lives as long as asked")
+	})
+}

@@ -444,7 +444,13 @@ func (c *cycle) attempt(ttl time.Duration) lockAttempt {
 	if ctx.Done() == nil { // nothing can cut it short
 		return t.Run(ctx)
 	}
-	r, abandoned := attempt.Once[lockAttempt](c.l.c.attempts, ctx, t)
+	var r lockAttempt
+	var abandoned bool
+	if c.private && c.l.kind.spec().guarded {
+		r, abandoned = t.runGuarded(ctx)
+	} else {
+		r, abandoned = attempt.Once[lockAttempt](c.l.c.attempts, ctx, t)
+	}
 	if abandoned {
 		c.last.abandoned = true
 		r.err = attempt.Abandoned(ctx)
@@ -462,6 +468,7 @@ type lockTry struct {
 	cfg      acquireConfig
 	wake     scripts.Wake // with directed wakes (Client set)
 	grantTry int          // see sentTry.n; 0 without grants
+	guard    bool         // see runGuarded
 }
 
 // run runs the acquire script; an acquire that replicas did not confirm is
@@ -473,7 +480,7 @@ func (t lockTry) Run(ctx context.Context) (r lockAttempt) {
 	}
 	a := scripts.Acquire{Key: l.name, Owner: t.owner.id, Lease: t.ttl, Wake: t.wake,
 		Turn: l.queueTurn(t.cfg), Join: t.cfg.wait != 0, Publish: l.c.publish, GrantTry: t.grantTry,
-		Priority: t.cfg.priority, Aging: l.c.opts.priorityAging(), Fields: l.fields, CounterTTL: l.c.opts.FencingCounterTTL}
+		Priority: t.cfg.priority, Aging: l.c.opts.priorityAging(), Fields: l.fields, CounterTTL: l.c.opts.FencingCounterTTL, Guard: t.guard}
 	r.Acquired, r.err = l.kind.spec().acquire(ctx, l.c.runner.conn(), a)
 	if n := t.wake.Grant; n != 0 {
 		switch {
@@ -541,4 +548,46 @@ func (l *lockRef) unsynced(ctx context.Context, owner Owner, ttl time.Duration, 
 		return fmt.Errorf("relock: %w (%v)", ErrSyncUnavailable, syncErr)
 	}
 	return fmt.Errorf("relock: lock %q: %w; acquire rolled back", l.name, syncErr) // wraps ErrNotSynced
+}
+
+// runGuarded runs t on the caller's goroutine, with the caller's ctx, for
+// a kind whose acquire script takes a guard (kind.guarded) and an owner
+// made for the call. An attempt that ctx cuts short in flight may still
+// run, on a connection an undo does not share; so, instead of waiting for
+// its reply on a worker (attempt.Once), its guard is set, which makes the
+// attempt do nothing if it runs after, and then what it may have taken is
+// given back: in that order, whichever the attempt met, nothing is left.
+// It reports whether the attempt was given up on (its error is then
+// attempt.Abandoned's).
+func (t lockTry) runGuarded(ctx context.Context) (lockAttempt, bool) {
+	t.guard = true
+	r := t.Run(ctx)
+	switch {
+	case ctx.Err() == nil, scripts.NotSent(r.err):
+		return r, false // ctx lives on, or the attempt surely did not run: the cycle goes on
+	case r.err == nil || scripts.IsReply(r.err):
+		// Answered, but ctx ended meanwhile (rueidis's synchronous path
+		// heeds only ctx's deadline): what it took is given back, as
+		// attempt.Once's worker does with a reply that comes too late.
+		answered := r
+		t.l.c.background(func() { t.Undo(ctx, answered) })
+	default:
+		lost := r // the background's own copy: r's error is replaced below
+		t.l.c.background(func() { t.abandon(ctx, lost) })
+	}
+	r.err = attempt.Abandoned(ctx)
+	return r, true
+}
+
+// abandon sets t's guard and then gives back what t may have taken (see
+// runGuarded), one try each, detached from ctx but for its values. If the
+// guard cannot be set, an attempt that runs after the release holds until
+// its TTL ends, as when an undo fails.
+func (t lockTry) abandon(ctx context.Context, r lockAttempt) {
+	gctx, cancel := cleanup(ctx)
+	defer cancel()
+	if err := scripts.Abandon(gctx, t.l.c.runner.conn(), t.l.name, t.owner.id, t.ttl); err != nil {
+		t.l.c.opts.Logger.Debug("relock: guarding an attempt cut short", "lock", t.l.name, "error", err)
+	}
+	t.Undo(ctx, r)
 }

@@ -113,6 +113,13 @@ func TestDirectedWakePassesOn(t *testing.T) {
 	// the lock only when told.
 	e.do(t, "ZADD", waitersKey(name), "1", "8d8ac610-566d-8ef0-9c22-186b2a5ed793")
 	gaveUp, waiter := e.patient(t), e.patient(t)
+	// A call whose ctx can end sends its attempts guarded: load that
+	// script first, so that the count below sees no NOSCRIPT retry.
+	loadCtx, loaded := context.WithCancel(bg())
+	warm, err := gaveUp.Lock("warm-up").Lock(loadCtx, reentrant.LeaseFor(time.Minute))
+	require.NoError(t, err)
+	require.NoError(t, gaveUp.Lock("warm-up").Unlock(warm))
+	loaded()
 	scripts := e.server.ScriptCalls()
 	ctx, cancel := context.WithCancel(bg())
 	done := make(chan error, 1)

@@ -61,11 +61,14 @@ type kind struct {
 	// noDeadlocks: its waits register no edge for deadlock detection,
 	// whose reading of a lock's holders does not fit its layout.
 	noDeadlocks bool
+	// guarded: its acquire script honors scripts.Acquire.Guard, so an
+	// attempt of an owner made for the call needs no worker (runGuarded).
+	guarded bool
 }
 
 var kinds = [...]kind{
-	plainLock:        handingOn(rlockKind(KindLock, scripts.LockAcquire)),
-	nonReentrantLock: rlockKind(KindLock, scripts.NonReentrantAcquire),
+	plainLock:        guarding(handingOn(rlockKind(KindLock, scripts.LockAcquire))),
+	nonReentrantLock: guarding(rlockKind(KindLock, scripts.NonReentrantAcquire)),
 	fencedLock:       rlockKind(KindFenced, scripts.FencedAcquire),
 	readLock: {
 		kind:        KindRead,
@@ -111,6 +114,7 @@ var kinds = [...]kind{
 		believes:    true,
 		forceUnlock: forceUnlockOn(scripts.LockChannel, pubsub.WakeOne),
 		spins:       true,
+		guarded:     true,
 	},
 }
 
@@ -130,6 +134,12 @@ func rlockKind(k Kind, acquire acquirer) kind {
 		forceUnlock: forceUnlockOn(scripts.LockChannel, pubsub.WakeOne),
 		directed:    true,
 	}
+}
+
+// guarding returns k, whose acquire script takes a guard (kind.guarded).
+func guarding(k kind) kind {
+	k.guarded = true
+	return k
 }
 
 // handingOn returns k whose releases hand the lock on (see kind.handsOn).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/reentrant"
@@ -19,6 +20,11 @@ func BenchmarkLockUnlock(b *testing.B) {
 	b.Run("ctx=background", func(b *testing.B) { benchmarkLockUnlock(b, bg()) })
 	b.Run("ctx=cancellable", func(b *testing.B) {
 		ctx, cancel := context.WithCancel(bg())
+		defer cancel()
+		benchmarkLockUnlock(b, ctx)
+	})
+	b.Run("ctx=request", func(b *testing.B) { // cancellable, with a deadline
+		ctx, cancel := context.WithTimeout(bg(), time.Hour)
 		defer cancel()
 		benchmarkLockUnlock(b, ctx)
 	})

@@ -17,16 +17,24 @@ import (
 )
 
 // slowWrites is a connection that, while armed, holds the next script call
-// back for delay before writing it, then reports it written on ran.
+// back for delay before writing it, then reports it written on ran; with
+// only set, the next script call that names only. seen, when set, is shown
+// every write first.
 type slowWrites struct {
 	net.Conn
 	armed *atomic.Bool
+	only  *atomic.Pointer[string]
+	seen  *atomic.Pointer[func([]byte)]
 	delay time.Duration
 	ran   chan<- struct{}
 }
 
 func (c *slowWrites) Write(b []byte) (int, error) {
-	if !bytes.Contains(b, []byte("EVAL")) || !c.armed.CompareAndSwap(true, false) {
+	if seen := c.seen.Load(); seen != nil {
+		(*seen)(b)
+	}
+	only := c.only.Load()
+	if !bytes.Contains(b, []byte("EVAL")) || only != nil && !bytes.Contains(b, []byte(*only)) || !c.armed.CompareAndSwap(true, false) {
 		return c.Conn.Write(b)
 	}
 	time.Sleep(c.delay)
@@ -34,18 +42,23 @@ func (c *slowWrites) Write(b []byte) (int, error) {
 	return c.Conn.Write(b)
 }
 
-// An attempt that the caller's ctx cuts short is undone only once its reply
-// has come. rueidis spreads a client's commands over several connections
-// (here two), so an undo sent at once could run before the attempt, which
-// would then take the lock, join the fair queue or take the permit for an
-// owner nobody will release: everyone would wait out its lease, or its
-// turn at the head of the queue. Here the attempt is held back 300ms on its
-// connection while ctx ends after 50ms; once it has run, nothing of it may
-// be left. Each round has even odds that the undo takes the other
-// connection, so eight rounds catch an undo sent too early almost surely.
+// An attempt that the caller's ctx cuts short leaves nothing once it has
+// run. rueidis spreads a client's commands over several connections (here
+// two), so an undo sent at once could run before the attempt, which would
+// then take the lock, join the fair queue or take the permit for an owner
+// nobody will release: everyone would wait out its lease, or its turn at
+// the head of the queue. So a plain or non-reentrant lock's attempt is
+// guarded (its undo first sets a guard that makes a late attempt do
+// nothing), and the others are undone only once their reply has come. Here
+// the attempt is held back 300ms on its connection while ctx ends after
+// 50ms. Each round has even odds that the undo takes the other connection,
+// so eight rounds catch an undo that can overtake the attempt almost surely
+// (an unguarded plain lock's fails here).
 func TestAbandonedAttemptUndoneAfterItRuns(t *testing.T) {
 	s := redistest.Start(t)
 	var armed atomic.Bool
+	var only atomic.Pointer[string]
+	var seen atomic.Pointer[func([]byte)]
 	ran := make(chan struct{}, 1)
 	rdb, err := rueidis.NewClient(rueidis.ClientOption{
 		InitAddress: []string{s.Addr}, DisableCache: true, PipelineMultiplex: 1,
@@ -54,7 +67,7 @@ func TestAbandonedAttemptUndoneAfterItRuns(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			return &slowWrites{Conn: c, armed: &armed, delay: 300 * time.Millisecond, ran: ran}, nil
+			return &slowWrites{Conn: c, armed: &armed, only: &only, seen: &seen, delay: 300 * time.Millisecond, ran: ran}, nil
 		},
 	})
 	require.NoError(t, err)
@@ -88,9 +101,12 @@ func TestAbandonedAttemptUndoneAfterItRuns(t *testing.T) {
 	sem := c.PermitExpirableSemaphore("abandoned-sem")
 	_, err = sem.TrySetPermits(bg, 1)
 	require.NoError(t, err)
-	// Load every script first: a NOSCRIPT retry is a second write.
-	for _, l := range []*reentrant.Lock{c.Lock("abandoned-plain"), c.FairLock("abandoned-fair"), c.PriorityLock("abandoned-prio")} {
-		held, err := l.Lock(bg)
+	// Load every script first, guarded ones too (a ctx that can end):
+	// a NOSCRIPT retry is a second write.
+	loading, loaded := context.WithCancel(bg)
+	defer loaded()
+	for _, l := range []*reentrant.Lock{c.Lock("abandoned-plain"), c.NonReentrantLock("abandoned-nr"), c.FairLock("abandoned-fair"), c.PriorityLock("abandoned-prio")} {
+		held, err := l.Lock(loading)
 		require.NoError(t, err)
 		require.NoError(t, l.Unlock(held))
 	}
@@ -99,9 +115,29 @@ func TestAbandonedAttemptUndoneAfterItRuns(t *testing.T) {
 	require.NoError(t, p.Release(bg))
 
 	for range 8 {
-		// A free lock: the late attempt takes it, and the undo releases it.
-		cutShort(func(ctx context.Context) error { _, err := c.Lock("abandoned-plain").Lock(ctx); return err })
-		gone("a plain lock's late hold", exists("abandoned-plain"))
+		// A free lock: the late attempt, guarded, finds its guard set and
+		// takes nothing (or, overtaking it, is released). Only the attempt
+		// is held back (it alone names the guard), not its undo, which
+		// runs in the background; the round waits for it to be sent.
+		guard := "relock_abandoned"
+		only.Store(&guard)
+		for _, l := range []*reentrant.Lock{c.Lock("abandoned-plain"), c.NonReentrantLock("abandoned-nr")} {
+			released := make(chan struct{}, 1)
+			watch := func(b []byte) {
+				if bytes.Contains(b, []byte("EVAL")) && bytes.Contains(b, []byte(l.Name())) && !bytes.Contains(b, []byte(guard)) {
+					select {
+					case released <- struct{}{}:
+					default:
+					}
+				}
+			}
+			seen.Store(&watch)
+			cutShort(func(ctx context.Context) error { _, err := l.Lock(ctx); return err })
+			redistest.Recv(t, released) // the undo's release, sent after the guard
+			seen.Store(nil)
+			gone("a late hold of "+l.Name(), exists(l.Name()))
+		}
+		only.Store(nil)
 
 		// A held fair lock: the late attempt joins the queue, and the
 		// waiter leaves it.

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -140,7 +141,7 @@ func (w *watcher) follow(ctx context.Context, s *subscription) error {
 		case <-ctx.Done():
 			return nil
 		case err := <-s.closed:
-			return cmpOr(err, errors.New("relock: the watch's connection closed"))
+			return cmp.Or(err, errors.New("relock: the watch's connection closed"))
 		case <-s.q.ready:
 		}
 		names, dropped := s.q.take()
@@ -156,13 +157,6 @@ func (w *watcher) follow(ctx context.Context, s *subscription) error {
 			}
 		}
 	}
-}
-
-func cmpOr(err, otherwise error) error {
-	if err != nil {
-		return err
-	}
-	return otherwise
 }
 
 // releasing are the notifications a release's script sends just before

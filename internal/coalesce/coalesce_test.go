@@ -1,0 +1,258 @@
+package coalesce
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// result is a call's result in these tests: how it was made.
+type result struct {
+	call  int
+	alone bool  // by one, on the caller's goroutine
+	batch []int // by Many, with these calls
+	err   error
+	sent  bool
+}
+
+// harness is Lines[string, int, result] whose one and Many block until
+// released, and record what they were given.
+type harness struct {
+	l       *Lines[string, int, result]
+	manyIn  chan []int    // each Many's calls
+	release chan struct{} // lets one blocked one or Many return
+	closing context.CancelFunc
+	tasks   sync.WaitGroup
+	mu      sync.Mutex
+	closed  bool
+}
+
+func newHarness(max int) *harness {
+	h := &harness{manyIn: make(chan []int, 100), release: make(chan struct{})}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	h.closing = func() { cancel(errors.New("closed")) }
+	h.l = &Lines[string, int, result]{
+		Many: func(ctx context.Context, k string, calls []int) []result {
+			h.manyIn <- calls
+			<-h.release
+			rs := make([]result, len(calls))
+			for i, c := range calls {
+				rs[i] = result{call: c, batch: calls}
+			}
+			return rs
+		},
+		Cut:     func(err error, sent bool) result { return result{err: err, sent: sent} },
+		Start:   h.start,
+		Closing: ctx,
+		Max:     max,
+	}
+	return h
+}
+
+func (h *harness) start(f func()) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return false
+	}
+	h.tasks.Add(1)
+	go func() { defer h.tasks.Done(); f() }()
+	return true
+}
+
+func (h *harness) close() {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	h.closing()
+	h.tasks.Wait()
+}
+
+// one is a lone call's function: it reports that it started, and returns
+// once released.
+func (h *harness) one(started chan<- struct{}) func(context.Context, int) result {
+	return func(_ context.Context, c int) result {
+		if started != nil {
+			started <- struct{}{}
+		}
+		<-h.release
+		return result{call: c, alone: true}
+	}
+}
+
+// now is a lone call's function that returns at once.
+func now(_ context.Context, c int) result { return result{call: c, alone: true} }
+
+// queued waits until n calls queue on line k.
+func (h *harness) queued(t *testing.T, k string, n int) {
+	t.Helper()
+	for {
+		h.l.mu.Lock()
+		got := len(h.l.lines[k].queue)
+		h.l.mu.Unlock()
+		if got == n {
+			return
+		}
+		if got > n {
+			t.Fatalf("%d calls queued, want %d", got, n)
+		}
+		waitABit()
+	}
+}
+
+func TestALoneCallGoesAtOnceOnItsCallersGoroutine(t *testing.T) {
+	h := newHarness(8)
+	defer h.close()
+	r := h.l.Do(context.Background(), "a", 1, now)
+	if !r.alone || r.call != 1 {
+		t.Fatalf("got %+v, want call 1 made alone", r)
+	}
+	select {
+	case calls := <-h.manyIn:
+		t.Fatalf("Many was called with %v", calls)
+	default:
+	}
+}
+
+func TestCallsBehindOneInFlightGoAsOne(t *testing.T) {
+	h := newHarness(8)
+	defer h.close()
+	started := make(chan struct{}, 1)
+	results := make(chan result, 10)
+	go func() { results <- h.l.Do(context.Background(), "a", 0, h.one(started)) }()
+	<-started
+	for i := 1; i <= 3; i++ { // in this order
+		go func() { results <- h.l.Do(context.Background(), "a", i, h.one(nil)) }()
+		h.queued(t, "a", i)
+	}
+	// Another line is not held up by line a.
+	if r := h.l.Do(context.Background(), "b", 9, now); !r.alone {
+		t.Fatalf("line b's call: %+v, want it made alone", r)
+	}
+	h.release <- struct{}{} // call 0 returns; 1-3 go together
+	if calls := <-h.manyIn; fmt.Sprint(calls) != "[1 2 3]" {
+		t.Fatalf("Many got %v, want [1 2 3]", calls)
+	}
+	h.release <- struct{}{}
+	got := map[int]result{}
+	for range 4 {
+		r := <-results
+		got[r.call] = r
+	}
+	if !got[0].alone {
+		t.Errorf("call 0: %+v, want it made alone", got[0])
+	}
+	for i := 1; i <= 3; i++ {
+		if fmt.Sprint(got[i].batch) != "[1 2 3]" {
+			t.Errorf("call %d: %+v, want it made with [1 2 3]", i, got[i])
+		}
+	}
+	// The line is free again: the next call goes alone.
+	if r := h.l.Do(context.Background(), "a", 4, now); !r.alone {
+		t.Fatalf("a call after the queue drained: %+v, want it made alone", r)
+	}
+}
+
+func TestAtMostMaxGoAsOne(t *testing.T) {
+	h := newHarness(2)
+	defer h.close()
+	started := make(chan struct{}, 1)
+	done := make(chan result, 10)
+	go func() { done <- h.l.Do(context.Background(), "a", 0, h.one(started)) }()
+	<-started
+	for i := 1; i <= 3; i++ {
+		go func() { done <- h.l.Do(context.Background(), "a", i, h.one(nil)) }()
+		h.queued(t, "a", i)
+	}
+	h.release <- struct{}{}
+	if calls := <-h.manyIn; fmt.Sprint(calls) != "[1 2]" {
+		t.Fatalf("first Many got %v, want [1 2]", calls)
+	}
+	h.release <- struct{}{}
+	if calls := <-h.manyIn; fmt.Sprint(calls) != "[3]" {
+		t.Fatalf("second Many got %v, want [3]", calls)
+	}
+	h.release <- struct{}{}
+	for range 4 {
+		<-done
+	}
+}
+
+func TestACallCutWhileQueuedIsNeverSent(t *testing.T) {
+	h := newHarness(8)
+	defer h.close()
+	started := make(chan struct{}, 1)
+	done := make(chan result, 10)
+	go func() { done <- h.l.Do(context.Background(), "a", 0, h.one(started)) }()
+	<-started
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cause := errors.New("caller gone")
+	go func() { done <- h.l.Do(ctx, "a", 1, h.one(nil)) }()
+	h.queued(t, "a", 1)
+	go func() { done <- h.l.Do(context.Background(), "a", 2, h.one(nil)) }()
+	h.queued(t, "a", 2)
+	cancel(cause)
+	r := <-done
+	if r.call != 0 || !errors.Is(r.err, cause) || r.sent {
+		t.Fatalf("the cut call: %+v, want the cause, not sent", r)
+	}
+	h.release <- struct{}{}
+	if calls := <-h.manyIn; fmt.Sprint(calls) != "[2]" {
+		t.Fatalf("Many got %v, want [2]: the cut call never goes", calls)
+	}
+	h.release <- struct{}{}
+	<-done
+	<-done
+}
+
+func TestACallCutInFlightIsSaidSent(t *testing.T) {
+	h := newHarness(8)
+	defer h.close()
+	started := make(chan struct{}, 1)
+	done := make(chan result, 10)
+	go func() { done <- h.l.Do(context.Background(), "a", 0, h.one(started)) }()
+	<-started
+	ctx, cancel := context.WithCancel(context.Background())
+	cut := make(chan result, 1)
+	go func() { cut <- h.l.Do(ctx, "a", 1, h.one(nil)) }()
+	h.queued(t, "a", 1)
+	h.release <- struct{}{}
+	<-h.manyIn // call 1 is on its way
+	cancel()
+	if r := <-cut; !r.sent || !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("a call cut in flight: %+v, want ctx's error, sent", r)
+	}
+	h.release <- struct{}{} // Many returns to nobody: it must not block
+	<-done
+}
+
+func TestCloseCutsWhatQueued(t *testing.T) {
+	h := newHarness(8)
+	started := make(chan struct{}, 1)
+	first, queued := make(chan result, 1), make(chan result, 1)
+	go func() { first <- h.l.Do(context.Background(), "a", 0, h.one(started)) }()
+	<-started
+	go func() { queued <- h.l.Do(context.Background(), "a", 1, h.one(nil)) }()
+	h.queued(t, "a", 1)
+	h.mu.Lock()
+	h.closed = true // Start refuses from now on, as after Close
+	h.mu.Unlock()
+	h.release <- struct{}{}
+	if r := <-first; !r.alone || r.err != nil {
+		t.Fatalf("the call in flight: %+v, want its own result", r)
+	}
+	if r := <-queued; r.sent || !errors.Is(r.err, ErrClosing) {
+		t.Fatalf("the queued call: %+v, want ErrClosing, not sent", r)
+	}
+	h.close()
+}
+
+// waitABit lets the goroutines under test run.
+func waitABit() { runtime.Gosched() }

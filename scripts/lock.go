@@ -29,21 +29,21 @@ const (
 var (
 	//go:embed acquire.lua
 	acquireLua    string
-	acquireScript = newScript(clockLib, wakeLib, acquireLua)
+	acquireScript = coalescible([]string{clockLib, wakeLib}, acquireLua)
 
 	//go:embed nonreentrantacquire.lua
 	nonReentrantAcquireLua    string
-	nonReentrantAcquireScript = newScript(clockLib, wakeLib, nonReentrantAcquireLua)
+	nonReentrantAcquireScript = coalescible([]string{clockLib, wakeLib}, nonReentrantAcquireLua)
 
 	// The same two, each behind guard.lua (see Acquire.Guard).
 	//go:embed guard.lua
 	guardLua                         string
-	guardedAcquireScript             = newScript(clockLib, wakeLib, guardLua, acquireLua)
-	guardedNonReentrantAcquireScript = newScript(clockLib, wakeLib, guardLua, nonReentrantAcquireLua)
+	guardedAcquireScript             = coalescible([]string{clockLib, wakeLib}, guardLua, acquireLua)
+	guardedNonReentrantAcquireScript = coalescible([]string{clockLib, wakeLib}, guardLua, nonReentrantAcquireLua)
 
 	//go:embed release.lua
 	releaseLua    string
-	releaseScript = newScript(clockLib, wakeLib, latchLib, holdLib, releaseLua)
+	releaseScript = coalescible([]string{clockLib, wakeLib, latchLib, holdLib}, releaseLua)
 
 	//go:embed fencedacquire.lua
 	fencedAcquireLua    string

@@ -19,6 +19,7 @@ import (
 type script struct {
 	body string
 	sha  string
+	many *script // the same body for many calls at once (see coalescible)
 }
 
 // newScript composes a script from parts: the libraries it takes (clockLib
@@ -45,11 +46,19 @@ func (s *script) exec(ctx context.Context, c Conn, keys, args []string) (r rueid
 	if c.Replicas != 0 {
 		return s.execSynced(ctx, c, keys, args)
 	}
-	r = c.Do(ctx, s.evalsha(c, keys, args))
+	if c.Coalesce != nil && s.many != nil {
+		return c.Coalesce.do(ctx, s, keys, args), nil
+	}
+	return s.execOne(ctx, c, keys, args), nil
+}
+
+// execOne runs the script once, as a call of its own.
+func (s *script) execOne(ctx context.Context, c Conn, keys, args []string) rueidis.RedisResult {
+	r := c.Do(ctx, s.evalsha(c, keys, args))
 	if isNoScript(r.Error()) {
 		r = c.Do(ctx, s.eval(c, keys, args))
 	}
-	return r, nil
+	return r
 }
 
 // call is one run of a script in a pipeline.
@@ -129,10 +138,11 @@ func IsUnavailable(err error) bool {
 }
 
 // NotSent reports whether err says the command never left the client: the
-// connection could not be dialled. Such a script did not run.
+// connection could not be dialled, or the call was cut short while it
+// queued behind others (see Coalescer). Such a script did not run.
 func NotSent(err error) bool {
 	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
+	return errors.Is(err, errUnsent) || errors.As(err, &op) && op.Op == "dial"
 }
 
 // The codes of the error replies relock's own scripts return: the reply's

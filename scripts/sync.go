@@ -32,6 +32,9 @@ type Conn struct {
 	Timeout  time.Duration
 	// Seen counts each master's replicas for [Connected]; New makes one.
 	Seen *ReplicaCounts
+	// Coalesce, when set (and Replicas is 0), coalesces the commonest
+	// scripts' calls that many goroutines make at once (see Coalescer).
+	Coalesce *Coalescer
 }
 
 // Connected, as [Conn].Replicas, is Redisson's checkLockSyncedSlaves: WAIT

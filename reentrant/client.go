@@ -132,7 +132,8 @@ func New(rdb rueidis.Client, opts Options) (*Client, error) {
 			"error", noChannels, "repoll", opts.RepollInterval)
 	}
 	rs := opts.ReplicaSync
-	if err := c.runner.start(rdb, rs.Replicas, rs.Timeout, rs.Required, opts.Logger); err != nil {
+	co := scripts.NewCoalescer(rdb, cluster, c.closing, c.background)
+	if err := c.runner.start(rdb, co, rs.Replicas, rs.Timeout, rs.Required, opts.Logger); err != nil {
 		return nil, err
 	}
 	// A lock's wake channel lingers a little after its last waiter leaves:

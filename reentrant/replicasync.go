@@ -25,9 +25,9 @@ type scriptRunner struct {
 // once (and ROLE, for ConnectedReplicas): a server that refuses it turns
 // sync off with a warning, or fails New with ErrSyncUnavailable when sync
 // is required. A server that cannot be reached now is tried as configured.
-func (r *scriptRunner) start(rdb rueidis.Client, replicas int, timeout time.Duration, required bool, log *slog.Logger) error {
+func (r *scriptRunner) start(rdb rueidis.Client, co *scripts.Coalescer, replicas int, timeout time.Duration, required bool, log *slog.Logger) error {
 	r.required, r.log = required, log
-	r.cur.Store(&scripts.Conn{Client: rdb, Replicas: replicas, Timeout: timeout, Seen: &scripts.ReplicaCounts{}})
+	r.cur.Store(&scripts.Conn{Client: rdb, Replicas: replicas, Timeout: timeout, Seen: &scripts.ReplicaCounts{}, Coalesce: co})
 	if replicas == 0 {
 		return nil
 	}
@@ -51,7 +51,8 @@ func (r *scriptRunner) refused(err error) error {
 	if r.required {
 		return fmt.Errorf("relock: %w: %v", ErrSyncUnavailable, err)
 	}
-	if old := r.cur.Swap(&scripts.Conn{Client: r.cur.Load().Client}); old.Replicas != 0 {
+	cur := r.cur.Load()
+	if old := r.cur.Swap(&scripts.Conn{Client: cur.Client, Coalesce: cur.Coalesce}); old.Replicas != 0 {
 		r.log.Warn("relock: the server refuses WAIT (or ROLE, which ConnectedReplicas needs); replica sync is off (set ReplicaSync.Required to fail instead)", "error", err)
 	}
 	return nil

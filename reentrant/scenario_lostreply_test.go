@@ -29,13 +29,14 @@ import (
 // did not run, and the reply to lose is the one of the EVAL that follows.
 type loseReplies struct {
 	net.Conn
-	armed   *atomic.Int32 // replies still to lose
-	pending atomic.Bool   // a script was written and its reply is due
-	lost    func()        // if set, called once a reply is lost
+	armed   *atomic.Int32     // replies still to lose
+	pending atomic.Bool       // a script was written and its reply is due
+	lost    func()            // if set, called once a reply is lost
+	match   func([]byte) bool // if set, only writes it matches count
 }
 
 func (c *loseReplies) Write(b []byte) (int, error) {
-	if c.armed.Load() > 0 && bytes.Contains(b, []byte("EVAL")) {
+	if c.armed.Load() > 0 && bytes.Contains(b, []byte("EVAL")) && (c.match == nil || c.match(b)) {
 		c.pending.Store(true)
 	}
 	return c.Conn.Write(b)
@@ -262,11 +263,12 @@ type lateReplies struct {
 	net.Conn
 	armed     *atomic.Int32 // replies still to hold back
 	meanwhile func()
-	pending   atomic.Bool // a script was written and its reply is due
+	pending   atomic.Bool       // a script was written and its reply is due
+	match     func([]byte) bool // if set, only writes it matches count
 }
 
 func (c *lateReplies) Write(b []byte) (int, error) {
-	if c.armed.Load() > 0 && bytes.Contains(b, []byte("EVAL")) {
+	if c.armed.Load() > 0 && bytes.Contains(b, []byte("EVAL")) && (c.match == nil || c.match(b)) {
 		c.pending.Store(true)
 	}
 	return c.Conn.Write(b)

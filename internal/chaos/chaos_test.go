@@ -436,7 +436,7 @@ schedule:
 			continue
 		}
 		from := max(ev.end, x.Start)
-		if told := uncovered(held[x.Worker], from, x.End); told > int64(timeout/3+200*time.Millisecond) {
+		if told := uncovered(held[processOf(r.workload, x.Worker)], from, x.End); told > int64(timeout/3+200*time.Millisecond) {
 			late++
 			t.Errorf("holder told %v after %s ended (or after its hold began), %v of it with its replies not held up by faults, more than one renewal period: %+v",
 				time.Duration(x.End-from), ev.name, time.Duration(told), x)
@@ -541,6 +541,8 @@ schedule:
 			// An election keeps its last term on record (scripts.ElectionKey).
 			workload == "election" && k == "relock_election:{chaos}",
 			workload == "latch" && strings.HasPrefix(k, "chaos:latch:"),
+			// A lock of a crowded lane's own, given up on: its lease ends.
+			workload == "crowded" && strings.HasPrefix(k, "chaos:crowd:") && r.expires(k),
 			expiring(k) && r.expires(k):
 		default:
 			t.Errorf("oracle D: key %q left behind", k)
@@ -630,10 +632,11 @@ func (r *run) expires(k string) bool {
 // expiring reports whether k is a key that expires by itself, with a TTL
 // its writers renew, and that a fault may leave behind: an unlock latch,
 // the set of relock clients waiting with directed wakes and their handoff
-// offers (a client's offer goes with its registration), and a deadlock
-// check's edge (see reentrant's deadlock.go).
+// offers (a client's offer goes with its registration), a deadlock
+// check's edge (see reentrant's deadlock.go), and the guard of an attempt
+// given up on in flight (scripts.Abandon).
 func expiring(k string) bool {
-	for _, prefix := range []string{"redisson_unlock_latch:", "relock_waiters:", "relock_grants:", "relock_wait:"} {
+	for _, prefix := range []string{"redisson_unlock_latch:", "relock_waiters:", "relock_grants:", "relock_wait:", "relock_abandoned:"} {
 		if strings.HasPrefix(k, prefix) {
 			return true
 		}
@@ -679,7 +682,7 @@ func (r *run) blame(x interval) (event, bool) {
 			break
 		}
 		switch {
-		case ev.name == "pause-holder" && ev.worker == x.Worker && x.Sent <= ev.end && x.End >= ev.start:
+		case ev.name == "pause-holder" && ev.worker == processOf(r.workload, x.Worker) && x.Sent <= ev.end && x.End >= ev.start:
 			return ev, true
 		case (ev.name == "delete-key" || ev.name == "data-loss" || ev.name == "force-unlock") && x.Sent <= ev.end && x.End >= ev.start:
 			return ev, true

@@ -87,7 +87,7 @@ func (r *run) edgeEnd(y op) int64 {
 	}
 	for _, ev := range r.log {
 		cutOff := ev.name == "blackhole" || ev.name == "kill-restart-redis" || ev.name == "data-loss" ||
-			ev.name == "client-kill" || ev.name == "reset" || (ev.name == "partition-holder" && ev.worker == y.Worker)
+			ev.name == "client-kill" || ev.name == "reset" || (ev.name == "partition-holder" && ev.worker == processOf(r.workload, y.Worker))
 		if cutOff && ev.start <= y.Ret && y.Ret <= ev.end+int64(100*time.Millisecond) {
 			return y.Ret + int64(2*repoll+time.Second)
 		}

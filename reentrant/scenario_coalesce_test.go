@@ -27,40 +27,44 @@ import (
 // coalesced starts n goroutines that each take their own lock ("<name>:i")
 // with ctxs[i], and returns their results; when coalesced returns, Redis's
 // writes are paused, the first acquire of each line is in flight and the
-// others queued behind it. resume lets the writes go.
+// others queued behind it. resume lets the writes go. A ctx that cannot end
+// sends an attempt unguarded, one that can a guarded one: two scripts, two
+// lines; ctxs[0] cannot end, and ctxs[1], if any can, is the first that can.
 func coalesced(t *testing.T, s *redistest.Server, c *reentrant.Client, name string, ctxs []context.Context) (results <-chan lockResult, resume func()) {
+	t.Helper()
+	lines := 1
+	for i, ctx := range ctxs {
+		if ctx.Done() != nil {
+			require.Equal(t, 1, i, "the first ctx that can end")
+			lines = 2
+			break
+		}
+	}
+	return coalescedCalls(t, s, len(ctxs), lines, func(i int) lockResult {
+		held, err := c.Lock(fmt.Sprintf("%s:%d", name, i)).Lock(ctxs[i])
+		return lockResult{i: i, held: held, err: err}
+	})
+}
+
+// coalescedCalls runs call(i) on n goroutines, calls 0 to lines-1 first,
+// each the first on its line, and returns their results; when it returns,
+// Redis's writes are paused, the first calls are in flight and the others
+// queued behind them. resume lets the writes go.
+func coalescedCalls(t *testing.T, s *redistest.Server, n, lines int, call func(i int) lockResult) (results <-chan lockResult, resume func()) {
 	t.Helper()
 	require.NoError(t, s.Do("CLIENT", "PAUSE", "60000", "WRITE").Error())
 	resume = func() { require.NoError(t, s.Do("CLIENT", "UNPAUSE").Error()) }
 	t.Cleanup(func() { s.Do("CLIENT", "UNPAUSE") })
-	out := make(chan lockResult, len(ctxs))
-	start := func(i int) {
-		go func() {
-			held, err := c.Lock(fmt.Sprintf("%s:%d", name, i)).Lock(ctxs[i])
-			out <- lockResult{i: i, held: held, err: err}
-		}()
-	}
-	// A ctx that cannot end sends an attempt unguarded, one that can a
-	// guarded one: two scripts, two lines; the first call of each goes
-	// alone, the others queue behind it.
-	first := map[bool]bool{}
-	for i, ctx := range ctxs {
-		if guarded := ctx.Done() != nil; !first[guarded] {
-			first[guarded] = true
-			start(i)
-		}
+	out := make(chan lockResult, n)
+	for i := range lines {
+		go func() { out <- call(i) }()
 	}
 	inCoalescer := func(g [][]byte) bool { return bytes.Contains(bytes.Join(g, nil), []byte("internal/coalesce.(*Lines")) }
-	waitGoroutines(t, "the first acquires in flight", len(first), inCoalescer)
-	started := map[bool]bool{}
-	for i, ctx := range ctxs {
-		if guarded := ctx.Done() != nil; started[guarded] {
-			start(i)
-		} else {
-			started[guarded] = true
-		}
+	waitGoroutines(t, "the first calls in flight", lines, inCoalescer)
+	for i := lines; i < n; i++ {
+		go func() { out <- call(i) }()
 	}
-	waitGoroutines(t, "the others queued behind them", len(ctxs)-len(first), queued)
+	waitGoroutines(t, "the others queued behind them", n-lines, queued)
 	return out, resume
 }
 
@@ -154,6 +158,42 @@ func TestLostCoalescedAcquireReply(t *testing.T) {
 		require.NoError(t, c.Lock(fmt.Sprintf("lost-batch:%d", r.i)).Unlock(r.held))
 	}
 	assert.EqualValues(t, 1, lost.Load(), "the coalesced call's reply was lost")
+}
+
+// A release whose reply is lost in a coalesced call is sent again with the
+// same request id, alone, and its latch answers it: each goroutine gives
+// back one hold, not two.
+func TestLostCoalescedReleaseReply(t *testing.T) {
+	s := redistest.Start(t)
+	armed := new(atomic.Int32)
+	c := wrappedClient(t, s, reentrant.Options{}, func(conn net.Conn) net.Conn {
+		return &loseReplies{Conn: conn, armed: armed, match: func(b []byte) bool { return locksIn(b, "lost-release:") >= 2 }}
+	})
+	const n = 8
+	outer, inner := make([]context.Context, n), make([]context.Context, n)
+	for i := range n {
+		var err error
+		outer[i], err = c.Lock(fmt.Sprintf("lost-release:%d", i)).Lock(bg())
+		require.NoError(t, err)
+		inner[i], err = c.Lock(fmt.Sprintf("lost-release:%d", i)).Lock(outer[i])
+		require.NoError(t, err)
+	}
+	results, resume := coalescedCalls(t, s, n, 1, func(i int) lockResult {
+		return lockResult{i: i, err: c.Lock(fmt.Sprintf("lost-release:%d", i)).Unlock(inner[i])}
+	})
+	armed.Store(1)
+	resume()
+	for range n {
+		r := <-results
+		require.NoError(t, r.err, "goroutine %d: the retry is answered by the latch", r.i)
+	}
+	assert.Zero(t, armed.Load(), "the coalesced call's reply was lost")
+	for i := range n {
+		held, err := c.Lock(fmt.Sprintf("lost-release:%d", i)).HoldCount(outer[i])
+		require.NoError(t, err)
+		assert.Equal(t, 1, held, "lock %d: one hold given back, not two", i)
+		require.NoError(t, c.Lock(fmt.Sprintf("lost-release:%d", i)).Unlock(outer[i]))
+	}
 }
 
 // Callers whose ctx ends while their coalesced acquire is in flight, its

@@ -125,3 +125,33 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// TestManyBehindAClusterProxy: a server that looks like one node but
+// refuses a script whose keys span hash slots (a cluster proxy) refuses a
+// coalesced call of locks in two slots whole, so nothing ran: each call is
+// sent alone, and from then on only calls of one slot go together.
+func TestManyBehindAClusterProxy(t *testing.T) {
+	s := redistest.StartProxyLike(t)
+	rdb := s.Client()
+	ctx := context.Background()
+	acquire := func(key string) call {
+		return callOf(rdb, func(ctx context.Context, c Conn) {
+			LockAcquire(ctx, c, Acquire{Key: key, Owner: "me:1", Lease: 30 * time.Second})
+		})
+	}
+	a, b := "proxied:a", "proxied:b"
+	require.NotEqual(t, Slot(a), Slot(b))
+	co := NewCoalescer(rdb, false, ctx, func(func()) bool { return false })
+	replies := co.many(ctx, line{s: acquireScript}, []call{acquire(a), acquire(b)})
+	for i, r := range replies {
+		got, err := acquireReply(r, nil)
+		require.NoError(t, err, "call %d", i)
+		assert.True(t, got.OK, "call %d", i)
+	}
+	assert.False(t, co.spanSlots.Load(), "calls of two slots no longer go together")
+	for _, k := range []string{a, b} {
+		n, err := rdb.Do(ctx, rdb.B().Hget().Key(k).Field("me:1").Build()).AsInt64()
+		require.NoError(t, err)
+		assert.EqualValues(t, 1, n, "%s: taken once", k)
+	}
+}

@@ -22,12 +22,31 @@ var manyLua string
 // coalescible composes a script as newScript does, libraries then body,
 // and beside it the script that runs the body for many calls at once: the
 // body becomes the function one(KEYS, ARGV), which many.lua calls for each.
+// A library that reads KEYS or ARGV (countLib, rateLib, permitLib) belongs
+// to the body: outside one, it would read the whole call's.
 func coalescible(libs []string, body ...string) *script {
+	for _, lib := range libs {
+		if readsCallArgs(lib) {
+			panic("scripts: a library outside a coalescible script's body reads KEYS or ARGV")
+		}
+	}
 	s := newScript(append(libs, body...)...)
 	many := append(libs, "local function one(KEYS, ARGV)\n")
 	many = append(append(many, body...), "\nend\n", manyLua)
 	s.many = newScript(many...)
 	return s
+}
+
+// readsCallArgs reports whether Lua code, its comments aside, names KEYS
+// or ARGV.
+func readsCallArgs(lua string) bool {
+	for line := range strings.Lines(lua) {
+		code, _, _ := strings.Cut(line, "--")
+		if strings.Contains(code, "KEYS") || strings.Contains(code, "ARGV") {
+			return true
+		}
+	}
+	return false
 }
 
 // maxCoalesced is the most calls one script call carries: about as many as

@@ -155,3 +155,128 @@ func TestManyBehindAClusterProxy(t *testing.T) {
 		assert.EqualValues(t, 1, n, "%s: taken once", k)
 	}
 }
+
+// together makes calls, each on a goroutine of its own through co, so that
+// they go to Redis as one call of s's many.lua: s's line is held busy
+// until all have queued. It returns once every call has returned.
+func together(t *testing.T, co *Coalescer, s *script, calls ...func(Conn)) {
+	t.Helper()
+	ln := line{s: s}
+	hold, held := make(chan struct{}), make(chan struct{})
+	go co.lines.Do(context.Background(), ln, call{}, func(context.Context, call) rueidis.RedisResult {
+		close(held)
+		<-hold
+		return rueidis.NewErrorResult(context.Canceled)
+	})
+	<-held
+	done := make(chan struct{}, len(calls))
+	for _, f := range calls {
+		go func() {
+			f(Conn{Client: co.client, Coalesce: co})
+			done <- struct{}{}
+		}()
+	}
+	redistest.Eventually(t, 10*time.Second, "every call queued", func() bool { return co.lines.Queued(ln) == len(calls) })
+	close(hold)
+	for range calls {
+		<-done
+	}
+}
+
+// TestSynchronizersCoalesced: the synchronizers' commonest scripts, called
+// together, answer each call as it would have been answered alone: a
+// semaphore's permits, a permit-expirable semaphore's, a rate limiter's
+// window, a fenced lock's tokens.
+func TestSynchronizersCoalesced(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	ctx := context.Background()
+	closing, stop := context.WithCancel(ctx)
+	defer stop()
+	co := NewCoalescer(rdb, false, closing, func(f func()) bool { go f(); return true })
+
+	_, err := SemaphoreTrySet(ctx, Conn{Client: rdb}, "sem", 3, 0, PublishClassic)
+	require.NoError(t, err)
+	got := make([]bool, 3)
+	together(t, co, semAcquireScript,
+		func(c Conn) { got[0], err = SemaphoreAcquire(ctx, c, "sem", 2) },
+		func(c Conn) { got[1], _ = SemaphoreAcquire(ctx, c, "sem", 2) },
+		func(c Conn) { got[2], _ = SemaphoreAcquire(ctx, c, "sem", 1) },
+	)
+	require.NoError(t, err)
+	assert.Equal(t, 2, countTrue(got), "3 permits: 2 and 1 taken, one of the asks for 2 refused: %v", got)
+	n, err := Count(ctx, Conn{Client: rdb}, "sem")
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	together(t, co, semReleaseScript,
+		func(c Conn) { SemaphoreRelease(ctx, c, "sem", 2, PublishClassic) },
+		func(c Conn) { SemaphoreRelease(ctx, c, "sem", 1, PublishClassic) },
+	)
+	n, err = Count(ctx, Conn{Client: rdb}, "sem")
+	require.NoError(t, err)
+	assert.EqualValues(t, 3, n)
+
+	require.NoError(t, PermitSet(ctx, Conn{Client: rdb}, "permits", 2, PublishClassic))
+	ids := []string{"00000000000000000000000000000001", "00000000000000000000000000000002", "00000000000000000000000000000003"}
+	got = make([]bool, 3)
+	together(t, co, permitAcquireScript,
+		func(c Conn) { got[0], _, _, _ = PermitAcquire(ctx, c, "permits", ids[:1], time.Minute, PublishClassic) },
+		func(c Conn) {
+			got[1], _, _, _ = PermitAcquire(ctx, c, "permits", ids[1:2], time.Minute, PublishClassic)
+		},
+		func(c Conn) { got[2], _, _, _ = PermitAcquire(ctx, c, "permits", ids[2:], time.Minute, PublishClassic) },
+	)
+	assert.Equal(t, 2, countTrue(got), "2 permits for 3 asks: %v", got)
+	released := make([]bool, 3)
+	together(t, co, permitReleaseScript,
+		func(c Conn) { released[0], _ = PermitRelease(ctx, c, "permits", ids[0], PublishClassic) },
+		func(c Conn) { released[1], _ = PermitRelease(ctx, c, "permits", ids[1], PublishClassic) },
+		func(c Conn) { released[2], _ = PermitRelease(ctx, c, "permits", ids[2], PublishClassic) },
+	)
+	assert.Equal(t, got, released, "each permit taken is given back, the one refused is not")
+	available, taken, err := PermitCount(ctx, Conn{Client: rdb}, "permits", PublishClassic)
+	require.NoError(t, err)
+	assert.Equal(t, [2]int64{2, 0}, [2]int64{available, taken})
+
+	_, err = RateSet(ctx, Conn{Client: rdb}, "rate", "c1", Rate{Permits: 2, Interval: time.Hour}, false)
+	require.NoError(t, err)
+	got = make([]bool, 3)
+	together(t, co, rateAcquireScript,
+		func(c Conn) { got[0], _, _ = RateAcquire(ctx, c, "rate", "c1", 1) },
+		func(c Conn) { got[1], _, _ = RateAcquire(ctx, c, "rate", "c1", 1) },
+		func(c Conn) { got[2], _, _ = RateAcquire(ctx, c, "rate", "c1", 1) },
+	)
+	assert.Equal(t, 2, countTrue(got), "a rate of 2 an hour: %v", got)
+
+	tokens := make([]int64, 3)
+	together(t, co, fencedAcquireScript,
+		func(c Conn) {
+			a, _ := FencedAcquire(ctx, c, Acquire{Key: "f1", Owner: "o:1", Lease: time.Minute})
+			tokens[0] = a.Token
+		},
+		func(c Conn) {
+			a, _ := FencedAcquire(ctx, c, Acquire{Key: "f1", Owner: "o:2", Lease: time.Minute})
+			tokens[1] = a.Token
+		},
+		func(c Conn) {
+			a, _ := FencedAcquire(ctx, c, Acquire{Key: "f2", Owner: "o:3", Lease: time.Minute})
+			tokens[2] = a.Token
+		},
+	)
+	taken = 0
+	for _, tok := range tokens {
+		if tok != 0 {
+			taken++
+		}
+	}
+	assert.EqualValues(t, 2, taken, "f1 once, f2 once: %v", tokens)
+}
+
+func countTrue(bs []bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
+}

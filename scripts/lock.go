@@ -47,7 +47,7 @@ var (
 
 	//go:embed fencedacquire.lua
 	fencedAcquireLua    string
-	fencedAcquireScript = newScript(clockLib, wakeLib, fencedAcquireLua)
+	fencedAcquireScript = coalescible([]string{clockLib, wakeLib}, fencedAcquireLua)
 
 	//go:embed renew.lua
 	renewLua    string

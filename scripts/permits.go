@@ -28,11 +28,11 @@ var permitLibLua string
 var (
 	//go:embed permitacquire.lua
 	permitAcquireLua    string
-	permitAcquireScript = newScript(clockLib, permitLib, permitAcquireLua)
+	permitAcquireScript = coalescible([]string{clockLib}, permitLib, permitAcquireLua)
 
 	//go:embed permitrelease.lua
 	permitReleaseLua    string
-	permitReleaseScript = newScript(clockLib, permitLib, permitReleaseLua)
+	permitReleaseScript = coalescible([]string{clockLib}, permitLib, permitReleaseLua)
 
 	//go:embed permitreleaseall.lua
 	permitReleaseAllLua    string

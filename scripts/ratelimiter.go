@@ -23,7 +23,7 @@ var rateLib string
 var (
 	//go:embed rateacquire.lua
 	rateAcquireLua    string
-	rateAcquireScript = newScript(clockLib, rateLib, rateAcquireLua)
+	rateAcquireScript = coalescible([]string{clockLib}, rateLib, rateAcquireLua)
 
 	//go:embed rateavailable.lua
 	rateAvailableLua    string

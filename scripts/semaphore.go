@@ -16,11 +16,11 @@ import (
 var (
 	//go:embed semacquire.lua
 	semAcquireLua    string
-	semAcquireScript = newScript(countLib, semAcquireLua)
+	semAcquireScript = coalescible(nil, countLib, semAcquireLua)
 
 	//go:embed semrelease.lua
 	semReleaseLua    string
-	semReleaseScript = newScript(countLib, semReleaseLua)
+	semReleaseScript = coalescible(nil, countLib, semReleaseLua)
 
 	//go:embed semtryset.lua
 	semTrySetLua    string

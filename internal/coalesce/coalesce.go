@@ -126,6 +126,21 @@ func (l *Lines[K, C, R]) result(p *pending[C, R]) R {
 	return r
 }
 
+// Queued returns how many calls wait on line k behind the one in flight.
+func (l *Lines[K, C, R]) Queued(k K) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	if ln := l.lines[k]; ln != nil {
+		for _, p := range ln.queue {
+			if !p.gone {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // after ends the call in flight on ln: what queued behind it goes next, on
 // a goroutine of its own, else the line is free.
 func (l *Lines[K, C, R]) after(k K, ln *line[C, R]) {

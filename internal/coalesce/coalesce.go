@@ -7,8 +7,9 @@
 // nothing and waits for nothing. Calls that come while one is in flight
 // queue; when it ends, a goroutine of the line's own sends them as one
 // call, then what queued meanwhile, until the line is empty. So there is
-// no added delay, only a queue where there was a crowd, and a call's wait
-// is at most the round trip ahead of it and its own.
+// no added delay, only a queue where there was a crowd, and while fewer
+// than Max queue a call's wait is at most the round trip ahead of it and
+// its own.
 //
 // Why: a busy client's connection otherwise writes each small script call
 // with a write of its own (64 goroutines taking and giving back locks spent

@@ -90,21 +90,27 @@ func (h *harness) one(started chan<- struct{}) func(context.Context, int) result
 // now is a lone call's function that returns at once.
 func now(_ context.Context, c int) result { return result{call: c, alone: true} }
 
-// queued waits until n calls queue on line k.
-func (h *harness) queued(t *testing.T, k string, n int) {
+// inFlight makes call 0 on line "a", alone, and returns once it is in
+// flight (its one waits for a release), with the channel of its result.
+func (h *harness) inFlight() <-chan result {
+	started := make(chan struct{}, 1)
+	r := make(chan result, 1)
+	go func() { r <- h.l.Do(context.Background(), "a", 0, h.one(started)) }()
+	<-started
+	return r
+}
+
+// enqueue makes call i on line "a" with ctx, and returns once it queued
+// behind the call in flight, with the channel of its result.
+func (h *harness) enqueue(t *testing.T, ctx context.Context, i int) <-chan result {
 	t.Helper()
-	for {
-		h.l.mu.Lock()
-		got := len(h.l.lines[k].queue)
-		h.l.mu.Unlock()
-		if got == n {
-			return
-		}
-		if got > n {
-			t.Fatalf("%d calls queued, want %d", got, n)
-		}
-		waitABit()
+	before := h.l.Queued("a")
+	r := make(chan result, 1)
+	go func() { r <- h.l.Do(ctx, "a", i, h.one(nil)) }()
+	for h.l.Queued("a") != before+1 {
+		runtime.Gosched()
 	}
+	return r
 }
 
 func TestALoneCallGoesAtOnceOnItsCallersGoroutine(t *testing.T) {
@@ -124,13 +130,9 @@ func TestALoneCallGoesAtOnceOnItsCallersGoroutine(t *testing.T) {
 func TestCallsBehindOneInFlightGoAsOne(t *testing.T) {
 	h := newHarness(8)
 	defer h.close()
-	started := make(chan struct{}, 1)
-	results := make(chan result, 10)
-	go func() { results <- h.l.Do(context.Background(), "a", 0, h.one(started)) }()
-	<-started
+	results := []<-chan result{h.inFlight()}
 	for i := 1; i <= 3; i++ { // in this order
-		go func() { results <- h.l.Do(context.Background(), "a", i, h.one(nil)) }()
-		h.queued(t, "a", i)
+		results = append(results, h.enqueue(t, context.Background(), i))
 	}
 	// Another line is not held up by line a.
 	if r := h.l.Do(context.Background(), "b", 9, now); !r.alone {
@@ -141,17 +143,12 @@ func TestCallsBehindOneInFlightGoAsOne(t *testing.T) {
 		t.Fatalf("Many got %v, want [1 2 3]", calls)
 	}
 	h.release <- struct{}{}
-	got := map[int]result{}
-	for range 4 {
-		r := <-results
-		got[r.call] = r
-	}
-	if !got[0].alone {
-		t.Errorf("call 0: %+v, want it made alone", got[0])
+	if r := <-results[0]; !r.alone {
+		t.Errorf("call 0: %+v, want it made alone", r)
 	}
 	for i := 1; i <= 3; i++ {
-		if fmt.Sprint(got[i].batch) != "[1 2 3]" {
-			t.Errorf("call %d: %+v, want it made with [1 2 3]", i, got[i])
+		if r := <-results[i]; r.call != i || fmt.Sprint(r.batch) != "[1 2 3]" {
+			t.Errorf("call %d: %+v, want it made with [1 2 3]", i, r)
 		}
 	}
 	// The line is free again: the next call goes alone.
@@ -163,13 +160,9 @@ func TestCallsBehindOneInFlightGoAsOne(t *testing.T) {
 func TestAtMostMaxGoAsOne(t *testing.T) {
 	h := newHarness(2)
 	defer h.close()
-	started := make(chan struct{}, 1)
-	done := make(chan result, 10)
-	go func() { done <- h.l.Do(context.Background(), "a", 0, h.one(started)) }()
-	<-started
+	results := []<-chan result{h.inFlight()}
 	for i := 1; i <= 3; i++ {
-		go func() { done <- h.l.Do(context.Background(), "a", i, h.one(nil)) }()
-		h.queued(t, "a", i)
+		results = append(results, h.enqueue(t, context.Background(), i))
 	}
 	h.release <- struct{}{}
 	if calls := <-h.manyIn; fmt.Sprint(calls) != "[1 2]" {
@@ -180,27 +173,21 @@ func TestAtMostMaxGoAsOne(t *testing.T) {
 		t.Fatalf("second Many got %v, want [3]", calls)
 	}
 	h.release <- struct{}{}
-	for range 4 {
-		<-done
+	for _, r := range results {
+		<-r
 	}
 }
 
 func TestACallCutWhileQueuedIsNeverSent(t *testing.T) {
 	h := newHarness(8)
 	defer h.close()
-	started := make(chan struct{}, 1)
-	done := make(chan result, 10)
-	go func() { done <- h.l.Do(context.Background(), "a", 0, h.one(started)) }()
-	<-started
+	first := h.inFlight()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cause := errors.New("caller gone")
-	go func() { done <- h.l.Do(ctx, "a", 1, h.one(nil)) }()
-	h.queued(t, "a", 1)
-	go func() { done <- h.l.Do(context.Background(), "a", 2, h.one(nil)) }()
-	h.queued(t, "a", 2)
+	cut := h.enqueue(t, ctx, 1)
+	last := h.enqueue(t, context.Background(), 2)
 	cancel(cause)
-	r := <-done
-	if r.call != 0 || !errors.Is(r.err, cause) || r.sent {
+	if r := <-cut; r.call != 0 || !errors.Is(r.err, cause) || r.sent {
 		t.Fatalf("the cut call: %+v, want the cause, not sent", r)
 	}
 	h.release <- struct{}{}
@@ -208,21 +195,16 @@ func TestACallCutWhileQueuedIsNeverSent(t *testing.T) {
 		t.Fatalf("Many got %v, want [2]: the cut call never goes", calls)
 	}
 	h.release <- struct{}{}
-	<-done
-	<-done
+	<-first
+	<-last
 }
 
 func TestACallCutInFlightIsSaidSent(t *testing.T) {
 	h := newHarness(8)
 	defer h.close()
-	started := make(chan struct{}, 1)
-	done := make(chan result, 10)
-	go func() { done <- h.l.Do(context.Background(), "a", 0, h.one(started)) }()
-	<-started
+	first := h.inFlight()
 	ctx, cancel := context.WithCancel(context.Background())
-	cut := make(chan result, 1)
-	go func() { cut <- h.l.Do(ctx, "a", 1, h.one(nil)) }()
-	h.queued(t, "a", 1)
+	cut := h.enqueue(t, ctx, 1)
 	h.release <- struct{}{}
 	<-h.manyIn // call 1 is on its way
 	cancel()
@@ -230,17 +212,13 @@ func TestACallCutInFlightIsSaidSent(t *testing.T) {
 		t.Fatalf("a call cut in flight: %+v, want ctx's error, sent", r)
 	}
 	h.release <- struct{}{} // Many returns to nobody: it must not block
-	<-done
+	<-first
 }
 
 func TestCloseCutsWhatQueued(t *testing.T) {
 	h := newHarness(8)
-	started := make(chan struct{}, 1)
-	first, queued := make(chan result, 1), make(chan result, 1)
-	go func() { first <- h.l.Do(context.Background(), "a", 0, h.one(started)) }()
-	<-started
-	go func() { queued <- h.l.Do(context.Background(), "a", 1, h.one(nil)) }()
-	h.queued(t, "a", 1)
+	first := h.inFlight()
+	queued := h.enqueue(t, context.Background(), 1)
 	h.mu.Lock()
 	h.closed = true // Start refuses from now on, as after Close
 	h.mu.Unlock()
@@ -253,6 +231,3 @@ func TestCloseCutsWhatQueued(t *testing.T) {
 	}
 	h.close()
 }
-
-// waitABit lets the goroutines under test run.
-func waitABit() { runtime.Gosched() }

@@ -96,9 +96,9 @@ func queued(g [][]byte) bool {
 func waitGoroutines(t *testing.T, what string, n int, match func(stack [][]byte) bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
+	all := make([]byte, 1<<20) // one buffer for every look: the loop spins
 	for {
-		buf := make([]byte, 1<<20)
-		buf = buf[:runtime.Stack(buf, true)]
+		buf := all[:runtime.Stack(all, true)]
 		got := 0
 		for _, g := range bytes.Split(buf, []byte("\n\n")) {
 			if match(bytes.Split(g, []byte("\n"))) {

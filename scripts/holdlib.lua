@@ -7,18 +7,36 @@
 -- giveBackHold takes one hold of owner off lock: while holds remain, the
 -- hash keeps lease ms to live and it returns 0; the last one deletes the
 -- hash, runs freed, and returns 1. It returns nil, changing nothing, when
--- owner holds nothing. The steps are Redisson's unlockInnerAsync's
--- (HEXISTS, HINCRBY -1, then PEXPIRE or DEL), so that a keyspace
--- notification watcher sees a release as Java's: hincrby, then del.
+-- owner holds nothing.
+--
+-- The state it leaves is that of Redisson's unlockInnerAsync (HEXISTS,
+-- HINCRBY -1, then PEXPIRE or DEL), in one command fewer where it matters
+-- most, the release that frees the lock: HGETALL reads owner's count and
+-- whether it is the only field, and HDEL of the only field deletes the
+-- hash. A keyspace notification watcher sees "hdel" then "del", a release
+-- (Java's DeletedObjectListener hears the "del" as ever); anything else (a
+-- count above 1, another field beside owner's, a count that is not a
+-- number) takes Redisson's own steps, HINCRBY's error included.
 local function giveBackHold(lock, owner, lease, freed)
-	if redis.call('hexists', lock, owner) == 0 then
+	local fields = redis.call('hgetall', lock)
+	local count
+	for i = 1, #fields, 2 do
+		if fields[i] == owner then
+			count = fields[i + 1]
+		end
+	end
+	if count == nil then
 		return nil
 	end
-	if redis.call('hincrby', lock, owner, -1) > 0 then
-		redis.call('pexpire', lock, lease)
-		return 0
+	if #fields == 2 and count == '1' then
+		redis.call('hdel', lock, owner)
+	else
+		if redis.call('hincrby', lock, owner, -1) > 0 then
+			redis.call('pexpire', lock, lease)
+			return 0
+		end
+		redis.call('del', lock)
 	end
-	redis.call('del', lock)
 	freed()
 	return 1
 end

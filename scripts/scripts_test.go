@@ -398,3 +398,54 @@ func TestGuardedAcquire(t *testing.T) {
 		assert.Greater(t, ttl, int64(50_000), "the guard lives as long as asked")
 	})
 }
+
+// A release leaves what Redisson's unlockInnerAsync leaves, from any hash
+// an owner's field is in: the last hold of the only owner deletes the hash
+// (by HDEL, in one command fewer), and so does the last hold beside
+// another field, which Redisson's DEL takes with it; a count above 1 goes
+// down by one with the lease as TTL; a count that is not a number fails as
+// Redisson's HINCRBY does, changing nothing.
+func TestReleaseFromAnyHash(t *testing.T) {
+	ctx := context.Background()
+	rel := scripts.Release{Key: "l", Owner: "o:1", RequestID: "r", Lease: time.Minute, LatchTTL: time.Minute, Publish: scripts.PublishClassic}
+	each(t, func(t *testing.T, rdb scripts.Conn, do func(...string) rueidis.RedisResult) {
+		for _, c := range []struct {
+			name   string
+			fields []string
+			want   scripts.Released
+			left   map[string]string // the hash afterwards; nil: deleted
+		}{
+			{"only owner, last hold", []string{"o:1", "1"}, scripts.Freed, nil},
+			{"beside another field", []string{"o:1", "1", "o:2", "1"}, scripts.Freed, nil},
+			{"holds remain", []string{"o:1", "3"}, scripts.StillHeld, map[string]string{"o:1": "2"}},
+			{"not the owner", []string{"o:2", "1"}, scripts.NotHeld, map[string]string{"o:2": "1"}},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				do("DEL", "l")
+				require.NoError(t, do(append([]string{"HSET", "l"}, c.fields...)...).Error())
+				got, err := rel.Run(ctx, rdb)
+				require.NoError(t, err)
+				assert.Equal(t, c.want, got)
+				left, err := do("HGETALL", "l").AsStrMap()
+				require.NoError(t, err)
+				if c.left == nil {
+					assert.Empty(t, left, "deleted")
+					return
+				}
+				assert.Equal(t, c.left, left)
+				if c.want == scripts.StillHeld {
+					ttl, _ := do("PTTL", "l").AsInt64()
+					assert.Greater(t, ttl, int64(50000), "the lease")
+				}
+			})
+		}
+		t.Run("count not a number", func(t *testing.T) {
+			do("DEL", "l")
+			require.NoError(t, do("HSET", "l", "o:1", "x").Error())
+			_, err := rel.Run(ctx, rdb)
+			require.Error(t, err)
+			v, _ := do("HGET", "l", "o:1").ToString()
+			assert.Equal(t, "x", v, "unchanged")
+		})
+	})
+}

@@ -1,6 +1,7 @@
 package reentrant
 
 import (
+	"bytes"
 	"context"
 	"sync/atomic"
 	"testing"
@@ -45,10 +46,11 @@ func TestWokenWaiterGivesUpPassesOn(t *testing.T) {
 	results := make(chan error, 2)
 	acquired := make(chan time.Time, 2)
 	// The first waiter tries, subscribes to its client's wake channel and
-	// tries again; the second, started once that has run, finds the
-	// channel live, joins it and tries once. Then both wait on it: a wake
-	// that came now would be queued for them.
-	for _, calls := range []int64{2, 3} {
+	// tries again; the second, started once the first sleeps, finds the
+	// channel live, joins it and tries once. Then both sleep on it, so the
+	// release's message wakes one of them (a message that came between a
+	// waiter's attempts would be taken by its next, waking no one).
+	for asleep := range 2 {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
@@ -60,11 +62,7 @@ func TestWokenWaiterGivesUpPassesOn(t *testing.T) {
 			}
 			results <- err
 		}()
-		deadline := time.Now().Add(20 * time.Second)
-		for s.ScriptCalls() < calls {
-			require.True(t, time.Now().Before(deadline), "waiters did not queue")
-			time.Sleep(time.Millisecond)
-		}
+		redistest.Goroutines(t, "the waiters asleep", asleep+1, sleeping)
 	}
 	released := time.Now()
 	require.NoError(t, holder.Lock("pass").Unlock(held))
@@ -76,6 +74,17 @@ func TestWokenWaiterGivesUpPassesOn(t *testing.T) {
 	}
 	errs := []error{recv(t, results), recv(t, results)}
 	assert.ElementsMatch(t, []bool{true, false}, []bool{errs[0] == nil, errs[1] == nil}, "one gave up, one held and released: %v", errs)
+}
+
+// sleeping says whether a goroutine's stack is a wait's, asleep between
+// attempts.
+func sleeping(g [][]byte) bool {
+	for _, line := range g {
+		if bytes.Contains(line, []byte("reentrant.(*waiting).sleep(")) {
+			return true
+		}
+	}
+	return false
 }
 
 // A waiter alone on its client's wake channel decides, when it makes its

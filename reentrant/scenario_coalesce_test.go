@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -60,11 +59,11 @@ func coalescedCalls(t *testing.T, s *redistest.Server, n, lines int, call func(i
 		go func() { out <- call(i) }()
 	}
 	inCoalescer := func(g [][]byte) bool { return bytes.Contains(bytes.Join(g, nil), []byte("internal/coalesce.(*Lines")) }
-	waitGoroutines(t, "the first calls in flight", lines, inCoalescer)
+	redistest.Goroutines(t, "the first calls in flight", lines, inCoalescer)
 	for i := lines; i < n; i++ {
 		go func() { out <- call(i) }()
 	}
-	waitGoroutines(t, "the others queued behind them", n-lines, queued)
+	redistest.Goroutines(t, "the others queued behind them", n-lines, queued)
 	return out, resume
 }
 
@@ -90,34 +89,6 @@ type lockResult struct {
 // waiting in a coalescer's queue: in a select, in the coalescer's Do.
 func queued(g [][]byte) bool {
 	return len(g) > 1 && bytes.HasSuffix(g[0], []byte("[select]:")) && bytes.Contains(g[1], []byte("internal/coalesce.(*Lines"))
-}
-
-// waitGoroutines waits until exactly n goroutines' stacks match.
-func waitGoroutines(t *testing.T, what string, n int, match func(stack [][]byte) bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	all := make([]byte, 1<<20) // one buffer for every look: the loop spins
-	for {
-		buf := all[:runtime.Stack(all, true)]
-		got := 0
-		for _, g := range bytes.Split(buf, []byte("\n\n")) {
-			if match(bytes.Split(g, []byte("\n"))) {
-				got++
-			}
-		}
-		if got == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			for _, g := range bytes.Split(buf, []byte("\n\n")) {
-				if bytes.Contains(g, []byte("reentrant.(*Lock).Lock")) {
-					t.Logf("%s", g)
-				}
-			}
-			t.Fatalf("%s: %d goroutines, want %d", what, got, n)
-		}
-		runtime.Gosched()
-	}
 }
 
 // An acquire whose reply is lost in a coalesced call is given back and

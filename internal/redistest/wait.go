@@ -1,6 +1,8 @@
 package redistest
 
 import (
+	"bytes"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -40,5 +42,37 @@ func Wait(t testing.TB, wg *sync.WaitGroup) {
 	case <-done:
 	case <-time.After(Within):
 		t.Fatalf("redistest: goroutines still running after %v", Within)
+	}
+}
+
+// Goroutines waits until exactly n goroutines' stacks match (each given
+// as its lines, the first "goroutine N [state]:"): a test's way to know
+// its calls have reached a point inside the library, such as asleep in a
+// wait or queued behind a call in flight, without a sleep. It fails the
+// test after 10s, logging the stacks of the goroutines in a relock call.
+func Goroutines(t testing.TB, what string, n int, match func(stack [][]byte) bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	all := make([]byte, 1<<20) // one buffer for every look: the loop spins
+	for {
+		buf := all[:runtime.Stack(all, true)]
+		got := 0
+		for _, g := range bytes.Split(buf, []byte("\n\n")) {
+			if match(bytes.Split(g, []byte("\n"))) {
+				got++
+			}
+		}
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, g := range bytes.Split(buf, []byte("\n\n")) {
+				if bytes.Contains(g, []byte("relock/reentrant.")) {
+					t.Logf("%s", g)
+				}
+			}
+			t.Fatalf("redistest: %s: %d goroutines, want %d", what, got, n)
+		}
+		runtime.Gosched()
 	}
 }

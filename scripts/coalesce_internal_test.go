@@ -3,6 +3,7 @@ package scripts
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -279,4 +280,84 @@ func countTrue(bs []bool) int {
 		}
 	}
 	return n
+}
+
+// TestManyWritesARegistrationOnce: a client's failed attempts that go as
+// one call write its registration and offer once, as each would have
+// left them alone; a win that takes the client out of the set between two
+// of them is not undone by the one after it, which registers the client
+// again.
+func TestManyWritesARegistrationOnce(t *testing.T) {
+	for _, server := range []string{"redis-server", "miniredis"} {
+		t.Run(server, func(t *testing.T) {
+			var rdb rueidis.Client
+			if server == "miniredis" {
+				_, rdb = redistest.Miniredis(t)
+			} else {
+				rdb = redistest.Start(t).Client()
+			}
+			ctx := context.Background()
+			do := func(args ...string) rueidis.RedisResult {
+				r := rdb.Do(ctx, rdb.B().Arbitrary(args...).Build())
+				require.NoError(t, r.Error())
+				return r
+			}
+			do("HSET", "held", "other:1", "1")
+			do("PEXPIRE", "held", "60000")
+			co := NewCoalescer(rdb, false, ctx, func(func()) bool { return false })
+			attempt := func(key, owner string, settle Settle) call {
+				return callOf(rdb, func(ctx context.Context, c Conn) {
+					LockAcquire(ctx, c, Acquire{Key: key, Owner: owner, Lease: 30 * time.Second, Wake: Wake{
+						Client: "me", Register: 5 * time.Second, Settle: settle, Grant: 7, Offers: true, Listens: time.Second}})
+				})
+			}
+			// registered: the client is in lock's waiters' set, not as a
+			// mark (see wakelib.lua).
+			registered := func(lock string) bool {
+				score, err := rdb.Do(ctx, rdb.B().Zscore().Key(waiters(lock)).Member("me").Build()).AsFloat64()
+				return err == nil && score < 1e13
+			}
+			zadds := func() int64 { return 0 }
+			if server == "redis-server" {
+				zadds = func() int64 {
+					info := must(rdb.Do(ctx, rdb.B().Info().Section("commandstats").Build()).ToString())
+					_, after, ok := strings.Cut(info, "cmdstat_zadd:calls=")
+					if !ok {
+						return 0
+					}
+					n, _ := strconv.ParseInt(after[:strings.IndexByte(after, ',')], 10, 64)
+					return n
+				}
+			}
+			before := zadds()
+			var calls []call
+			for i := 1; i <= 4; i++ {
+				calls = append(calls, attempt("held", "me:"+strconv.Itoa(10+i), SettleKeep))
+			}
+			for i, r := range co.many(ctx, line{s: acquireScript}, calls) {
+				a, err := acquireReply(r, nil)
+				require.NoError(t, err)
+				assert.False(t, a.OK, "attempt %d", i)
+			}
+			assert.True(t, registered("held"), "registered")
+			assert.Regexp(t, `^7:\d+$`, must(rdb.Do(ctx, rdb.B().Hget().Key(grants("held")).Field("me").Build()).ToString()))
+			if server == "redis-server" {
+				assert.EqualValues(t, 1, zadds()-before, "four attempts, one registration written")
+			}
+
+			// On a free lock: the first takes it, the second fails and
+			// registers the client, the third (the holder again, its last
+			// waiter) takes the client out, and the fourth fails: the
+			// client must be registered again.
+			calls = []call{attempt("free", "me:1", SettleKeep), attempt("free", "me:2", SettleKeep),
+				attempt("free", "me:1", SettleDrop), attempt("free", "me:3", SettleKeep)}
+			replies := co.many(ctx, line{s: acquireScript}, calls)
+			for i, want := range []bool{true, false, true, false} {
+				a, err := acquireReply(replies[i], nil)
+				require.NoError(t, err)
+				assert.Equal(t, want, a.OK, "attempt %d", i)
+			}
+			assert.True(t, registered("free"), "registered again after the drop, not left a mark or out")
+		})
+	}
 }

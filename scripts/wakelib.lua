@@ -27,10 +27,32 @@ local function wakeLib()
 		return wakeFns
 	end
 
+	-- written holds the registrations and offers this script has written
+	-- (register, offer), each as what it wrote: many.lua runs a client's
+	-- attempts in one script, and each that fails would write the same
+	-- registration and offer again. Within one script Redis's clock stands
+	-- still (clockLib reads TIME once, and Redis 7 freezes expiry times),
+	-- so the same write again changes nothing, and is not made. Anything
+	-- else that writes the set or the offers (forget) clears it all.
+	local written = {}
+	local function forget()
+		written = {}
+	end
+	-- again reports whether what says the same as the last write of key,
+	-- and records it.
+	local function again(key, what)
+		if written[key] == what then
+			return true
+		end
+		written[key] = what
+		return false
+	end
+
 	-- drop takes client out of the waiters' set, and, with grants (a plain
 	-- lock's offers' hash, relock_grants:{N}, see handOn), its offer: a
 	-- client's offer lives as long as its registration.
 	local function drop(waiters, grants, client)
+		forget()
 		redis.call('zrem', waiters, client)
 		if grants then
 			redis.call('hdel', grants, client)
@@ -78,6 +100,9 @@ local function wakeLib()
 	-- keeps the set alive for ttl ms more: every waiting client tries again
 	-- well within that.
 	local function register(waiters, client, ttl)
+		if again(waiters .. '\0' .. client, ttl) then
+			return
+		end
 		redis.call('zadd', waiters, 'LT', nowPlace(), client)
 		redis.call('pexpire', waiters, ttl)
 	end
@@ -89,6 +114,7 @@ local function wakeLib()
 	-- are counted only beside registrations. It returns whether client is
 	-- marked.
 	local function leave(waiters, grants, client, listens)
+		forget()
 		local ms = tonumber(listens)
 		if not (ms and ms > 0) then
 			drop(waiters, grants, client)
@@ -111,6 +137,7 @@ local function wakeLib()
 	-- dropped (by a wake it could not hear yet: see pubsub.Waiter.Recheck)
 	-- keeps the set alive for ttl ms, as register.
 	local function settle(waiters, client, how, ttl, grants, listens)
+		forget()
 		if how == '1' then
 			leave(waiters, grants, client, listens)
 		elseif how == '2' then
@@ -139,6 +166,9 @@ local function wakeLib()
 	-- later one need not extend it). The hash lives keep ms more, as the
 	-- waiters' set does.
 	local function offer(grants, client, n, lease, keep)
+		if again(grants .. '\0' .. client, n .. ':' .. lease .. ':' .. keep) then
+			return
+		end
 		local rec = redis.call('hget', grants, client)
 		local old = rec and string.match(rec, '^(%d+):')
 		if not (old and tonumber(old) >= tonumber(n)) then
@@ -150,6 +180,7 @@ local function wakeLib()
 	-- withdraw takes client's offer of n back: it is marked taken, unless a
 	-- higher number is recorded, or none.
 	local function withdraw(grants, client, n)
+		forget()
 		local rec = redis.call('hget', grants, client)
 		local old = rec and string.match(rec, '^(%d+):')
 		if old and tonumber(old) <= tonumber(n) then
@@ -186,6 +217,7 @@ local function wakeLib()
 	-- dropped with its offer (the grant undone), and the next one is served.
 	-- It returns whether it gave the lock.
 	local function handOn(lock, waiters, grants, pub, heard, releaser, isCounted)
+		forget()
 		local more = 0
 		if releaser then
 			if isCounted == nil then

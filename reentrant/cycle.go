@@ -10,6 +10,7 @@ import (
 	"github.com/relock-go/relock/pubsub"
 	"github.com/relock-go/relock/reentrant/internal/attempt"
 	"github.com/relock-go/relock/reentrant/internal/retry"
+	"github.com/relock-go/relock/reentrant/internal/waitstate"
 	"github.com/relock-go/relock/scripts"
 )
 
@@ -482,14 +483,14 @@ func (t lockTry) Run(ctx context.Context) (r lockAttempt) {
 		Turn: l.queueTurn(t.cfg), Join: t.cfg.wait != 0, Publish: l.c.publish, GrantTry: t.grantTry,
 		Priority: t.cfg.priority, Aging: l.c.opts.priorityAging(), Fields: l.fields, CounterTTL: l.c.opts.FencingCounterTTL, Guard: t.guard}
 	r.Acquired, r.err = l.kind.spec().acquire(ctx, l.c.runner.conn(), a)
-	if n := t.wake.Grant; n != 0 {
+	if o := (waitstate.Offer{N: t.wake.Grant, Last: t.wake.GrantLast}); o.N != 0 {
 		switch {
 		case r.Handed: // taken by the cycle, or given back by undo
 		case r.OK && t.wake.Settle == scripts.SettleDrop:
-			l.c.names.Take(l.name, n) // withdrawn by the win
+			l.c.names.Withdrawn(l.name, o) // with the client, by the win
 		default:
-			// A failure offered n; a lost reply may have.
-			l.c.names.Done(l.name, n, !r.OK)
+			// A failure offered o; a lost reply may have.
+			l.c.names.Done(l.name, o, !r.OK)
 		}
 	}
 	if r.OK && r.err != nil {

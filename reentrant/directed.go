@@ -152,8 +152,8 @@ func (d *directedWait) args(sub *pubsub.Waiter, tries int, ttl time.Duration) sc
 		// likely takes a free lock, and one that fails is followed at
 		// once by one after subscribing.
 		d.join()
-		var old int64
-		w.Grant, old = d.h.names.Next(d.name, ttl, d.h.owners)
+		o, old := d.h.names.Next(d.name, ttl, d.h.owners, true)
+		w.Grant, w.GrantLast = o.N, o.Last
 		d.h.giveBack(d.name, old)
 	}
 	d.handed = w.Grant
@@ -269,26 +269,26 @@ func (h *handoffs) giveBackAll() {
 	case <-ctx.Done():
 	}
 	for _, o := range h.names.Drain() {
-		h.giveBackNow(ctx, o.Name, o.N)
+		h.giveBackNow(ctx, o.Name, o.Offer)
 	}
 }
 
 // closeGiveBackWindow bounds how long Close spends on offers left.
 const closeGiveBackWindow = 2 * time.Second
 
-// giveBack takes back, in the background, this client's offer n for lock
+// giveBack takes back, in the background, this client's offer o for lock
 // name, which no waiter will take (see scripts.GiveBack).
-func (h *handoffs) giveBack(name string, n int64) {
-	if n == 0 {
+func (h *handoffs) giveBack(name string, o waitstate.Offer) {
+	if o.N == 0 {
 		return
 	}
 	started := h.background(func() {
 		ctx, cancel := cleanup(h.closing)
 		defer cancel()
-		h.giveBackNow(ctx, name, n)
+		h.giveBackNow(ctx, name, o)
 	})
 	if !started { // Close has begun: it gives back what the table holds
-		h.names.KeepForClose(name, n)
+		h.names.KeepForClose(name, o)
 	}
 }
 
@@ -296,25 +296,26 @@ func (h *handoffs) giveBack(name string, n int64) {
 // not take it, unless a wait took it already.
 func (h *handoffs) takeBack(name string, n int64) {
 	if _, _, ok := h.names.Take(name, n); ok {
-		h.giveBack(name, n)
+		h.giveBack(name, waitstate.Offer{N: n, Last: n})
 	}
 }
 
-// giveBackNow runs scripts.GiveBack for offer n of lock name.
-func (h *handoffs) giveBackNow(ctx context.Context, name string, n int64) {
+// giveBackNow runs scripts.GiveBack for offer o of lock name.
+func (h *handoffs) giveBackNow(ctx context.Context, name string, o waitstate.Offer) {
 	listens := h.listensFor(name)
 	drop := !h.sub.HasWaiters(scripts.WakeChannel(name, h.id))
 	if drop { // see handoffs.ownOffer
 		defer h.drops.Sending()()
 	}
-	released, err := scripts.GiveBack(ctx, h.runner.conn(), name, h.id, n, h.publish, listens, drop)
-	h.log.Debug("relock: took back a handoff offer", "lock", name, "n", n, "released", released, "error", err)
+	released, err := scripts.GiveBack(ctx, h.runner.conn(), name, h.id, o.N, o.Last, h.publish, listens, drop)
+	h.log.Debug("relock: took back a handoff offer", "lock", name, "n", o.N, "last", o.Last, "released", released, "error", err)
 }
 
 // ownOffer is the offer a release of lock name by this client writes if it
 // frees the lock: this client's, while it has waiters that take handoffs
-// (N is 0 when it has none); none when it does not listen on Redisson's
-// channel (Listens). A client with no waiter on the lock's wake
+// and no write of it ran (N is 0 otherwise: a release that gives one of
+// its numbers moves it on, see waitstate.Table.Next); none when it does
+// not listen on Redisson's channel (Listens). A client with no waiter on the lock's wake
 // channel is dropped from the waiters' set by that release (Drop), where
 // a handoff, or an attempt that left it, may have left it; the release is
 // then counted as a drop (see waitstate.Drops): a waiter that registered the
@@ -330,9 +331,9 @@ func (h *handoffs) ownOffer(name string) (o scripts.Offer, done func()) {
 		return o, func() {}
 	}
 	lease := h.lease
-	n, old := h.names.Next(name, lease, h.owners)
+	offer, old := h.names.Next(name, lease, h.owners, false)
 	h.giveBack(name, old)
-	o = scripts.Offer{Client: h.id, N: n, Lease: lease, Keep: h.keep, Listens: listens}
+	o = scripts.Offer{Client: h.id, N: offer.N, Last: offer.Last, Lease: lease, Keep: h.keep, Listens: listens}
 	if o.Drop = !h.sub.HasWaiters(scripts.WakeChannel(name, h.id)); o.Drop {
 		return o, h.drops.Sending()
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/relock-go/relock/reentrant/internal/retry"
+	"github.com/relock-go/relock/reentrant/internal/waitstate"
 	"github.com/relock-go/relock/scripts"
 	"github.com/relock-go/relock/watchdog"
 )
@@ -188,7 +189,7 @@ func (l *lockRef) release(ctx context.Context, owner Owner, restore time.Duratio
 		rel.Handoff, rel.Count = true, l.c.counts
 		rel.Offer, sent = l.c.handoffs.ownOffer(l.name)
 		defer sent()
-		defer l.c.names.Done(l.name, rel.Offer.N, true)
+		defer l.c.names.Done(l.name, waitstate.Offer{N: rel.Offer.N, Last: rel.Offer.Last}, true)
 	}
 	res, err := l.kind.spec().release(ctx, rdb, rel)
 	if err == nil && rel.Latched(res) {

@@ -16,23 +16,25 @@
 --           client, the offers' hash relock_grants:{N} (see handOn in
 --           wakelib.lua); a success that drops the client drops its offer
 --           too
--- offerN    ARGV[6], with offers, the owner number n of the client's
---           offer, or "0": a failed attempt that registers offers it, for
---           the lease (the offers' hash lives as long as the registration)
+-- offer     ARGV[6], with offers, the client's offer, "<n>:<last>" (owner
+--           numbers n to last, see offer in wakelib.lua), or "0": a failed
+--           attempt that registers offers it, for the lease (the offers'
+--           hash lives as long as the registration)
 -- listens   ARGV[7], with offers and settle "1", how many ms at least the
 --           client will still listen on Redisson's channel once it leaves
 --           (see leave)
 --
 -- Reply: nil when the owner now holds the lock (its count went up by one and
 -- the hash's TTL is the lease); -3 when, with an offer, the lock is held by
--- owner "<client>:<n>": a release gave it to the client, whose message has
+-- owner "<client>:<n>", n the offer's first number: a release gave it to
+-- the client, whose message has
 -- not come, or was lost, and the caller takes it as is; otherwise the
 -- hash's PTTL in milliseconds (-1 when it has no expiry), which bounds how
 -- long the caller waits before trying again. A key of another type fails
 -- with WRONGTYPE and is not changed.
 
 local lock, waiters, offers = KEYS[1], KEYS[2], KEYS[3]
-local lease, owner, client, settle, register, offerN, listens = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local lease, owner, client, settle, register, offered, listens = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 
 -- PTTL first (-2: no key) saves a call on the commonest path, a free lock.
 -- A lock held needs HEXISTS even for an owner made for the call, which
@@ -46,12 +48,12 @@ if pttl == -2 or redis.call('hexists', lock, owner) == 1 then
 	end
 	return nil
 end
-if offerN and offerN ~= '0' then
-	if redis.call('hexists', lock, client .. ':' .. offerN) == 1 then
+if offered and offered ~= '0' then
+	if redis.call('hexists', lock, client .. ':' .. string.match(offered, '^%d+')) == 1 then
 		return -3
 	end
 	if register ~= '0' then
-		wakeLib().offer(offers, client, offerN, lease, register)
+		wakeLib().offer(offers, client, offered, lease, register)
 	end
 end
 if client and register ~= '0' then

@@ -308,7 +308,7 @@ func TestManyWritesARegistrationOnce(t *testing.T) {
 			attempt := func(key, owner string, settle Settle) call {
 				return callOf(rdb, func(ctx context.Context, c Conn) {
 					LockAcquire(ctx, c, Acquire{Key: key, Owner: owner, Lease: 30 * time.Second, Wake: Wake{
-						Client: "me", Register: 5 * time.Second, Settle: settle, Grant: 7, Offers: true, Listens: time.Second}})
+						Client: "me", Register: 5 * time.Second, Settle: settle, Grant: 7, GrantLast: 9, Offers: true, Listens: time.Second}})
 				})
 			}
 			// registered: the client is in lock's waiters' set, not as a
@@ -340,7 +340,7 @@ func TestManyWritesARegistrationOnce(t *testing.T) {
 				assert.False(t, a.OK, "attempt %d", i)
 			}
 			assert.True(t, registered("held"), "registered")
-			assert.Regexp(t, `^7:\d+$`, must(rdb.Do(ctx, rdb.B().Hget().Key(grants("held")).Field("me").Build()).ToString()))
+			assert.Regexp(t, `^7:\d+:9$`, must(rdb.Do(ctx, rdb.B().Hget().Key(grants("held")).Field("me").Build()).ToString()))
 			if server == "redis-server" {
 				assert.EqualValues(t, 1, zadds()-before, "four attempts, one registration written")
 			}

@@ -9,7 +9,8 @@
 -- waiters  KEYS[3]: the waiters' set, relock_waiters:{N}
 -- offers   KEYS[4]: the offers' hash, relock_grants:{N}
 -- client   ARGV[1]: the client's id
--- offerN   ARGV[2]: the owner number of its offer
+-- offered  ARGV[2]: its offer, "<n>:<last>", owner numbers n to last that
+--          none of its waiters took (see offer in wakelib.lua)
 -- pub      ARGV[3]: publish command: "publish", "spublish", or "" to announce nothing
 -- message  ARGV[4]: the message published when the lock becomes free ("00")
 -- listens  ARGV[5]: how many ms at least the client will still listen on channel
@@ -20,16 +21,25 @@
 -- Reply: 1 when the lock had been given (and is now released), 0 when not.
 
 local lock, channel, waiters, offers = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local client, offerN, pub, message, listens, leaving = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local client, offered, pub, message, listens, leaving = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 
 local counted -- whether the client is counted by handOn; nil: not read
 if leaving == '1' then
 	counted = wakeLib().leave(waiters, offers, client, listens)
 else
-	wakeLib().withdraw(offers, client, offerN)
+	wakeLib().withdraw(offers, client, offered)
 end
-local owner = client .. ':' .. offerN
-if redis.call('hexists', lock, owner) == 0 then
+-- The lock's owner, if a release gave it one of the offer's numbers.
+local from, last = string.match(offered, '^(%d+):(%d+)$')
+local prefix = client .. ':'
+local owner
+for _, field in ipairs(redis.call('hkeys', lock)) do
+	local n = string.sub(field, 1, #prefix) == prefix and tonumber(string.match(string.sub(field, #prefix + 1), '^%d+$'))
+	if n and n >= tonumber(from) and n <= tonumber(last) then
+		owner = field
+	end
+end
+if not owner then
 	return 0
 end
 if redis.call('hincrby', lock, owner, -1) > 0 then -- a handoff is one hold; someone took it again

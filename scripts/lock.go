@@ -199,7 +199,10 @@ func (a Acquire) runOn(ctx context.Context, c Conn, s *script) (Acquired, error)
 	keys, args = a.Wake.with(keys, args[:5], a.Key)
 	if w := a.Wake; w.Client != "" && w.Offers && (w.Grant != 0 || w.Settle == SettleDrop) {
 		keys = append(keys, grants(a.Key))
-		args = append(args, strconv.FormatInt(w.Grant, 10))
+		args = append(args, "0")
+		if w.Grant != 0 {
+			args[len(args)-1] = offerArg(w.Grant, w.GrantLast)
+		}
 		if w.Settle == SettleDrop {
 			args = append(args, millis(w.Listens))
 		}
@@ -334,7 +337,7 @@ func (r Release) Run(ctx context.Context, c Conn) (Released, error) {
 		if r.Offer.Listens > 0 { // else it offers nothing, and is not registered
 			args = append(args, "", millis(r.Offer.Lease), millis(r.Offer.Listens), millis(r.Offer.Keep), flag(r.Offer.Drop), flag(r.Count))
 			if r.Offer.N != 0 {
-				args[8] = strconv.FormatInt(r.Offer.N, 10)
+				args[8] = offerArg(r.Offer.N, r.Offer.Last)
 			}
 		}
 	case r.Directed:

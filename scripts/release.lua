@@ -25,8 +25,9 @@
 --            can be (see handOn in wakelib.lua)
 -- client     ARGV[8], with offers, the releasing client's id; the rest
 --            only when it listens on channel (it waited on the lock lately)
--- offerN     ARGV[9], the owner number of its offer, or "" (it has no
---            waiter that takes handoffs): a release that frees the lock
+-- offered    ARGV[9], its offer, "<n>:<last>" (see offer in wakelib.lua),
+--            or "" (it has no waiter that takes handoffs, or a release
+--            wrote its offer already): a release that frees the lock
 --            offers it, for offerLease (ARGV[10]) ms, keeping the hash
 --            keep (ARGV[12]) ms
 -- listens    ARGV[11], how many ms at least it will still listen on
@@ -50,7 +51,7 @@
 -- Release.Believed).
 local lock, channel, latch, waiters, offers = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local message, lease, owner, pub, latchTTL, again, believed = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
-local client, offerN, offerLease, listens = ARGV[8], ARGV[9], ARGV[10], ARGV[11]
+local client, offered, offerLease, listens = ARGV[8], ARGV[9], ARGV[10], ARGV[11]
 local keep, leaving, countsListeners = ARGV[12], ARGV[13], ARGV[14]
 
 local earlier = latchedReply(latch, again)
@@ -63,13 +64,13 @@ local function freed()
 	-- Whether the releasing client is counted among Redisson's channel's
 	-- listeners (see handOn): read at most once, nil until then.
 	local counted
-	if offerN and offerN ~= '' then
+	if offered and offered ~= '' then
 		local score = redis.call('zscore', waiters, client)
 		-- An offer lives with its client's registration (see drop), and a
 		-- registered client is counted; a marked one is read again.
 		if score and wakeLib().registered(score) then
 			counted = true
-			wakeLib().offer(offers, client, offerN, offerLease, keep)
+			wakeLib().offer(offers, client, offered, offerLease, keep)
 		end
 	end
 	-- Every relock client that waits for a directed wake listens on

@@ -39,13 +39,13 @@ type Wake struct {
 	// Settle is what an acquire that succeeds does with the client's
 	// registration.
 	Settle Settle
-	// Grant, when not 0, is the owner number of the client's offer (see
-	// Offer), for a caller that takes handoffs: a failed acquire that
-	// registers offers it for the acquire's lease; one that finds the lock
-	// given to it answers Acquired.Handed; one that succeeds with
-	// SettleDrop drops it with the registration. A plain lock's acquire
-	// only (LockAcquire), with Offers.
-	Grant int64
+	// Grant, when not 0, is the first owner number of the client's offer,
+	// Grant to GrantLast (see Offer), for a caller that takes handoffs: a
+	// failed acquire that registers offers them for the acquire's lease;
+	// one that finds the lock given to Grant answers Acquired.Handed; one
+	// that succeeds with SettleDrop drops the offer with the registration.
+	// A plain lock's acquire only (LockAcquire), with Offers.
+	Grant, GrantLast int64
 	// Offers: the lock keeps offers (a plain lock): an acquire that drops
 	// the client drops its offer too.
 	Offers bool
@@ -60,7 +60,9 @@ type Wake struct {
 // frees the lock, finding the client at the head of the waiters' set, gives
 // it the lock as owner Client + ":" + N, with what is left of Lease,
 // counted from when the offer was last written, as its TTL, and publishes
-// pubsub.Granted + ":" + N on the client's wake channel. The offers live in
+// pubsub.Granted + ":" + N on the client's wake channel. The offer then
+// moves on to N+1, up to Last, so that the client's waiters take handoffs
+// one after another with no new offer written. The offers live in
 // relock_grants:{name} (field: the client's id), kept Keep more by each
 // write, as the waiters' set is by each registration (Wake.Register). An
 // owner number is given at most once.
@@ -71,10 +73,10 @@ type Wake struct {
 // (they stay in the set as marks until then), and the releasing client if
 // it Listens. Anyone else may be a Java waiter, which must have its chance.
 type Offer struct {
-	Client string
-	N      int64
-	Lease  time.Duration
-	Keep   time.Duration
+	Client  string
+	N, Last int64
+	Lease   time.Duration
+	Keep    time.Duration
 	// Listens is how long at least the releasing client will still listen
 	// on Redisson's channel (it waited on the lock lately; see
 	// pubsub.Subscriber.ListensFor), 0 when it does not: then it offers
@@ -145,16 +147,23 @@ func PassOn(ctx context.Context, c Conn, name, client string, pub Publish, liste
 	return r.Error()
 }
 
-// GiveBack runs giveback.lua: client withdraws its offer of owner number n
-// for plain lock name (see Offer), which none of its waiters will take, and
-// releases the lock if a release gave it to that owner already, handing it
-// on; listens: how long at least the client will still listen on
-// Redisson's channel (see Offer.Listens); drop: it has no waiter left, and
-// leaves the waiters' set. It reports whether it released the lock.
-func GiveBack(ctx context.Context, c Conn, name, client string, n int64, pub Publish, listens time.Duration, drop bool) (bool, error) {
+// GiveBack runs giveback.lua: client withdraws its offer of owner numbers n
+// to last for plain lock name (see Offer), which none of its waiters will
+// take, and releases the lock if a release gave it to one of those owners
+// already, handing it on; listens: how long at least the client will
+// still listen on Redisson's channel (see Offer.Listens); drop: it has no
+// waiter left, and leaves the waiters' set. It reports whether it released
+// the lock.
+func GiveBack(ctx context.Context, c Conn, name, client string, n, last int64, pub Publish, listens time.Duration, drop bool) (bool, error) {
 	keys := []string{name, LockChannel(name), waiters(name), grants(name)}
-	args := []string{client, strconv.FormatInt(n, 10), string(pub), pubsub.WakeTold, millis(listens), flag(drop)}
+	args := []string{client, offerArg(n, last), string(pub), pubsub.WakeTold, millis(listens), flag(drop)}
 	r, _ := giveBackScript.exec(ctx, c, keys, args)
 	released, err := r.AsInt64()
 	return released == 1, err
+}
+
+// offerArg is an offer of owner numbers n to last as the scripts take it,
+// "<n>:<last>" (see offer in wakelib.lua).
+func offerArg(n, last int64) string {
+	return strconv.FormatInt(n, 10) + ":" + strconv.FormatInt(max(last, n), 10)
 }

@@ -150,41 +150,55 @@ local function wakeLib()
 	-- Handoffs: a plain lock's release gives the lock to the longest-registered
 	-- relock client instead of telling it (see docs/waiting.md). A client
 	-- whose waiters take handoffs offers, in the hash relock_grants:{N} (field:
-	-- the client's id), "<n>:<by>": owner "<client>:<n>", an owner number the
-	-- client made for it, may be given the lock until by (ms, server clock),
-	-- the end of the lease the offer asked for. A release that gives it marks
-	-- it "<n>:0", taken; an offer never replaces a higher number, or its own
-	-- number taken, so that no owner is given the lock twice while the client
-	-- stays registered. A client dropped from the set loses its offer too (see
-	-- drop); a late write of a number taken before that, from an attempt held
-	-- up on the way past the drop, could then have it given again, to nobody:
-	-- the lock would stand until that offer's lease ran out.
+	-- the client's id), "<n>:<by>:<last>": owners "<client>:<n>" to
+	-- "<client>:<last>", owner numbers the client made for it, may be given
+	-- the lock, one after another, until by (ms, server clock), the end of
+	-- the lease the offer asked for. A release that gives n moves the offer
+	-- on to n + 1, or, n being the last, marks it "<n>:0", used up; so the
+	-- client's next release need not write a new one. An offer never
+	-- replaces a higher number, or its own number given, so that no owner is
+	-- given the lock twice while the client stays registered. A client
+	-- dropped from the set loses its offer too (see drop); a late write of a
+	-- number given before that, from an attempt held up on the way past the
+	-- drop, could then have it given again, to nobody: the lock would stand
+	-- until that offer's lease ran out. (An offer written before offers held
+	-- several numbers, "<n>:<by>", has n alone.)
 
-	-- offer records client's offer of owner number n, for lease ms from now,
-	-- unless n or a higher number is recorded (given, withdrawn, or standing:
-	-- the client counts its lease from before its first write of n, so a
-	-- later one need not extend it). The hash lives keep ms more, as the
-	-- waiters' set does.
-	local function offer(grants, client, n, lease, keep)
-		if again(grants .. '\0' .. client, n .. ':' .. lease .. ':' .. keep) then
+	-- parseOffer reads a record of the offers' hash: its next number, its
+	-- end (ms) and its last number; nil when rec is none.
+	local function parseOffer(rec)
+		local n, by, last = string.match(rec or '', '^(%d+):(%d+):?(%d*)$')
+		if last == '' then
+			last = n
+		end
+		return n, by, last
+	end
+
+	-- offer records client's offer (an argument "<n>:<last>": owner numbers
+	-- n to last), for lease ms from now, unless n or a higher number is
+	-- recorded (given, withdrawn, or standing: the client counts its lease
+	-- from before its first write of the offer, so a later one need not
+	-- extend it). The hash lives keep ms more, as the waiters' set does.
+	local function offer(grants, client, o, lease, keep)
+		if again(grants .. '\0' .. client, o .. ':' .. lease .. ':' .. keep) then
 			return
 		end
-		local rec = redis.call('hget', grants, client)
-		local old = rec and string.match(rec, '^(%d+):')
+		local n, last = string.match(o, '^(%d+):(%d+)$')
+		local old = parseOffer(redis.call('hget', grants, client))
 		if not (old and tonumber(old) >= tonumber(n)) then
-			redis.call('hset', grants, client, n .. ':' .. (nowMs() + tonumber(lease)))
+			redis.call('hset', grants, client, n .. ':' .. (nowMs() + tonumber(lease)) .. ':' .. last)
 		end
 		redis.call('pexpire', grants, keep)
 	end
 
-	-- withdraw takes client's offer of n back: it is marked taken, unless a
-	-- higher number is recorded, or none.
-	local function withdraw(grants, client, n)
+	-- withdraw takes client's offer o ("<n>:<last>") back: it is marked
+	-- used up, unless a later offer is recorded, or none.
+	local function withdraw(grants, client, o)
 		forget()
-		local rec = redis.call('hget', grants, client)
-		local old = rec and string.match(rec, '^(%d+):')
-		if old and tonumber(old) <= tonumber(n) then
-			redis.call('hset', grants, client, n .. ':0')
+		local last = string.match(o, ':(%d+)$')
+		local old = parseOffer(redis.call('hget', grants, client))
+		if old and tonumber(old) <= tonumber(last) then
+			redis.call('hset', grants, client, last .. ':0')
 		end
 	end
 
@@ -206,9 +220,9 @@ local function wakeLib()
 	-- releasing client, releaser (its id when it listens there, else nil;
 	-- isCounted: whether it is counted, see counted, nil if the script has
 	-- not read it). The longest-registered relock client is given the lock,
-	-- as owner "<client>:<n>" of its offer, with what is left of the
-	-- offer's lease as the lock's TTL, and told "2:<n>" on its wake channel;
-	-- it moves to the end of the set. That is done only when no listener can
+	-- as owner "<client>:<n>", n its offer's next number (the offer moves
+	-- on), with what is left of the offer's lease as the lock's TTL, and
+	-- told "2:<n>" on its wake channel; it moves to the end of the set. That is done only when no listener can
 	-- be a Java waiter (every relock client registered listens on Redisson's
 	-- channel, and every one marked, so heard is no more than those, and one
 	-- more for releaser if it is not counted): a Java waiter that woke on the
@@ -234,11 +248,7 @@ local function wakeLib()
 		end
 		local given = false
 		serveHead(waiters, grants, function(channel, head)
-			local rec = redis.call('hget', grants, head)
-			local n, by
-			if rec then
-				n, by = string.match(rec, '^(%d+):(%d+)$')
-			end
+			local n, by, last = parseOffer(redis.call('hget', grants, head))
 			local now = nowMs()
 			local left = by and tonumber(by) - now or 0
 			if left <= 0 then
@@ -250,7 +260,11 @@ local function wakeLib()
 			redis.call('hset', lock, head .. ':' .. n, 1)
 			if redis.call(pub, channel, '2:' .. n) > 0 then
 				redis.call('pexpire', lock, left)
-				redis.call('hset', grants, head, n .. ':0')
+				if tonumber(n) < tonumber(last) then
+					redis.call('hset', grants, head, string.format('%d:%s:%s', tonumber(n) + 1, by, last))
+				else
+					redis.call('hset', grants, head, n .. ':0')
+				end
 				redis.call('zadd', waiters, nowPlace(), head)
 				given = true
 				return true

@@ -6,11 +6,12 @@
 //
 // Handoffs (docs/waiting.md): a plain lock's release gives the lock to the
 // next relock client in the waiters' set, instead of telling it the lock is
-// free. The client offers, for each lock its waiters wait on, an owner
-// number made for the purpose; its waiters' failed attempts write the
-// offer, a release gives the lock to it, and the waiter woken takes the
-// number for its own. Each number is handed to one waiter at most (Take),
-// and one that no waiter will take is returned to be given back.
+// free. The client offers, for each lock its waiters wait on, owner
+// numbers made for the purpose (an Offer); its waiters' failed attempts
+// write the offer, a release gives the lock to its first number and moves
+// it on to the next, and the waiter woken takes the number for its own.
+// Each number is handed to one waiter at most (Take), and an offer that no
+// waiter will take is returned to be given back.
 package waitstate
 
 import (
@@ -37,25 +38,41 @@ type Table struct {
 	left    []GivenBack // see KeepForClose
 }
 
-// GivenBack is an offer to give back: owner number N of lock Name.
+// Offer is a client's handoff offer for one lock: owner numbers N to Last,
+// made together, which releases give one after another (see handOn in
+// scripts/wakelib.lua). The zero Offer is none.
+type Offer struct{ N, Last int64 }
+
+// OfferSize is how many owner numbers an offer holds at most: one per wait
+// that takes handoffs when it is made. A release that gives one moves the
+// offer on to the next itself, so that a client with many waiters does not
+// write a new offer in every release (four commands of each) but once its
+// numbers run out, or it is a third of its lease old (see Next). No more
+// numbers than waits: the last wait to leave gives back the numbers left,
+// or a release would give one to a client with no wait to take it.
+const OfferSize = 16
+
+// GivenBack is an offer to give back: the owner numbers of lock Name's
+// Offer that no waiter took.
 type GivenBack struct {
 	Name string
-	N    int64
+	Offer
 }
 
 // entry is the state of one lock name. It is dropped once it has no
 // waiter, no offer that may be written, and no queued mark.
 type entry struct {
-	// n is the owner number offered, or about to be; 0: none. pending
-	// counts writes of n sent and not answered; stored: one ran, or may
-	// have. Either way n is given back, not dropped (see Leave).
-	n       int64
+	// n to last are the owner numbers offered, or about to be, that no
+	// waiter took; n is 0 for none. pending counts writes of the offer
+	// sent and not answered; stored: one ran, or may have. Either way the
+	// offer is given back, not dropped (see Leave).
+	n, last int64
 	pending int
 	stored  bool
-	// sent is when n was made, before any write of it was sent: a release
-	// that gives n sets at least lease from then as the lock's TTL (a
-	// later write only makes it longer), so the taker counts its hold
-	// from sent.
+	// sent is when the offer was made, before any write of it was sent: a
+	// release that gives one of its numbers sets at least lease from then
+	// as the lock's TTL (a later write only makes it longer), so the taker
+	// counts its hold from sent.
 	sent  time.Time
 	lease time.Duration
 	// waiters counts the waits of this lock that take handoffs.
@@ -68,7 +85,15 @@ type entry struct {
 func (e *entry) written() bool { return e.n != 0 && (e.stored || e.pending > 0) }
 
 // clearOffer forgets e's offer.
-func (e *entry) clearOffer() { e.n, e.pending, e.stored = 0, 0, false }
+func (e *entry) clearOffer() { e.n, e.last, e.pending, e.stored = 0, 0, 0, false }
+
+// offer returns e's offer.
+func (e *entry) offer() Offer {
+	if e.n == 0 {
+		return Offer{}
+	}
+	return Offer{e.n, e.last}
+}
 
 // tidy drops the entry of name when it holds nothing. Call with t.mu held.
 func (t *Table) tidy(name string, e *entry) {
@@ -100,34 +125,34 @@ func (t *Table) Join(name string) {
 }
 
 // Leave ends a wait that Join counted; Ended counts it out. The last to
-// leave drops the offer, and returns its owner number when it must be
-// given back, else 0. Once Close began, an offer is kept for Drain.
-func (t *Table) Leave(name string) (giveBack int64) {
+// leave drops the offer, and returns it when it must be given back, else
+// the zero Offer. Once Close began, an offer is kept for Drain.
+func (t *Table) Leave(name string) (giveBack Offer) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := t.get(name, false)
 	if e == nil {
-		return 0
+		return Offer{}
 	}
 	if e.waiters--; e.waiters > 0 {
-		return 0
+		return Offer{}
 	}
 	if e.written() {
 		if t.closing != nil {
-			return 0 // Drain returns it
+			return Offer{} // Drain returns it
 		}
-		giveBack = e.n
+		giveBack = e.offer()
 	}
 	e.clearOffer()
 	t.tidy(name, e)
 	return giveBack
 }
 
-// KeepForClose keeps offer n of name for Drain.
-func (t *Table) KeepForClose(name string, n int64) {
+// KeepForClose keeps offer o of name for Drain.
+func (t *Table) KeepForClose(name string, o Offer) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.left = append(t.left, GivenBack{name, n})
+	t.left = append(t.left, GivenBack{name, o})
 }
 
 // Ended counts out a wait that Join counted, once what it had to give back
@@ -154,59 +179,80 @@ func (t *Table) Close() <-chan struct{} {
 	return t.closing
 }
 
-// Next returns the owner number to offer for name in a write about to be
-// sent (see Done), made now if there is none; 0 when no wait of name takes
-// handoffs. An offer a third of its lease old is replaced by a new one, and
-// the old one returned to be given back: a hold given from it would be
-// believed for less than two thirds of its lease, and the watchdog renews
-// every third. Owner numbers are drawn from owners.
-func (t *Table) Next(name string, lease time.Duration, owners *atomic.Int64) (n, old int64) {
+// Next returns the offer of name for a write about to be sent (see Done),
+// made now if there is none; the zero Offer when no wait of name takes
+// handoffs, or, unless rewrite, when a write of the offer ran already (a
+// release need not write it again: the releases that give its numbers
+// move it on). An offer a third of its lease old is replaced by a new
+// one, and the old one returned to be given back: a hold given from it
+// would be believed for less than two thirds of its lease, and the
+// watchdog renews every third. Owner numbers are drawn from owners, one
+// for each wait of name, OfferSize at most.
+func (t *Table) Next(name string, lease time.Duration, owners *atomic.Int64, rewrite bool) (o, old Offer) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := t.get(name, false)
 	if e == nil || e.waiters == 0 {
-		return 0, 0
+		return Offer{}, Offer{}
 	}
 	if e.n != 0 && time.Since(e.sent) > e.lease/3 {
 		if e.written() {
-			old = e.n
+			old = e.offer()
 		}
 		e.clearOffer()
 	}
 	if e.n == 0 {
-		// Made before any write of n is sent: a TTL set from one of
+		// Made before any write of it is sent: a TTL set from one of
 		// them ends after now + lease.
-		e.n, e.sent, e.lease, e.pending, e.stored = owners.Add(1), time.Now(), lease, 0, false
+		size := int64(min(e.waiters, OfferSize))
+		e.last = owners.Add(size)
+		e.n, e.sent, e.lease, e.pending, e.stored = e.last-size+1, time.Now(), lease, 0, false
+	} else if e.stored && !rewrite {
+		return Offer{}, old
 	}
 	e.pending++
-	return e.n, old
+	return e.offer(), old
 }
 
-// Done records the answer to a write of n that Next returned: wrote, it
+// Done records the answer to a write of o that Next returned: wrote, it
 // may have stored the offer (it failed to take the lock, or its reply was
-// lost). Nothing changes when n was taken meanwhile.
-func (t *Table) Done(name string, n int64, wrote bool) {
+// lost). Nothing changes when the offer was replaced or used up meanwhile.
+func (t *Table) Done(name string, o Offer, wrote bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if e := t.get(name, false); e != nil && e.n == n && n != 0 {
+	if e := t.get(name, false); e != nil && e.last == o.Last && o.N != 0 {
 		e.pending--
 		e.stored = e.stored || wrote
 	}
 }
 
 // Take takes owner number n of name's offer for the caller, once: it
-// reports false when n is not the offer's (taken already, or stale). It
+// reports false when n is not one of the offer's numbers left (taken
+// already, or stale). The numbers before n go with it: releases give them
+// in turn, so one given before n that no waiter took has expired. It
 // returns when the hold's TTL is known to last from, and how long.
 func (t *Table) Take(name string, n int64) (sent time.Time, lease time.Duration, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := t.get(name, false)
-	if e == nil || n == 0 || e.n != n {
+	if e == nil || n == 0 || n < e.n || n > e.last {
 		return time.Time{}, 0, false
 	}
 	sent, lease = e.sent, e.lease
-	e.clearOffer()
+	if e.n = n + 1; e.n > e.last {
+		e.clearOffer()
+	}
 	return sent, lease, true
+}
+
+// Withdrawn forgets offer o of name, which Redis no longer holds (a win
+// took the client out of the waiters' set, with its offer).
+func (t *Table) Withdrawn(name string, o Offer) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e := t.get(name, false); e != nil && e.last == o.Last && o.N != 0 {
+		e.clearOffer()
+	}
 }
 
 // Waiters returns the number of waits of name that Join counted and Leave
@@ -228,7 +274,7 @@ func (t *Table) Drain() []GivenBack {
 	out := t.left
 	for name, e := range t.m {
 		if e.written() {
-			out = append(out, GivenBack{name, e.n})
+			out = append(out, GivenBack{name, e.offer()})
 		}
 	}
 	t.m, t.left, t.queued = nil, nil, 0

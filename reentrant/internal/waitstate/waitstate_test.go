@@ -12,35 +12,80 @@ func TestAWrittenOfferIsGivenBackByTheLastToLeave(t *testing.T) {
 	var owners atomic.Int64
 	tb.Join("a")
 	tb.Join("a")
-	n, old := tb.Next("a", time.Minute, &owners)
-	if n == 0 || old != 0 {
-		t.Fatalf("Next = %d, %d; want a new number and nothing to give back", n, old)
+	o, old := tb.Next("a", time.Minute, &owners, true)
+	if o.N == 0 || o.Last != o.N+1 || old != (Offer{}) {
+		t.Fatalf("Next = %v, %v; want a new offer of two numbers (two waits) and nothing to give back", o, old)
 	}
-	tb.Done("a", n, true)
-	if got := tb.Leave("a"); got != 0 {
-		t.Fatalf("the first of two waits to leave gave back %d", got)
+	tb.Done("a", o, true)
+	if got := tb.Leave("a"); got != (Offer{}) {
+		t.Fatalf("the first of two waits to leave gave back %v", got)
 	}
-	if got := tb.Leave("a"); got != n {
-		t.Fatalf("the last wait to leave gave back %d, want the written offer %d", got, n)
+	if got := tb.Leave("a"); got != o {
+		t.Fatalf("the last wait to leave gave back %v, want the written offer %v", got, o)
 	}
 	if len(tb.m) != 0 {
 		t.Fatalf("entries left after every wait left: %v", tb.m)
 	}
 }
 
-func TestAnOfferIsTakenOnce(t *testing.T) {
+// Each number of an offer is taken once, in turn; a number taken past
+// others takes them with it (releases give them in order); the last one
+// taken uses the offer up, and the next write makes a new one.
+func TestAnOffersNumbersAreTakenOnceInTurn(t *testing.T) {
+	var tb Table
+	var owners atomic.Int64
+	for range OfferSize + 1 {
+		tb.Join("a")
+	}
+	o, _ := tb.Next("a", time.Minute, &owners, true)
+	if o.Last != o.N+OfferSize-1 {
+		t.Fatalf("Next = %v with %d waits; want %d numbers", o, OfferSize+1, OfferSize)
+	}
+	for _, n := range []int64{o.N, o.N + 1, o.N + 3} {
+		if _, _, ok := tb.Take("a", n); !ok {
+			t.Fatalf("number %d of %v could not be taken", n, o)
+		}
+	}
+	for _, n := range []int64{o.N, o.N + 2, o.N + 3, o.Last + 1} {
+		if _, _, ok := tb.Take("a", n); ok {
+			t.Fatalf("number %d of %v was taken after %d", n, o, o.N+3)
+		}
+	}
+	if next, _ := tb.Next("a", time.Minute, &owners, true); next != (Offer{o.N + 4, o.Last}) {
+		t.Fatalf("the offer after three were taken: %v, want the rest of %v", next, o)
+	}
+	if _, _, ok := tb.Take("a", o.Last); !ok {
+		t.Fatal("the last number could not be taken")
+	}
+	if next, _ := tb.Next("a", time.Minute, &owners, true); next.N <= o.Last {
+		t.Fatalf("the offer after the last number was taken: %v, want a new one after %v", next, o)
+	}
+}
+
+// A release writes an offer only when no write of it ran: the releases
+// that give its numbers move it on in Redis.
+func TestAReleaseWritesAnOfferOnce(t *testing.T) {
 	var tb Table
 	var owners atomic.Int64
 	tb.Join("a")
-	n, _ := tb.Next("a", time.Minute, &owners)
-	if _, _, ok := tb.Take("a", n); !ok {
-		t.Fatal("the offer could not be taken")
+	o, _ := tb.Next("a", time.Minute, &owners, false)
+	if o.N == 0 {
+		t.Fatal("no offer to write")
 	}
-	if _, _, ok := tb.Take("a", n); ok {
-		t.Fatal("the offer was taken twice")
+	if again, _ := tb.Next("a", time.Minute, &owners, false); again != o {
+		t.Fatalf("a release before the first write was answered: %v, want %v again", again, o)
 	}
-	if got := tb.Leave("a"); got != 0 {
-		t.Fatalf("a taken offer was given back: %d", got)
+	tb.Done("a", o, true)
+	tb.Done("a", o, true)
+	if again, _ := tb.Next("a", time.Minute, &owners, false); again != (Offer{}) {
+		t.Fatalf("a release after the offer was written: %v, want none", again)
+	}
+	if again, _ := tb.Next("a", time.Minute, &owners, true); again != o {
+		t.Fatalf("an attempt after the offer was written: %v, want %v", again, o)
+	}
+	tb.Withdrawn("a", o)
+	if again, _ := tb.Next("a", time.Minute, &owners, false); again.N <= o.Last {
+		t.Fatalf("a release after the offer was withdrawn: %v, want a new one", again)
 	}
 }
 
@@ -48,10 +93,10 @@ func TestOffersLeftAtCloseAreDrained(t *testing.T) {
 	var tb Table
 	var owners atomic.Int64
 	tb.Join("a")
-	n, _ := tb.Next("a", time.Minute, &owners)
+	o, _ := tb.Next("a", time.Minute, &owners, true)
 	closed := tb.Close()
-	if got := tb.Leave("a"); got != 0 {
-		t.Fatalf("Leave gave back %d after Close began; Drain should", got)
+	if got := tb.Leave("a"); got != (Offer{}) {
+		t.Fatalf("Leave gave back %v after Close began; Drain should", got)
 	}
 	tb.Ended()
 	select {
@@ -59,8 +104,8 @@ func TestOffersLeftAtCloseAreDrained(t *testing.T) {
 	default:
 		t.Fatal("Close's channel stayed open after the last wait ended")
 	}
-	if got := tb.Drain(); len(got) != 1 || got[0] != (GivenBack{"a", n}) {
-		t.Fatalf("Drain = %v, want the offer %d of a", got, n)
+	if got := tb.Drain(); len(got) != 1 || got[0] != (GivenBack{"a", o}) {
+		t.Fatalf("Drain = %v, want the offer %v of a", got, o)
 	}
 }
 
@@ -81,7 +126,7 @@ func TestQueuedMarksAreBoundedAndSpareOffers(t *testing.T) {
 	if len(tb.m) != 2 {
 		t.Fatalf("%d entries, want the newest mark's and the offered lock's", len(tb.m))
 	}
-	if n, _ := tb.Next("offered", time.Minute, &owners); n == 0 {
+	if o, _ := tb.Next("offered", time.Minute, &owners, true); o.N == 0 {
 		t.Fatal("forgetting marks dropped a waited-on lock's entry")
 	}
 	tb.Waited(fmt.Sprint(MaxQueued-1), false)

@@ -1,0 +1,98 @@
+package scripts_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/pubsub"
+	"github.com/relock-go/relock/scripts"
+)
+
+// An offer of several owner numbers is given one number per release, in
+// turn, with no write of the client's between (the releases' own offers
+// are empty, as a client's are once its offer is written); the last used,
+// the next release tells the client the lock is free. A late write of the
+// offer changes nothing, and a give-back of a later offer releases the
+// lock given to any of its numbers.
+func TestOffersNumbersGivenInTurn(t *testing.T) {
+	ctx := context.Background()
+	s := redistest.Start(t)
+	rdb := scripts.Conn{Client: s.Client()}
+	const name = "l"
+	grants := "relock_grants:{" + name + "}"
+	hold := func(owner string) {
+		t.Helper()
+		r, err := scripts.LockAcquire(ctx, rdb, scripts.Acquire{Key: name, Owner: owner, Lease: time.Minute})
+		require.NoError(t, err)
+		require.True(t, r.OK)
+	}
+	offer := func(owner string, n, last int64) {
+		t.Helper()
+		r, err := scripts.LockAcquire(ctx, rdb, scripts.Acquire{Key: name, Owner: owner, Lease: time.Minute,
+			Wake: scripts.Wake{Client: "a", Register: time.Minute, Grant: n, GrantLast: last, Offers: true}})
+		require.NoError(t, err)
+		require.False(t, r.OK)
+	}
+	release := func(owner, client string) {
+		t.Helper()
+		rel := scripts.Release{Key: name, Owner: owner, RequestID: owner, Lease: time.Minute, LatchTTL: time.Minute,
+			Publish: scripts.PublishClassic, Directed: true, Handoff: true, Count: true, Believed: true,
+			Offer: scripts.Offer{Client: client, Lease: time.Minute, Keep: time.Minute, Listens: time.Minute}}
+		got, err := rel.Run(ctx, rdb)
+		require.NoError(t, err)
+		require.Equal(t, scripts.Freed, got)
+	}
+	record := func() string {
+		rec, err := s.Do("HGET", grants, "a").ToString()
+		require.NoError(t, err)
+		return rec
+	}
+	holders := func() map[string]string {
+		m, err := s.Do("HGETALL", name).AsStrMap()
+		require.NoError(t, err)
+		return m
+	}
+
+	hold("b:1")
+	offer("a:1", 5, 7)
+	told := listen(t, s.Client(), scripts.WakeChannel(name, "a"))
+	listen(t, s.Client(), scripts.LockChannel(name)) // a's
+	redistest.Eventually(t, 10*time.Second, "the subscriptions", func() bool {
+		m, err := s.Do("PUBSUB", "NUMSUB", scripts.WakeChannel(name, "a"), scripts.LockChannel(name)).ToArray()
+		require.NoError(t, err)
+		w, _ := m[1].AsInt64()
+		l, _ := m[3].AsInt64()
+		return w == 1 && l == 1
+	})
+	by := strings.Split(record(), ":")[1]
+
+	release("b:1", "b")
+	for _, step := range []struct{ n, after string }{{"5", "6:" + by + ":7"}, {"6", "7:" + by + ":7"}, {"7", "7:0"}} {
+		assert.Equal(t, map[string]string{"a:" + step.n: "1"}, holders(), "handed on in turn")
+		assert.Equal(t, pubsub.Granted+":"+step.n, recv(t, told))
+		assert.Equal(t, step.after, record(), "moved on with the lease as written, or used up")
+		release("a:"+step.n, "a")
+	}
+	assert.Equal(t, pubsub.WakeOne, recv(t, told), "the offer used up, a is told the lock is free")
+	assert.Empty(t, holders())
+
+	hold("b:2")
+	offer("a:2", 5, 7)
+	assert.Equal(t, "7:0", record(), "a late write of a used offer is refused")
+
+	offer("a:3", 8, 10)
+	release("b:2", "b")
+	assert.Equal(t, map[string]string{"a:8": "1"}, holders())
+	assert.Equal(t, pubsub.Granted+":8", recv(t, told))
+	released, err := scripts.GiveBack(ctx, rdb, name, "a", 8, 10, scripts.PublishClassic, time.Minute, false)
+	require.NoError(t, err)
+	assert.True(t, released, "the lock given to the offer's first number is given back")
+	assert.Empty(t, holders())
+	assert.Equal(t, "10:0", record(), "withdrawn")
+}

@@ -37,10 +37,12 @@ local lock, waiters, offers = KEYS[1], KEYS[2], KEYS[3]
 local lease, owner, client, settle, register, offered, listens = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 
 -- PTTL first (-2: no key) saves a call on the commonest path, a free lock.
--- A lock held needs HEXISTS even for an owner made for the call, which
--- cannot hold it: it is the check that fails a key of another type.
-local pttl = redis.call('pttl', lock)
-if pttl == -2 or redis.call('hexists', lock, owner) == 1 then
+-- A lock held needs its owners read (HKEYS) even for an owner made for the
+-- call, which cannot hold it: it is the read that fails a key of another
+-- type. Both are read once per script (see readLock).
+local pttl, owners = readLock(lock)
+if pttl == -2 or owners[owner] then
+	wroteLock(lock)
 	redis.call('hincrby', lock, owner, 1)
 	redis.call('pexpire', lock, lease)
 	if client and settle ~= '0' then
@@ -49,7 +51,7 @@ if pttl == -2 or redis.call('hexists', lock, owner) == 1 then
 	return nil
 end
 if offered and offered ~= '0' then
-	if redis.call('hexists', lock, client .. ':' .. string.match(offered, '^%d+')) == 1 then
+	if owners[client .. ':' .. string.match(offered, '^%d+')] then
 		return -3
 	end
 	if register ~= '0' then

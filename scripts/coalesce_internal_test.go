@@ -361,3 +361,73 @@ func TestManyWritesARegistrationOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestManyReadsALockOnce: attempts on one lock that go as one call read
+// the lock once (PTTL, HKEYS) and each answers as alone; an attempt that
+// takes the lock makes the next read it again, so one after it finds it
+// held, and its owner's re-entry finds it its own. A key of another type
+// fails every attempt on it.
+func TestManyReadsALockOnce(t *testing.T) {
+	for _, server := range []string{"redis-server", "miniredis"} {
+		t.Run(server, func(t *testing.T) {
+			var rdb rueidis.Client
+			if server == "miniredis" {
+				_, rdb = redistest.Miniredis(t)
+			} else {
+				rdb = redistest.Start(t).Client()
+			}
+			ctx := context.Background()
+			do := func(args ...string) rueidis.RedisResult {
+				r := rdb.Do(ctx, rdb.B().Arbitrary(args...).Build())
+				require.NoError(t, r.Error())
+				return r
+			}
+			calls := func(name string) int64 { return 0 }
+			if server == "redis-server" {
+				calls = func(name string) int64 {
+					info := must(rdb.Do(ctx, rdb.B().Info().Section("commandstats").Build()).ToString())
+					_, after, ok := strings.Cut(info, "cmdstat_"+name+":calls=")
+					if !ok {
+						return 0
+					}
+					n, _ := strconv.ParseInt(after[:strings.IndexByte(after, ',')], 10, 64)
+					return n
+				}
+			}
+			do("HSET", "held", "other:1", "1")
+			do("PEXPIRE", "held", "60000")
+			do("SET", "text", "x")
+			co := NewCoalescer(rdb, false, ctx, func(func()) bool { return false })
+			attempt := func(key, owner string) call {
+				return callOf(rdb, func(ctx context.Context, c Conn) {
+					LockAcquire(ctx, c, Acquire{Key: key, Owner: owner, Lease: 30 * time.Second})
+				})
+			}
+			pttls, hkeys := calls("pttl"), calls("hkeys")
+			replies := co.many(ctx, line{s: acquireScript}, []call{attempt("held", "me:1"), attempt("held", "me:2"),
+				attempt("held", "me:3"), attempt("text", "me:4"), attempt("text", "me:5")})
+			for i := range 3 {
+				a, err := acquireReply(replies[i], nil)
+				require.NoError(t, err)
+				assert.False(t, a.OK)
+				assert.InDelta(t, 60*time.Second, a.PTTL, float64(5*time.Second), "attempt %d", i)
+			}
+			for i := 3; i < 5; i++ {
+				_, err := acquireReply(replies[i], nil)
+				assert.True(t, IsWrongType(err), "attempt %d on a key of another type: %v", i, err)
+			}
+			if server == "redis-server" {
+				assert.EqualValues(t, 1, calls("hkeys")-hkeys-2, "the held lock's owners read once (and the other type's twice, failing)")
+				assert.EqualValues(t, 1+2, calls("pttl")-pttls, "the held lock's PTTL read once")
+			}
+
+			replies = co.many(ctx, line{s: acquireScript}, []call{attempt("free", "me:1"), attempt("free", "me:2"), attempt("free", "me:1")})
+			for i, want := range []bool{true, false, true} {
+				a, err := acquireReply(replies[i], nil)
+				require.NoError(t, err)
+				assert.Equal(t, want, a.OK, "attempt %d", i)
+			}
+			assert.Equal(t, map[string]string{"me:1": "2"}, must(rdb.Do(ctx, rdb.B().Hgetall().Key("free").Build()).AsStrMap()))
+		})
+	}
+}

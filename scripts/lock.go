@@ -29,17 +29,17 @@ const (
 var (
 	//go:embed acquire.lua
 	acquireLua    string
-	acquireScript = coalescible([]string{clockLib, wakeLib}, acquireLua)
+	acquireScript = coalescible([]string{clockLib, wakeLib, lockLib}, acquireLua)
 
 	//go:embed nonreentrantacquire.lua
 	nonReentrantAcquireLua    string
-	nonReentrantAcquireScript = coalescible([]string{clockLib, wakeLib}, nonReentrantAcquireLua)
+	nonReentrantAcquireScript = coalescible([]string{clockLib, wakeLib, lockLib}, nonReentrantAcquireLua)
 
 	// The same two, each behind guard.lua (see Acquire.Guard).
 	//go:embed guard.lua
 	guardLua                         string
-	guardedAcquireScript             = coalescible([]string{clockLib, wakeLib}, guardLua, acquireLua)
-	guardedNonReentrantAcquireScript = coalescible([]string{clockLib, wakeLib}, guardLua, nonReentrantAcquireLua)
+	guardedAcquireScript             = coalescible([]string{clockLib, wakeLib, lockLib}, guardLua, acquireLua)
+	guardedNonReentrantAcquireScript = coalescible([]string{clockLib, wakeLib, lockLib}, guardLua, nonReentrantAcquireLua)
 
 	//go:embed release.lua
 	releaseLua    string

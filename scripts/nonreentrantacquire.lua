@@ -16,8 +16,9 @@
 local lock, waiters = KEYS[1], KEYS[2]
 local lease, owner, client, settle, register = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 
-local pttl = redis.call('pttl', lock)
+local pttl, owners = readLock(lock)
 if pttl == -2 then
+	wroteLock(lock)
 	redis.call('hincrby', lock, owner, 1)
 	redis.call('pexpire', lock, lease)
 	if client and settle ~= '0' then
@@ -25,7 +26,7 @@ if pttl == -2 then
 	end
 	return nil
 end
-if redis.call('hexists', lock, owner) == 1 then
+if owners[owner] then
 	return redis.error_reply('RELOCK_REENTRY this owner holds the non-reentrant lock already')
 end
 if client and register ~= '0' then

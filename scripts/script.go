@@ -191,6 +191,12 @@ var clockLib string
 //go:embed latchlib.lua
 var latchLib string
 
+// lockLib reads a lock hash for the plain and non-reentrant acquire
+// scripts, once per script for each lock (locklib.lua).
+//
+//go:embed locklib.lua
+var lockLib string
+
 // holdLib gives back one hold on Redisson's RLock hash, the middle of the
 // plain, fair and priority locks' release scripts (holdlib.lua).
 //

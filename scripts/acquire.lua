@@ -42,6 +42,9 @@ local lease, owner, client, settle, register, offered, listens = ARGV[1], ARGV[2
 -- type. Both are read once per script (see readLock).
 local pttl, owners = readLock(lock)
 if pttl == -2 or owners[owner] then
+	if abandoned() then
+		return -4
+	end
 	wroteLock(lock)
 	redis.call('hincrby', lock, owner, 1)
 	redis.call('pexpire', lock, lease)
@@ -51,6 +54,9 @@ if pttl == -2 or owners[owner] then
 	return nil
 end
 if offered and offered ~= '0' then
+	if abandoned() then
+		return -4
+	end
 	if owners[client .. ':' .. string.match(offered, '^%d+')] then
 		return -3
 	end

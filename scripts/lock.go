@@ -17,6 +17,10 @@ import (
 // PUBLISH, or sharded SPUBLISH as Redisson uses on a Redis 7+ cluster.
 type Publish string
 
+// unguarded is the prologue of an acquire attempt with no guard (see
+// guard.lua): it is never abandoned.
+const unguarded = "local function abandoned() return false end\n"
+
 // The publish commands.
 const (
 	PublishClassic Publish = "publish"
@@ -29,13 +33,14 @@ const (
 var (
 	//go:embed acquire.lua
 	acquireLua    string
-	acquireScript = coalescible([]string{clockLib, wakeLib, lockLib}, acquireLua)
+	acquireScript = coalescible([]string{clockLib, wakeLib, lockLib}, unguarded, acquireLua)
 
 	//go:embed nonreentrantacquire.lua
 	nonReentrantAcquireLua    string
-	nonReentrantAcquireScript = coalescible([]string{clockLib, wakeLib, lockLib}, nonReentrantAcquireLua)
+	nonReentrantAcquireScript = coalescible([]string{clockLib, wakeLib, lockLib}, unguarded, nonReentrantAcquireLua)
 
-	// The same two, each behind guard.lua (see Acquire.Guard).
+	// The same two, each behind guard.lua (see Acquire.Guard), or, as
+	// above, behind unguarded.
 	//go:embed guard.lua
 	guardLua                         string
 	guardedAcquireScript             = coalescible([]string{clockLib, wakeLib, lockLib}, guardLua, acquireLua)

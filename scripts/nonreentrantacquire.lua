@@ -18,6 +18,9 @@ local lease, owner, client, settle, register = ARGV[1], ARGV[2], ARGV[3], ARGV[4
 
 local pttl, owners = readLock(lock)
 if pttl == -2 then
+	if abandoned() then
+		return -4
+	end
 	wroteLock(lock)
 	redis.call('hincrby', lock, owner, 1)
 	redis.call('pexpire', lock, lease)

@@ -2,6 +2,7 @@ package scripts_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -95,4 +96,50 @@ func TestOffersNumbersGivenInTurn(t *testing.T) {
 	assert.True(t, released, "the lock given to the offer's first number is given back")
 	assert.Empty(t, holders())
 	assert.Equal(t, "10:0", record(), "withdrawn")
+}
+
+// An offer written by a relock from before offers held several numbers,
+// "<n>:<by>", is given as the one number n, and then marked used up, as
+// that relock's own release would have: clients of both can share a lock
+// during a rolling upgrade. (That relock reads a newer client's offer,
+// "<n>:<by>:<last>", as none, and tells the client the lock is free
+// instead, which its waiter then takes.)
+func TestOldOfferGivenAsOneNumber(t *testing.T) {
+	ctx := context.Background()
+	s := redistest.Start(t)
+	rdb := scripts.Conn{Client: s.Client()}
+	const name = "l"
+	r, err := scripts.LockAcquire(ctx, rdb, scripts.Acquire{Key: name, Owner: "b:1", Lease: time.Minute})
+	require.NoError(t, err)
+	require.True(t, r.OK)
+	r, err = scripts.LockAcquire(ctx, rdb, scripts.Acquire{Key: name, Owner: "a:1", Lease: time.Minute,
+		Wake: scripts.Wake{Client: "a", Register: time.Minute}})
+	require.NoError(t, err)
+	require.False(t, r.OK, "a registered, without an offer")
+	now, err := s.Do("TIME").AsStrSlice()
+	require.NoError(t, err)
+	sec, _ := strconv.ParseInt(now[0], 10, 64)
+	require.NoError(t, s.Do("HSET", "relock_grants:{"+name+"}", "a", "7:"+strconv.FormatInt((sec+60)*1000, 10)).Error())
+	told := listen(t, s.Client(), scripts.WakeChannel(name, "a"))
+	listen(t, s.Client(), scripts.LockChannel(name))
+	redistest.Eventually(t, 10*time.Second, "the subscriptions", func() bool {
+		m, err := s.Do("PUBSUB", "NUMSUB", scripts.WakeChannel(name, "a"), scripts.LockChannel(name)).ToArray()
+		require.NoError(t, err)
+		w, _ := m[1].AsInt64()
+		l, _ := m[3].AsInt64()
+		return w == 1 && l == 1
+	})
+	rel := scripts.Release{Key: name, Owner: "b:1", RequestID: "r", Lease: time.Minute, LatchTTL: time.Minute,
+		Publish: scripts.PublishClassic, Directed: true, Handoff: true, Count: true, Believed: true,
+		Offer: scripts.Offer{Client: "b", Lease: time.Minute, Keep: time.Minute}}
+	got, err := rel.Run(ctx, rdb)
+	require.NoError(t, err)
+	require.Equal(t, scripts.Freed, got)
+	assert.Equal(t, pubsub.Granted+":7", recv(t, told))
+	held, err := s.Do("HGETALL", name).AsStrMap()
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"a:7": "1"}, held)
+	rec, err := s.Do("HGET", "relock_grants:{"+name+"}", "a").ToString()
+	require.NoError(t, err)
+	assert.Equal(t, "7:0", rec, "used up")
 }

@@ -42,82 +42,74 @@ func callOf(rdb rueidis.Client, run func(context.Context, Conn)) call {
 // type, a release, a release by one who holds nothing. One call's error
 // does not stop the calls after it.
 func TestManyRepliesAsEachCallAlone(t *testing.T) {
-	for _, server := range []string{"redis-server", "miniredis"} {
-		t.Run(server, func(t *testing.T) {
-			var rdb rueidis.Client
-			if server == "miniredis" {
-				_, rdb = redistest.Miniredis(t)
-			} else {
-				rdb = redistest.Start(t).Client()
-			}
-			ctx := context.Background()
-			do := func(args ...string) {
-				require.NoError(t, rdb.Do(ctx, rdb.B().Arbitrary(args...).Build()).Error())
-			}
-			do("HSET", "held", "other:1", "1")
-			do("PEXPIRE", "held", "60000")
-			do("HSET", "mine", "me:1", "1")
-			do("SET", "text", "x")
-			acquire := func(key string) call {
-				return callOf(rdb, func(ctx context.Context, c Conn) {
-					LockAcquire(ctx, c, Acquire{Key: key, Owner: "me:1", Lease: 30 * time.Second})
-				})
-			}
-			calls := []call{acquire("free"), acquire("held"), acquire("text"), acquire("free2")}
-			co := NewCoalescer(rdb, false, ctx, func(func()) bool { return false })
-			replies := co.many(ctx, line{s: acquireScript}, calls)
-			require.Len(t, replies, 4)
-			got := func(i int) (Acquired, error) { return acquireReply(replies[i], nil) }
-			a, err := got(0)
-			assert.NoError(t, err)
-			assert.True(t, a.OK, "a free lock is taken")
-			a, err = got(1)
-			assert.NoError(t, err)
-			assert.False(t, a.OK, "a lock held by another is not")
-			assert.InDelta(t, 60*time.Second, a.PTTL, float64(5*time.Second))
-			_, err = got(2)
-			assert.True(t, IsWrongType(err), "a key of another type: %v", err)
-			a, err = got(3)
-			assert.NoError(t, err)
-			assert.True(t, a.OK, "the call after an error runs")
-			for _, k := range []string{"free", "free2"} {
-				n, err := rdb.Do(ctx, rdb.B().Hget().Key(k).Field("me:1").Build()).AsInt64()
-				require.NoError(t, err)
-				assert.EqualValues(t, 1, n, k)
-			}
-			assert.Equal(t, "x", must(rdb.Do(ctx, rdb.B().Get().Key("text").Build()).ToString()))
-
-			reentry := callOf(rdb, func(ctx context.Context, c Conn) {
-				NonReentrantAcquire(ctx, c, Acquire{Key: "mine", Owner: "me:1", Lease: 30 * time.Second})
+	onBothServers(t, func(t *testing.T, rdb rueidis.Client, _ bool) {
+		ctx := context.Background()
+		do := func(args ...string) {
+			require.NoError(t, rdb.Do(ctx, rdb.B().Arbitrary(args...).Build()).Error())
+		}
+		do("HSET", "held", "other:1", "1")
+		do("PEXPIRE", "held", "60000")
+		do("HSET", "mine", "me:1", "1")
+		do("SET", "text", "x")
+		acquire := func(key string) call {
+			return callOf(rdb, func(ctx context.Context, c Conn) {
+				LockAcquire(ctx, c, Acquire{Key: key, Owner: "me:1", Lease: 30 * time.Second})
 			})
-			fresh := callOf(rdb, func(ctx context.Context, c Conn) {
-				NonReentrantAcquire(ctx, c, Acquire{Key: "fresh", Owner: "me:1", Lease: 30 * time.Second})
-			})
-			replies = co.many(ctx, line{s: nonReentrantAcquireScript}, []call{reentry, fresh})
-			_, err = acquireReply(replies[0], nil)
-			assert.Equal(t, CodeReentry, Code(err), "a re-entry is refused: %v", err)
-			a, err = acquireReply(replies[1], nil)
-			assert.NoError(t, err)
-			assert.True(t, a.OK)
+		}
+		calls := []call{acquire("free"), acquire("held"), acquire("text"), acquire("free2")}
+		co := NewCoalescer(rdb, false, ctx, func(func()) bool { return false })
+		replies := co.many(ctx, line{s: acquireScript}, calls)
+		require.Len(t, replies, 4)
+		got := func(i int) (Acquired, error) { return acquireReply(replies[i], nil) }
+		a, err := got(0)
+		assert.NoError(t, err)
+		assert.True(t, a.OK, "a free lock is taken")
+		a, err = got(1)
+		assert.NoError(t, err)
+		assert.False(t, a.OK, "a lock held by another is not")
+		assert.InDelta(t, 60*time.Second, a.PTTL, float64(5*time.Second))
+		_, err = got(2)
+		assert.True(t, IsWrongType(err), "a key of another type: %v", err)
+		a, err = got(3)
+		assert.NoError(t, err)
+		assert.True(t, a.OK, "the call after an error runs")
+		for _, k := range []string{"free", "free2"} {
+			n, err := rdb.Do(ctx, rdb.B().Hget().Key(k).Field("me:1").Build()).AsInt64()
+			require.NoError(t, err)
+			assert.EqualValues(t, 1, n, k)
+		}
+		assert.Equal(t, "x", must(rdb.Do(ctx, rdb.B().Get().Key("text").Build()).ToString()))
 
-			release := func(key string) call {
-				return callOf(rdb, func(ctx context.Context, c Conn) {
-					Release{Key: key, Owner: "me:1", RequestID: "r", Lease: 30 * time.Second, LatchTTL: 10 * time.Second, Publish: PublishClassic, Believed: true}.Run(ctx, c)
-				})
-			}
-			replies = co.many(ctx, line{s: releaseScript}, []call{release("free"), release("held"), release("mine")})
-			for i, want := range []Released{Freed, NotHeld, Freed} {
-				r, err := releaseReply(replies[i], nil)
-				assert.NoError(t, err)
-				assert.Equal(t, want, r, "release %d", i)
-			}
-			for k, want := range map[string]int64{"free": 0, "held": 1, "mine": 0, "free2": 1} {
-				n, err := rdb.Do(ctx, rdb.B().Exists().Key(k).Build()).AsInt64()
-				require.NoError(t, err)
-				assert.Equal(t, want, n, k)
-			}
+		reentry := callOf(rdb, func(ctx context.Context, c Conn) {
+			NonReentrantAcquire(ctx, c, Acquire{Key: "mine", Owner: "me:1", Lease: 30 * time.Second})
 		})
-	}
+		fresh := callOf(rdb, func(ctx context.Context, c Conn) {
+			NonReentrantAcquire(ctx, c, Acquire{Key: "fresh", Owner: "me:1", Lease: 30 * time.Second})
+		})
+		replies = co.many(ctx, line{s: nonReentrantAcquireScript}, []call{reentry, fresh})
+		_, err = acquireReply(replies[0], nil)
+		assert.Equal(t, CodeReentry, Code(err), "a re-entry is refused: %v", err)
+		a, err = acquireReply(replies[1], nil)
+		assert.NoError(t, err)
+		assert.True(t, a.OK)
+
+		release := func(key string) call {
+			return callOf(rdb, func(ctx context.Context, c Conn) {
+				Release{Key: key, Owner: "me:1", RequestID: "r", Lease: 30 * time.Second, LatchTTL: 10 * time.Second, Publish: PublishClassic, Believed: true}.Run(ctx, c)
+			})
+		}
+		replies = co.many(ctx, line{s: releaseScript}, []call{release("free"), release("held"), release("mine")})
+		for i, want := range []Released{Freed, NotHeld, Freed} {
+			r, err := releaseReply(replies[i], nil)
+			assert.NoError(t, err)
+			assert.Equal(t, want, r, "release %d", i)
+		}
+		for k, want := range map[string]int64{"free": 0, "held": 1, "mine": 0, "free2": 1} {
+			n, err := rdb.Do(ctx, rdb.B().Exists().Key(k).Build()).AsInt64()
+			require.NoError(t, err)
+			assert.Equal(t, want, n, k)
+		}
+	})
 }
 
 func must[T any](v T, err error) T {
@@ -125,6 +117,34 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// onBothServers runs f on a redis-server and on miniredis; real says which
+// (only a real one counts its commands, see commandCalls).
+func onBothServers(t *testing.T, f func(t *testing.T, rdb rueidis.Client, real bool)) {
+	for _, server := range []string{"redis-server", "miniredis"} {
+		t.Run(server, func(t *testing.T) {
+			if server == "miniredis" {
+				_, rdb := redistest.Miniredis(t)
+				f(t, rdb, false)
+				return
+			}
+			f(t, redistest.Start(t).Client(), true)
+		})
+	}
+}
+
+// commandCalls returns how many times the server ran command name, its
+// scripts' calls included (INFO commandstats); 0 on miniredis, which does
+// not count.
+func commandCalls(rdb rueidis.Client, name string) int64 {
+	info, err := rdb.Do(context.Background(), rdb.B().Info().Section("commandstats").Build()).ToString()
+	_, after, ok := strings.Cut(info, "cmdstat_"+name+":calls=")
+	if err != nil || !ok {
+		return 0
+	}
+	n, _ := strconv.ParseInt(after[:strings.IndexByte(after, ',')], 10, 64)
+	return n
 }
 
 // TestManyBehindAClusterProxy: a server that looks like one node but
@@ -288,78 +308,58 @@ func countTrue(bs []bool) int {
 // of them is not undone by the one after it, which registers the client
 // again.
 func TestManyWritesARegistrationOnce(t *testing.T) {
-	for _, server := range []string{"redis-server", "miniredis"} {
-		t.Run(server, func(t *testing.T) {
-			var rdb rueidis.Client
-			if server == "miniredis" {
-				_, rdb = redistest.Miniredis(t)
-			} else {
-				rdb = redistest.Start(t).Client()
-			}
-			ctx := context.Background()
-			do := func(args ...string) rueidis.RedisResult {
-				r := rdb.Do(ctx, rdb.B().Arbitrary(args...).Build())
-				require.NoError(t, r.Error())
-				return r
-			}
-			do("HSET", "held", "other:1", "1")
-			do("PEXPIRE", "held", "60000")
-			co := NewCoalescer(rdb, false, ctx, func(func()) bool { return false })
-			attempt := func(key, owner string, settle Settle) call {
-				return callOf(rdb, func(ctx context.Context, c Conn) {
-					LockAcquire(ctx, c, Acquire{Key: key, Owner: owner, Lease: 30 * time.Second, Wake: Wake{
-						Client: "me", Register: 5 * time.Second, Settle: settle, Grant: 7, GrantLast: 9, Offers: true, Listens: time.Second}})
-				})
-			}
-			// registered: the client is in lock's waiters' set, not as a
-			// mark (see wakelib.lua).
-			registered := func(lock string) bool {
-				score, err := rdb.Do(ctx, rdb.B().Zscore().Key(waiters(lock)).Member("me").Build()).AsFloat64()
-				return err == nil && score < 1e13
-			}
-			zadds := func() int64 { return 0 }
-			if server == "redis-server" {
-				zadds = func() int64 {
-					info := must(rdb.Do(ctx, rdb.B().Info().Section("commandstats").Build()).ToString())
-					_, after, ok := strings.Cut(info, "cmdstat_zadd:calls=")
-					if !ok {
-						return 0
-					}
-					n, _ := strconv.ParseInt(after[:strings.IndexByte(after, ',')], 10, 64)
-					return n
-				}
-			}
-			before := zadds()
-			var calls []call
-			for i := 1; i <= 4; i++ {
-				calls = append(calls, attempt("held", "me:"+strconv.Itoa(10+i), SettleKeep))
-			}
-			for i, r := range co.many(ctx, line{s: acquireScript}, calls) {
-				a, err := acquireReply(r, nil)
-				require.NoError(t, err)
-				assert.False(t, a.OK, "attempt %d", i)
-			}
-			assert.True(t, registered("held"), "registered")
-			assert.Regexp(t, `^7:\d+:9$`, must(rdb.Do(ctx, rdb.B().Hget().Key(grants("held")).Field("me").Build()).ToString()))
-			if server == "redis-server" {
-				assert.EqualValues(t, 1, zadds()-before, "four attempts, one registration written")
-			}
+	onBothServers(t, func(t *testing.T, rdb rueidis.Client, real bool) {
+		ctx := context.Background()
+		do := func(args ...string) rueidis.RedisResult {
+			r := rdb.Do(ctx, rdb.B().Arbitrary(args...).Build())
+			require.NoError(t, r.Error())
+			return r
+		}
+		do("HSET", "held", "other:1", "1")
+		do("PEXPIRE", "held", "60000")
+		co := NewCoalescer(rdb, false, ctx, func(func()) bool { return false })
+		attempt := func(key, owner string, settle Settle) call {
+			return callOf(rdb, func(ctx context.Context, c Conn) {
+				LockAcquire(ctx, c, Acquire{Key: key, Owner: owner, Lease: 30 * time.Second, Wake: Wake{
+					Client: "me", Register: 5 * time.Second, Settle: settle, Grant: 7, GrantLast: 9, Offers: true, Listens: time.Second}})
+			})
+		}
+		// registered: the client is in lock's waiters' set, not as a
+		// mark (see wakelib.lua).
+		registered := func(lock string) bool {
+			score, err := rdb.Do(ctx, rdb.B().Zscore().Key(waiters(lock)).Member("me").Build()).AsFloat64()
+			return err == nil && score < 1e13
+		}
+		before := commandCalls(rdb, "zadd")
+		var calls []call
+		for i := 1; i <= 4; i++ {
+			calls = append(calls, attempt("held", "me:"+strconv.Itoa(10+i), SettleKeep))
+		}
+		for i, r := range co.many(ctx, line{s: acquireScript}, calls) {
+			a, err := acquireReply(r, nil)
+			require.NoError(t, err)
+			assert.False(t, a.OK, "attempt %d", i)
+		}
+		assert.True(t, registered("held"), "registered")
+		assert.Regexp(t, `^7:\d+:9$`, must(rdb.Do(ctx, rdb.B().Hget().Key(grants("held")).Field("me").Build()).ToString()))
+		if real {
+			assert.EqualValues(t, 1, commandCalls(rdb, "zadd")-before, "four attempts, one registration written")
+		}
 
-			// On a free lock: the first takes it, the second fails and
-			// registers the client, the third (the holder again, its last
-			// waiter) takes the client out, and the fourth fails: the
-			// client must be registered again.
-			calls = []call{attempt("free", "me:1", SettleKeep), attempt("free", "me:2", SettleKeep),
-				attempt("free", "me:1", SettleDrop), attempt("free", "me:3", SettleKeep)}
-			replies := co.many(ctx, line{s: acquireScript}, calls)
-			for i, want := range []bool{true, false, true, false} {
-				a, err := acquireReply(replies[i], nil)
-				require.NoError(t, err)
-				assert.Equal(t, want, a.OK, "attempt %d", i)
-			}
-			assert.True(t, registered("free"), "registered again after the drop, not left a mark or out")
-		})
-	}
+		// On a free lock: the first takes it, the second fails and
+		// registers the client, the third (the holder again, its last
+		// waiter) takes the client out, and the fourth fails: the
+		// client must be registered again.
+		calls = []call{attempt("free", "me:1", SettleKeep), attempt("free", "me:2", SettleKeep),
+			attempt("free", "me:1", SettleDrop), attempt("free", "me:3", SettleKeep)}
+		replies := co.many(ctx, line{s: acquireScript}, calls)
+		for i, want := range []bool{true, false, true, false} {
+			a, err := acquireReply(replies[i], nil)
+			require.NoError(t, err)
+			assert.Equal(t, want, a.OK, "attempt %d", i)
+		}
+		assert.True(t, registered("free"), "registered again after the drop, not left a mark or out")
+	})
 }
 
 // TestManyReadsALockOnce: attempts on one lock that go as one call read
@@ -368,66 +368,46 @@ func TestManyWritesARegistrationOnce(t *testing.T) {
 // held, and its owner's re-entry finds it its own. A key of another type
 // fails every attempt on it.
 func TestManyReadsALockOnce(t *testing.T) {
-	for _, server := range []string{"redis-server", "miniredis"} {
-		t.Run(server, func(t *testing.T) {
-			var rdb rueidis.Client
-			if server == "miniredis" {
-				_, rdb = redistest.Miniredis(t)
-			} else {
-				rdb = redistest.Start(t).Client()
-			}
-			ctx := context.Background()
-			do := func(args ...string) rueidis.RedisResult {
-				r := rdb.Do(ctx, rdb.B().Arbitrary(args...).Build())
-				require.NoError(t, r.Error())
-				return r
-			}
-			calls := func(name string) int64 { return 0 }
-			if server == "redis-server" {
-				calls = func(name string) int64 {
-					info := must(rdb.Do(ctx, rdb.B().Info().Section("commandstats").Build()).ToString())
-					_, after, ok := strings.Cut(info, "cmdstat_"+name+":calls=")
-					if !ok {
-						return 0
-					}
-					n, _ := strconv.ParseInt(after[:strings.IndexByte(after, ',')], 10, 64)
-					return n
-				}
-			}
-			do("HSET", "held", "other:1", "1")
-			do("PEXPIRE", "held", "60000")
-			do("SET", "text", "x")
-			co := NewCoalescer(rdb, false, ctx, func(func()) bool { return false })
-			attempt := func(key, owner string) call {
-				return callOf(rdb, func(ctx context.Context, c Conn) {
-					LockAcquire(ctx, c, Acquire{Key: key, Owner: owner, Lease: 30 * time.Second})
-				})
-			}
-			pttls, hkeys := calls("pttl"), calls("hkeys")
-			replies := co.many(ctx, line{s: acquireScript}, []call{attempt("held", "me:1"), attempt("held", "me:2"),
-				attempt("held", "me:3"), attempt("text", "me:4"), attempt("text", "me:5")})
-			for i := range 3 {
-				a, err := acquireReply(replies[i], nil)
-				require.NoError(t, err)
-				assert.False(t, a.OK)
-				assert.InDelta(t, 60*time.Second, a.PTTL, float64(5*time.Second), "attempt %d", i)
-			}
-			for i := 3; i < 5; i++ {
-				_, err := acquireReply(replies[i], nil)
-				assert.True(t, IsWrongType(err), "attempt %d on a key of another type: %v", i, err)
-			}
-			if server == "redis-server" {
-				assert.EqualValues(t, 1, calls("hkeys")-hkeys-2, "the held lock's owners read once (and the other type's twice, failing)")
-				assert.EqualValues(t, 1+2, calls("pttl")-pttls, "the held lock's PTTL read once")
-			}
+	onBothServers(t, func(t *testing.T, rdb rueidis.Client, real bool) {
+		ctx := context.Background()
+		do := func(args ...string) rueidis.RedisResult {
+			r := rdb.Do(ctx, rdb.B().Arbitrary(args...).Build())
+			require.NoError(t, r.Error())
+			return r
+		}
+		do("HSET", "held", "other:1", "1")
+		do("PEXPIRE", "held", "60000")
+		do("SET", "text", "x")
+		co := NewCoalescer(rdb, false, ctx, func(func()) bool { return false })
+		attempt := func(key, owner string) call {
+			return callOf(rdb, func(ctx context.Context, c Conn) {
+				LockAcquire(ctx, c, Acquire{Key: key, Owner: owner, Lease: 30 * time.Second})
+			})
+		}
+		pttls, hkeys := commandCalls(rdb, "pttl"), commandCalls(rdb, "hkeys")
+		replies := co.many(ctx, line{s: acquireScript}, []call{attempt("held", "me:1"), attempt("held", "me:2"),
+			attempt("held", "me:3"), attempt("text", "me:4"), attempt("text", "me:5")})
+		for i := range 3 {
+			a, err := acquireReply(replies[i], nil)
+			require.NoError(t, err)
+			assert.False(t, a.OK)
+			assert.InDelta(t, 60*time.Second, a.PTTL, float64(5*time.Second), "attempt %d", i)
+		}
+		for i := 3; i < 5; i++ {
+			_, err := acquireReply(replies[i], nil)
+			assert.True(t, IsWrongType(err), "attempt %d on a key of another type: %v", i, err)
+		}
+		if real {
+			assert.EqualValues(t, 1, commandCalls(rdb, "hkeys")-hkeys-2, "the held lock's owners read once (and the other type's twice, failing)")
+			assert.EqualValues(t, 1+2, commandCalls(rdb, "pttl")-pttls, "the held lock's PTTL read once")
+		}
 
-			replies = co.many(ctx, line{s: acquireScript}, []call{attempt("free", "me:1"), attempt("free", "me:2"), attempt("free", "me:1")})
-			for i, want := range []bool{true, false, true} {
-				a, err := acquireReply(replies[i], nil)
-				require.NoError(t, err)
-				assert.Equal(t, want, a.OK, "attempt %d", i)
-			}
-			assert.Equal(t, map[string]string{"me:1": "2"}, must(rdb.Do(ctx, rdb.B().Hgetall().Key("free").Build()).AsStrMap()))
-		})
-	}
+		replies = co.many(ctx, line{s: acquireScript}, []call{attempt("free", "me:1"), attempt("free", "me:2"), attempt("free", "me:1")})
+		for i, want := range []bool{true, false, true} {
+			a, err := acquireReply(replies[i], nil)
+			require.NoError(t, err)
+			assert.Equal(t, want, a.OK, "attempt %d", i)
+		}
+		assert.Equal(t, map[string]string{"me:1": "2"}, must(rdb.Do(ctx, rdb.B().Hgetall().Key("free").Build()).AsStrMap()))
+	})
 }

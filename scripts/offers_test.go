@@ -62,15 +62,7 @@ func TestOffersNumbersGivenInTurn(t *testing.T) {
 
 	hold("b:1")
 	offer("a:1", 5, 7)
-	told := listen(t, s.Client(), scripts.WakeChannel(name, "a"))
-	listen(t, s.Client(), scripts.LockChannel(name)) // a's
-	redistest.Eventually(t, 10*time.Second, "the subscriptions", func() bool {
-		m, err := s.Do("PUBSUB", "NUMSUB", scripts.WakeChannel(name, "a"), scripts.LockChannel(name)).ToArray()
-		require.NoError(t, err)
-		w, _ := m[1].AsInt64()
-		l, _ := m[3].AsInt64()
-		return w == 1 && l == 1
-	})
+	told := listenAsWaiter(t, s, name, "a")
 	by := strings.Split(record(), ":")[1]
 
 	release("b:1", "b")
@@ -120,15 +112,7 @@ func TestOldOfferGivenAsOneNumber(t *testing.T) {
 	require.NoError(t, err)
 	sec, _ := strconv.ParseInt(now[0], 10, 64)
 	require.NoError(t, s.Do("HSET", "relock_grants:{"+name+"}", "a", "7:"+strconv.FormatInt((sec+60)*1000, 10)).Error())
-	told := listen(t, s.Client(), scripts.WakeChannel(name, "a"))
-	listen(t, s.Client(), scripts.LockChannel(name))
-	redistest.Eventually(t, 10*time.Second, "the subscriptions", func() bool {
-		m, err := s.Do("PUBSUB", "NUMSUB", scripts.WakeChannel(name, "a"), scripts.LockChannel(name)).ToArray()
-		require.NoError(t, err)
-		w, _ := m[1].AsInt64()
-		l, _ := m[3].AsInt64()
-		return w == 1 && l == 1
-	})
+	told := listenAsWaiter(t, s, name, "a")
 	rel := scripts.Release{Key: name, Owner: "b:1", RequestID: "r", Lease: time.Minute, LatchTTL: time.Minute,
 		Publish: scripts.PublishClassic, Directed: true, Handoff: true, Count: true, Believed: true,
 		Offer: scripts.Offer{Client: "b", Lease: time.Minute, Keep: time.Minute}}
@@ -142,4 +126,21 @@ func TestOldOfferGivenAsOneNumber(t *testing.T) {
 	rec, err := s.Do("HGET", "relock_grants:{"+name+"}", "a").ToString()
 	require.NoError(t, err)
 	assert.Equal(t, "7:0", rec, "used up")
+}
+
+// listenAsWaiter subscribes for client to lock name's wake channel and to
+// its Redisson channel, as a waiting relock client does, and returns what
+// the wake channel hears once both subscriptions are live.
+func listenAsWaiter(t *testing.T, s *redistest.Server, name, client string) <-chan string {
+	t.Helper()
+	told := listen(t, s.Client(), scripts.WakeChannel(name, client))
+	listen(t, s.Client(), scripts.LockChannel(name))
+	redistest.Eventually(t, 10*time.Second, "the subscriptions", func() bool {
+		m, err := s.Do("PUBSUB", "NUMSUB", scripts.WakeChannel(name, client), scripts.LockChannel(name)).ToArray()
+		require.NoError(t, err)
+		w, _ := m[1].AsInt64()
+		l, _ := m[3].AsInt64()
+		return w == 1 && l == 1
+	})
+	return told
 }

@@ -134,6 +134,16 @@ func onBothServers(t *testing.T, f func(t *testing.T, rdb rueidis.Client, real b
 	}
 }
 
+// doer returns a func that sends a command to rdb and fails the test if
+// it fails.
+func doer(t *testing.T, rdb rueidis.Client) func(args ...string) rueidis.RedisResult {
+	return func(args ...string) rueidis.RedisResult {
+		r := rdb.Do(context.Background(), rdb.B().Arbitrary(args...).Build())
+		require.NoError(t, r.Error())
+		return r
+	}
+}
+
 // commandCalls returns how many times the server ran command name, its
 // scripts' calls included (INFO commandstats); 0 on miniredis, which does
 // not count.
@@ -310,11 +320,7 @@ func countTrue(bs []bool) int {
 func TestManyWritesARegistrationOnce(t *testing.T) {
 	onBothServers(t, func(t *testing.T, rdb rueidis.Client, real bool) {
 		ctx := context.Background()
-		do := func(args ...string) rueidis.RedisResult {
-			r := rdb.Do(ctx, rdb.B().Arbitrary(args...).Build())
-			require.NoError(t, r.Error())
-			return r
-		}
+		do := doer(t, rdb)
 		do("HSET", "held", "other:1", "1")
 		do("PEXPIRE", "held", "60000")
 		co := NewCoalescer(rdb, false, ctx, func(func()) bool { return false })
@@ -370,11 +376,7 @@ func TestManyWritesARegistrationOnce(t *testing.T) {
 func TestManyReadsALockOnce(t *testing.T) {
 	onBothServers(t, func(t *testing.T, rdb rueidis.Client, real bool) {
 		ctx := context.Background()
-		do := func(args ...string) rueidis.RedisResult {
-			r := rdb.Do(ctx, rdb.B().Arbitrary(args...).Build())
-			require.NoError(t, r.Error())
-			return r
-		}
+		do := doer(t, rdb)
 		do("HSET", "held", "other:1", "1")
 		do("PEXPIRE", "held", "60000")
 		do("SET", "text", "x")

@@ -315,12 +315,12 @@ func (h *handoffs) giveBackNow(ctx context.Context, name string, o waitstate.Off
 // frees the lock: this client's, while it has waiters that take handoffs
 // and no write of it ran (N is 0 otherwise: a release that gives one of
 // its numbers moves it on, see waitstate.Table.Next); none when it does
-// not listen on Redisson's channel (Listens). A client with no waiter on the lock's wake
-// channel is dropped from the waiters' set by that release (Drop), where
-// a handoff, or an attempt that left it, may have left it; the release is
-// then counted as a drop (see waitstate.Drops): a waiter that registered the
-// client and was not on the channel yet looks again. done, called with
-// the release's answer, counts it.
+// not listen on Redisson's channel (Listens). A client with no waiter on
+// the lock's wake channel is dropped from the waiters' set by that
+// release (Drop), where a handoff, or an attempt that left it, may have
+// left it; the release is then counted as a drop (see waitstate.Drops): a
+// waiter that registered the client and was not on the channel yet looks
+// again. done, called with the release's answer, counts it.
 func (h *handoffs) ownOffer(name string) (o scripts.Offer, done func()) {
 	// A client that does not listen on Redisson's channel has not waited
 	// on the lock lately: it has no offer, and is not registered (the

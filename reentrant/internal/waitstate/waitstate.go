@@ -46,7 +46,7 @@ type Offer struct{ N, Last int64 }
 // OfferSize is how many owner numbers an offer holds at most: one per wait
 // that takes handoffs when it is made. A release that gives one moves the
 // offer on to the next itself, so that a client with many waiters does not
-// write a new offer in every release (four commands of each) but once its
+// write a new offer in every release (three commands of each) but once its
 // numbers run out, or it is a third of its lease old (see Next). No more
 // numbers than waits: the last wait to leave gives back the numbers left,
 // or a release would give one to a client with no wait to take it.

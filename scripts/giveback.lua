@@ -45,7 +45,7 @@ end
 if redis.call('hincrby', lock, owner, -1) > 0 then -- a handoff is one hold; someone took it again
 	return 1
 end
-redis.call('del', lock) -- after HINCRBY, as a release's (see holdlib.lua)
+redis.call('del', lock) -- after HINCRBY, which a keyspace watcher reads as a release (see holdlib.lua)
 local heard = pub ~= '' and redis.call(pub, channel, message) or 0
 if heard > 0 then
 	local releaser = listens ~= '0' and client or nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -316,7 +315,7 @@ func redisError(op, name string, err error) error {
 	if strings.HasPrefix(err.Error(), "relock: ") {
 		return err
 	}
-	err = tidy(err)
+	err = scripts.Tidy(err)
 	switch {
 	case scripts.Code(err) == scripts.CodeRateNotSet:
 		return fmt.Errorf("relock: %s %q: %w", op, name, ErrRateNotSet)
@@ -326,32 +325,12 @@ func redisError(op, name string, err error) error {
 		return fmt.Errorf("relock: %s %q: %w", op, name, ErrReentry)
 	case scripts.IsWrongType(err):
 		return fmt.Errorf("relock: %s %q: %w (%w)", op, name, ErrWrongType, err)
+	case scripts.IsNoPermission(err):
+		return fmt.Errorf("relock: %s %q: %w (%w)", op, name, ErrNoPermission, err)
 	case errors.Is(err, rueidis.ErrClosing):
 		return fmt.Errorf("relock: %s %q: %w (%w)", op, name, ErrClosed, err)
 	}
 	return fmt.Errorf("relock: %s %q: %w", op, name, err)
-}
-
-// scriptTrailer is what Redis appends to an error raised inside a script:
-// the script's hash and line, which tell a user nothing.
-var scriptTrailer = regexp.MustCompile(` script: [0-9a-f]{40}, on @user_script:\d+\.$`)
-
-// tidyReply is a reply error with its script trailer cut off; the reply
-// itself stays in the chain, for errors.As and errors.Is.
-type tidyReply struct {
-	msg   string
-	reply error
-}
-
-func (e tidyReply) Error() string { return e.msg }
-func (e tidyReply) Unwrap() error { return e.reply }
-
-// tidy cuts the script trailer off err's text.
-func tidy(err error) error {
-	if msg := err.Error(); scriptTrailer.MatchString(msg) {
-		return tidyReply{scriptTrailer.ReplaceAllString(msg, ""), err}
-	}
-	return err
 }
 
 // waitError is the error of a wait that ctx ended: it wraps ctx.Err() and,

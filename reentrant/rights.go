@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -77,30 +76,17 @@ func probeRights(rdb rueidis.Client, pub scripts.Publish) (noChannels, noCount, 
 		}
 	}
 	for i, what := range []string{"EVAL (with TIME inside scripts)", "EVALSHA"} {
-		if err := rs[i].Error(); refused(err) {
+		if err := rs[i].Error(); scripts.IsNoPermission(err) {
 			return nil, nil, fmt.Errorf("relock: %w: %s: %v", ErrNoPermission, what, err)
 		}
 	}
-	if err := rs[2].Error(); refused(err) {
+	if err := rs[2].Error(); scripts.IsNoPermission(err) {
 		noCount = err
 	}
 	for _, r := range rs[3:] {
-		if err := r.Error(); refused(err) {
+		if err := r.Error(); scripts.IsNoPermission(err) {
 			return err, noCount, nil
 		}
 	}
 	return nil, noCount, nil
-}
-
-// refused reports whether err is an ACL refusal: NOPERM from a command, or
-// a script's report that the user may not run a command or use a channel,
-// in Redis's words or in Valkey's.
-func refused(err error) bool {
-	if err == nil || !scripts.IsReply(err) {
-		return false
-	}
-	msg := err.Error()
-	return strings.HasPrefix(msg, "NOPERM") ||
-		strings.Contains(msg, "The user executing the script can't") || // Redis 7
-		strings.Contains(msg, "ACL failure in script") // Valkey 8
 }

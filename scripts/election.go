@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -42,7 +43,13 @@ func ElectionChannel(lock string) string { return prefixed("relock_election_chan
 
 // FenceKey returns the key that keeps the largest token seen for key:
 // relock_fence:{key}.
-func FenceKey(key string) string { return prefixed("relock_fence", key) }
+func FenceKey(key string) string { return prefixed(fencePrefix, key) }
+
+const fencePrefix = "relock_fence"
+
+// IsFenceKey reports whether key is one of the fences' own keys, which
+// Fenced must not be given to fence.
+func IsFenceKey(key string) bool { return strings.HasPrefix(key, fencePrefix+":") }
 
 // Proclaimed is the answer of ElectionProclaim.
 type Proclaimed int

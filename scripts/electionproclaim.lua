@@ -11,7 +11,8 @@
 -- owner     ARGV[1]
 -- term      ARGV[2]
 -- value     ARGV[3]
--- pub       ARGV[4]: "publish" or "spublish"
+-- pub       ARGV[4]: "publish", "spublish", or "" to announce nothing (a
+--           user with no channel rights: observers re-read instead)
 --
 -- Reply: 1 when recorded; 0 when owner does not hold lock (it lost it);
 -- -1 when the record has a larger term (a newer leader): nothing changes.
@@ -32,5 +33,5 @@ if current ~= term or not since then
 	since = nowMs()
 end
 redis.call('hset', record, 'value', value, 'owner', owner, 'term', term, 'since', since)
-redis.call(pub, channel, term)
+if pub ~= '' then redis.call(pub, channel, term) end
 return 1

@@ -6,7 +6,7 @@
 -- channel   KEYS[2]: relock_election_channel:{N}
 -- owner     ARGV[1]
 -- term      ARGV[2]
--- pub       ARGV[3]
+-- pub       ARGV[3]: as electionproclaim.lua's
 --
 -- Reply: 1 when owner with term was on record; 0 when not (nothing
 -- changes).
@@ -18,5 +18,5 @@ if r[1] ~= owner or r[2] ~= term then
 	return 0
 end
 redis.call('hdel', record, 'owner', 'value', 'since')
-redis.call(pub, channel, term)
+if pub ~= '' then redis.call(pub, channel, term) end
 return 1

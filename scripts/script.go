@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net"
+	"regexp"
 	"strings"
 
 	"github.com/redis/rueidis"
@@ -96,6 +97,41 @@ func (s *script) execMulti(ctx context.Context, c Conn, calls []call) []rueidis.
 		results[again[j]] = r
 	}
 	return results
+}
+
+// IsNoPermission reports whether err is an ACL refusal: NOPERM from a
+// command, or a script's report that the user may not run a command or
+// use a channel, in Redis's words or in Valkey's.
+func IsNoPermission(err error) bool {
+	if err == nil || !IsReply(err) {
+		return false
+	}
+	msg := err.Error()
+	return strings.HasPrefix(msg, "NOPERM") ||
+		strings.Contains(msg, "The user executing the script can't") || // Redis 7
+		strings.Contains(msg, "ACL failure in script") // Valkey 8
+}
+
+// scriptTrailer is what Redis appends to an error raised inside a script:
+// the script's hash and line, which tell a user nothing.
+var scriptTrailer = regexp.MustCompile(` script: [0-9a-f]{40}, on @user_script:\d+\.$`)
+
+// tidyReply is a reply error with its script trailer cut off; the reply
+// itself stays in the chain, for errors.As and errors.Is.
+type tidyReply struct {
+	msg   string
+	reply error
+}
+
+func (e tidyReply) Error() string { return e.msg }
+func (e tidyReply) Unwrap() error { return e.reply }
+
+// Tidy cuts the script trailer off err's text, keeping err in the chain.
+func Tidy(err error) error {
+	if msg := err.Error(); scriptTrailer.MatchString(msg) {
+		return tidyReply{scriptTrailer.ReplaceAllString(msg, ""), err}
+	}
+	return err
 }
 
 func isNoScript(err error) bool {

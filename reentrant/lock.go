@@ -51,7 +51,8 @@ func (l *Lock) Key() string {
 // Lock takes the lock, waiting while another owner holds it, and returns
 // the held context. Do the work under the lock with it, and give it to
 // Unlock: it carries the owner (ctx's, or a new one), and it is cancelled
-// when the hold ends: by Unlock (cause context.Canceled), by Close
+// when the hold ends: by Unlock (cause context.Canceled, or the
+// ErrLockLost Unlock returns when it finds the hold gone), by Close
 // (ErrClosed), or the moment the client learns the lock may be lost
 // (ErrLockLost; see context.Cause). An owner that holds the lock already
 // takes it again at once; each Lock needs its own Unlock. Without LeaseFor

@@ -109,8 +109,8 @@ func TestUnlockAfterExpiry(t *testing.T) {
 		}
 		err = mu.Unlock(ctx)
 		assert.ErrorIs(t, err, reentrant.ErrLockLost)
-		assert.ErrorIs(t, context.Cause(ctx), context.Canceled)
-		assert.ErrorIs(t, mu.Unlock(ctx), reentrant.ErrNotHeld, "nothing is left to release")
+		assert.ErrorIs(t, context.Cause(ctx), reentrant.ErrLockLost, "the Unlock that found it lost says so")
+		assert.ErrorIs(t, mu.Unlock(ctx), reentrant.ErrLockLost, "nothing is left to release: the loss again, at once")
 	})
 }
 

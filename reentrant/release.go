@@ -1,9 +1,11 @@
 package reentrant
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/relock-go/relock/reentrant/internal/retry"
@@ -30,7 +32,10 @@ func (l *lockRef) unlock(ctx context.Context, window time.Duration) (err error) 
 		if cause == nil && ctx.Err() != nil {
 			cause = context.Cause(ctx)
 		}
-		if errors.Is(cause, ErrLockLost) || errors.Is(cause, ErrLeaseEnded) {
+		switch {
+		case errors.Is(cause, ErrLockLost) && strings.HasPrefix(cause.Error(), "relock: unlock "):
+			return cause // the loss an earlier Unlock found, and said
+		case errors.Is(cause, ErrLockLost) || errors.Is(cause, ErrLeaseEnded):
 			return fmt.Errorf("relock: unlock %q: %w", l.name, cause)
 		}
 	}
@@ -42,7 +47,9 @@ func (l *lockRef) unlock(ctx context.Context, window time.Duration) (err error) 
 				cause = err
 			}
 			l.c.holds.ended(key, a, cause, err, time.Since(start))
-			a.cancel(context.Canceled)
+			// An Unlock that finds the lock lost ends the held context as
+			// a loss, as the watchdog would have a moment later.
+			a.cancel(cmp.Or(cause, context.Canceled))
 		}()
 	}
 	believed := l.believed(found, lease)

@@ -68,6 +68,23 @@ type Holder struct {
 	Since    time.Time
 }
 
+// String is the holder as a person reads it: its owner and hold count
+// ("<owner> ×2"), a group lock's value before it ("<value>=<owner> ×1"),
+// and " (write)" after a write lock's.
+func (h Holder) String() string {
+	s := h.Owner
+	if h.Value != "" {
+		s = h.Value + "=" + s
+	}
+	if h.Count > 0 {
+		s += " ×" + strconv.FormatInt(h.Count, 10)
+	}
+	if h.Write {
+		s += " (write)"
+	}
+	return s
+}
+
 // Inspect reads what is at name (mapped by Options.NameMapper; the
 // KeyInfo's Name is the key): the kind of lock or synchronizer, its
 // holders, TTL, queue and counts. It changes nothing. Kinds that share a

@@ -137,7 +137,7 @@ func relockSide(s *server) side {
 			rdb.Close()
 			return nil, err
 		}
-		return &relockCandidate{rdb: rdb, c: c, e: election.New(c, rdb, "bench-election")}, nil
+		return &relockCandidate{rdb: rdb, c: c, e: election.New(c, "bench-election", election.Options{})}, nil
 	}}
 }
 

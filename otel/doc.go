@@ -14,7 +14,7 @@
 //	}
 //
 // NewElectionHooks does the same for package election's leaderships
-// (election.WithHooks).
+// (election.Options.Hooks).
 //
 // Lock names are not recorded unless WithLockNames is given: a service
 // that locks one name per order or user would give every name its own

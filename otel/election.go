@@ -16,8 +16,8 @@ import (
 // eventKey says how a leadership changed: elected, lost, resigned.
 const eventKey = attribute.Key("relock.election.event")
 
-// NewElectionHooks returns election hooks (give them to election.New with
-// election.WithHooks) that record:
+// NewElectionHooks returns election hooks (give them to election.New in
+// election.Options.Hooks) that record:
 //
 //   - relock.election.leading: 1 while this process leads, else 0, by
 //     relock.name with WithLockNames (else summed over elections: how many

@@ -216,7 +216,7 @@ func TestElectionHooks(t *testing.T) {
 	locks, err := reentrant.New(rdb, reentrant.Options{})
 	require.NoError(t, err)
 	defer locks.Close()
-	e := election.New(locks, rdb, "scheduler", election.WithHooks(hooks))
+	e := election.New(locks, "scheduler", election.Options{Hooks: hooks})
 	ctx := context.Background()
 	leading, _, err := e.Campaign(ctx, "me")
 	require.NoError(t, err)

@@ -197,15 +197,9 @@ func connectError(addr string, withTLS bool, err error) error {
 // returned function. The lost-lock warnings of the library are left out
 // of the log: the command reports a loss itself, once.
 func (c *connFlags) locks(e env, opts reentrant.Options) (*reentrant.Client, func(), error) {
-	_, locks, closeAll, err := c.clients(e, opts)
-	return locks, closeAll, err
-}
-
-// clients is locks, with the rueidis client the relock client uses.
-func (c *connFlags) clients(e env, opts reentrant.Options) (rueidis.Client, *reentrant.Client, func(), error) {
 	rdb, err := c.redis()
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	opts.Logger = slog.New(dropLost{e.log.Handler()})
 	opts = withRedisson(opts, c.redisson)
@@ -214,13 +208,13 @@ func (c *connFlags) clients(e env, opts reentrant.Options) (rueidis.Client, *ree
 		rdb.Close()
 		switch {
 		case errors.Is(err, reentrant.ErrInvalidArgument):
-			return nil, nil, nil, errExit{exitUsage, err}
+			return nil, nil, errExit{exitUsage, err}
 		case errors.Is(err, reentrant.ErrNoPermission):
-			return nil, nil, nil, errExit{exitNoPerm, err}
+			return nil, nil, errExit{exitNoPerm, err}
 		}
-		return nil, nil, nil, connectError(c.addr, c.tls, err)
+		return nil, nil, connectError(c.addr, c.tls, err)
 	}
-	return rdb, locks, func() { locks.Close(); rdb.Close() }, nil
+	return locks, func() { locks.Close(); rdb.Close() }, nil
 }
 
 // withRedisson fills in the lock options a command left at their defaults

@@ -64,9 +64,10 @@
 // releasing, per expiry with the holders it took, per deletion by anyone
 // but a release, per count changed, with the time; --json prints one
 // object per line. It needs the server's keyspace notifications
-// (notify-keyspace-events Kgxh$, or KA) and exits 2 naming the flags
-// missing; --enable-notifications adds them on the key's node, --unchecked
-// skips the check (a server that refuses CONFIG).
+// (notify-keyspace-events Kgxh$, or KA) and exits 78 (EX_CONFIG: the
+// server is not set up for it) naming the flags missing;
+// --enable-notifications adds them on the key's node, --unchecked skips
+// the check (a server that refuses CONFIG, which also exits 78).
 //
 // # elect, leader
 //
@@ -82,8 +83,11 @@
 //
 // leader prints who leads election NAME: value, term, owner and since; it
 // exits 1 when nobody does. With --watch it prints every change, woken by
-// the election's messages, until interrupted; --json prints one object
-// per line. inspect and list show an election's leader beside its lock.
+// the election's messages, until interrupted, and says so when it cannot
+// see who leads (Redis unreachable, a read refused) rather than keep the
+// last leader on screen; --json prints one object per line, with
+// "leading" true or false and "error" when it cannot see. inspect and
+// list show an election's leader beside its lock.
 //
 // # run, hold
 //

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -53,19 +54,22 @@ func (e env) elect(args []string) int {
 	if len(rest) < 2 {
 		return e.fail(exitUsage, "elect needs NAME [--] CMD [ARGS...]")
 	}
-	if f.timeout < 0 || f.grace < 0 {
+	switch {
+	case f.timeout < 0 || f.grace < 0:
 		return e.fail(exitUsage, "durations must not be negative")
+	case f.timeout > 0 && f.timeout < minWatchdog:
+		return e.fail(exitUsage, "--watchdog %v is below %v", f.timeout, minWatchdog)
 	}
 	name, argv := rest[0], rest[1:]
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	rdb, locks, closeAll, err := conn.clients(e, reentrant.Options{WatchdogTimeout: f.timeout})
+	locks, closeAll, err := conn.locks(e, reentrant.Options{WatchdogTimeout: f.timeout})
 	if err != nil {
 		return e.fail(exitFor(err), "%v", err)
 	}
 	defer closeAll()
-	el := election.New(locks, rdb, name)
+	el := election.New(locks, name, election.Options{})
 	for {
 		code = e.leadOnce(el, name, argv, f, sigs)
 		if code != exitLost || !f.keep {
@@ -110,64 +114,87 @@ func (e env) leadOnce(el *election.Election, name string, argv []string, f *elec
 }
 
 // leader prints who leads election NAME; with --watch, every change until
-// signalled.
+// signalled, and every time it cannot see who leads (Redis unreachable,
+// a read refused), until it sees again.
 func (e env) leader(args []string) int {
 	fs, conn := e.flags("leader")
 	watch := fs.Bool("watch", false, "print every change of leader until interrupted")
-	asJSON := fs.Bool("json", false, "print JSON: value, owner, term, since (one object per line)")
+	asJSON := fs.Bool("json", false, "print JSON: name, leading, value, owner, term, since, error (one object per line)")
 	rest, code, ok := e.parse(fs, args, 0)
 	if !ok {
 		return code
 	}
 	if len(rest) != 1 {
-		return e.fail(exitUsage, "leader needs NAME")
+		return e.fail(exitUsage, "leader takes one NAME, not %d: %s", len(rest), strings.Join(rest, " "))
 	}
 	name := rest[0]
-	rdb, locks, closeAll, err := conn.clients(e, reentrant.Options{})
+	locks, closeAll, err := conn.locks(e, reentrant.Options{})
 	if err != nil {
 		return e.fail(exitFor(err), "%v", err)
 	}
 	defer closeAll()
-	el := election.New(locks, rdb, name)
-	show := func(l election.Leader) {
+	el := election.New(locks, name, election.Options{})
+	show := func(o election.Observed) {
 		if *asJSON {
-			b, _ := json.Marshal(leaderJSON{Name: name, Value: l.Value, Owner: l.Owner, Term: int64(l.Term), Since: sinceJSON(l)})
+			b, _ := json.Marshal(leaderJSONOf(name, o))
 			fmt.Fprintln(e.stdout, string(b))
 			return
 		}
-		if l.Owner == "" {
+		l := o.Leader
+		switch {
+		case o.Err != nil && l.Owner != "":
+			fmt.Fprintf(e.stdout, "%s: cannot see who leads (last seen: %s in term %d): %v\n", name, l.Value, l.Term, o.Err)
+		case o.Err != nil:
+			fmt.Fprintf(e.stdout, "%s: cannot see who leads: %v\n", name, o.Err)
+		case l.Owner == "":
 			fmt.Fprintf(e.stdout, "%s: nobody leads\n", name)
-			return
+		default:
+			fmt.Fprintf(e.stdout, "%s: %s leads in term %d, owner %s, since %s\n", name, l.Value, l.Term, l.Owner, l.Since.UTC().Format(time.RFC3339Nano))
 		}
-		fmt.Fprintf(e.stdout, "%s: %s leads in term %d, owner %s, since %s\n", name, l.Value, l.Term, l.Owner, l.Since.UTC().Format(time.RFC3339Nano))
 	}
 	if *watch {
 		ctx, stop := signal.NotifyContext(e.ctx, syscall.SIGINT, syscall.SIGTERM)
 		defer stop()
-		for l := range el.Observe(ctx) {
-			show(l)
+		var last error
+		for o := range el.Observe(ctx) {
+			show(o)
+			last = o.Err
+		}
+		if ctx.Err() == nil && last != nil {
+			return exitFor(last)
 		}
 		return exitOK
 	}
 	l, err := el.Leader(e.ctx)
 	switch {
 	case errors.Is(err, election.ErrNoLeader):
-		show(l)
+		show(election.Observed{Leader: l})
 		return exitNotFound
 	case err != nil:
 		return e.fail(exitFor(err), "%v", err)
 	}
-	show(l)
+	show(election.Observed{Leader: l})
 	return exitOK
 }
 
-// leaderJSON is leader's --json line.
+// leaderJSON is leader's --json line, and inspect's election.
 type leaderJSON struct {
-	Name  string `json:"name"`
-	Value string `json:"value,omitempty"`
-	Owner string `json:"owner,omitempty"`
-	Term  int64  `json:"term"`
-	Since string `json:"since,omitempty"`
+	Name    string `json:"name"`
+	Leading bool   `json:"leading"` // someone leads; false: nobody does, or (error) unseen
+	Value   string `json:"value,omitempty"`
+	Owner   string `json:"owner,omitempty"`
+	Term    int64  `json:"term"`
+	Since   string `json:"since,omitempty"`
+	Error   string `json:"error,omitempty"` // why who leads cannot be seen now
+}
+
+func leaderJSONOf(name string, o election.Observed) leaderJSON {
+	l := o.Leader
+	j := leaderJSON{Name: name, Leading: l.Owner != "" && o.Err == nil, Value: l.Value, Owner: l.Owner, Term: int64(l.Term), Since: sinceJSON(l)}
+	if o.Err != nil {
+		j.Error = o.Err.Error()
+	}
+	return j
 }
 
 func sinceJSON(l election.Leader) string {

@@ -27,23 +27,19 @@ func (e env) events(args []string) int {
 	if len(rest) != 1 {
 		return e.fail(exitUsage, "events needs NAME")
 	}
-	rdb, locks, closeAll, err := conn.clients(e, reentrant.Options{})
+	locks, closeAll, err := conn.locks(e, reentrant.Options{})
 	if err != nil {
 		return e.fail(exitFor(err), "%v", err)
 	}
 	defer closeAll()
-	var opts []events.Option
-	if *enable {
-		opts = append(opts, events.EnableNotifications())
-	}
-	if *unchecked {
-		opts = append(opts, events.Unchecked())
-	}
 	ctx, stop := signal.NotifyContext(e.ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	evs, err := events.Watch(ctx, locks, rdb, rest[0], opts...)
-	if errors.Is(err, events.ErrNotificationsOff) || errors.Is(err, events.ErrNotificationsUnknown) {
-		return e.fail(exitUsage, "%v", err)
+	evs, err := events.Watch(ctx, locks, rest[0], events.Options{EnableNotifications: *enable, Unchecked: *unchecked})
+	switch {
+	case errors.Is(err, events.ErrNotificationsOff):
+		return e.fail(exitConfig, "%v; or run relock events --enable-notifications", err)
+	case errors.Is(err, events.ErrNotificationsUnknown):
+		return e.fail(exitConfig, "%v; run relock events --unchecked if they are known to be on", err)
 	}
 	if err != nil {
 		return e.fail(exitFor(err), "%v", err)

@@ -21,8 +21,10 @@ import (
 func TestEvents(t *testing.T) {
 	s, relock := server(t)
 	code, _, stderr := result(t, relock("events", "job"))
-	assert.Equal(t, exitUsage, code)
+	assert.Equal(t, exitConfig, code, "the server is not set up for it")
 	assert.Contains(t, stderr, "notify-keyspace-events")
+	assert.Contains(t, stderr, "--enable-notifications", "the CLI's flag, not the Go option")
+	assert.NotContains(t, stderr, "EnableNotifications")
 
 	cmd := relock("events", "--json", "--enable-notifications", "job")
 	next := watching(t, cmd)

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/relock-go/relock/reentrant"
 	"github.com/relock-go/relock/reentrant/election"
 	"github.com/relock-go/relock/scripts"
@@ -102,7 +100,7 @@ func (e env) inspect(args []string) int {
 	if len(rest) != 1 {
 		return e.fail(exitUsage, "inspect needs one NAME")
 	}
-	rdb, locks, closeLocks, err := conn.clients(e, reentrant.Options{})
+	locks, closeLocks, err := conn.locks(e, reentrant.Options{})
 	if err != nil {
 		return e.fail(exitFor(err), "%v", err)
 	}
@@ -112,7 +110,7 @@ func (e env) inspect(args []string) int {
 		return e.fail(exitFor(err), "%v", err)
 	}
 	r := report(info)
-	if r.Election, err = leaderOf(e.ctx, locks, rdb, info); err != nil {
+	if r.Election, err = leaderOf(e.ctx, locks, info); err != nil {
 		return e.fail(exitFor(err), "%v", err)
 	}
 	if len(values) > 0 {
@@ -132,18 +130,19 @@ func (e env) inspect(args []string) int {
 // leaderOf returns who leads the election whose lock is the fenced lock
 // info describes, or nil when it is no election's (no leader was ever
 // recorded for it).
-func leaderOf(ctx context.Context, locks *reentrant.Client, rdb rueidis.Client, info reentrant.KeyInfo) (*leaderJSON, error) {
+func leaderOf(ctx context.Context, locks *reentrant.Client, info reentrant.KeyInfo) (*leaderJSON, error) {
 	if info.Kind != reentrant.KindFenced {
 		return nil, nil
 	}
-	l, err := election.New(locks, rdb, info.Name).Leader(ctx)
+	l, err := election.New(locks, info.Name, election.Options{}).Leader(ctx)
 	switch {
 	case errors.Is(err, election.ErrNoLeader) && l.Term == 0:
 		return nil, nil
 	case err != nil && !errors.Is(err, election.ErrNoLeader):
 		return nil, err
 	}
-	return &leaderJSON{Name: info.Name, Value: l.Value, Owner: l.Owner, Term: int64(l.Term), Since: sinceJSON(l)}, nil
+	j := leaderJSONOf(info.Name, election.Observed{Leader: l})
+	return &j, nil
 }
 
 // namedValues returns a group lock's holders of values, in their order:

@@ -50,7 +50,7 @@ func (e env) list(args []string) int {
 		switch info.Kind {
 		case reentrant.KindLock, reentrant.KindFair, reentrant.KindPriority, reentrant.KindFenced, reentrant.KindReadWrite, reentrant.KindGroup:
 			r := report(info)
-			if r.Election, err = leaderOf(e.ctx, locks, rdb, info); err != nil {
+			if r.Election, err = leaderOf(e.ctx, locks, info); err != nil {
 				return e.fail(exitFor(err), "%v", err)
 			}
 			reports = append(reports, r)

@@ -21,6 +21,7 @@ const (
 	exitNotFound    = 1
 	exitUsage       = 2
 	exitUnavailable = 69 // sysexits EX_UNAVAILABLE
+	exitConfig      = 78 // sysexits EX_CONFIG: the server is not set up for it
 )
 
 func main() {
@@ -130,6 +131,8 @@ exit status:
   69       Redis could not be reached, or answered with an error
   75       the lock (elect: leadership) was lost while held; CMD was stopped
   77       Redis refused the credentials, or the user may not do what relock needs
+  78       the server is not set up for it (events: keyspace notifications off,
+           or CONFIG refused so they cannot be checked)
   126, 127 CMD could not be run (not executable, not found)
   128+n    relock got signal n while waiting for the lock
 `

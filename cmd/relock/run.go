@@ -24,6 +24,10 @@ const (
 	exitSignalsBase = 128
 )
 
+// minWatchdog is the least --watchdog relock takes
+// (reentrant.Options.WatchdogTimeout's least).
+const minWatchdog = 30 * time.Millisecond
+
 // lockFlags are the flags of run and hold: what to take, and how long to
 // wait for it.
 type lockFlags struct {
@@ -70,6 +74,8 @@ func (f *lockFlags) check() error {
 		return errors.New("-n and -w exclude each other")
 	case f.wait < 0 || f.lease < 0 || f.grace < 0 || f.timeout < 0:
 		return errors.New("durations must not be negative")
+	case f.timeout > 0 && f.timeout < minWatchdog:
+		return fmt.Errorf("--watchdog %v is below %v", f.timeout, minWatchdog)
 	case kinds > 1:
 		return errors.New("--fenced, --shared, --permits and --value exclude each other")
 	case f.permits < 0 || f.permitsGiven && f.permits == 0:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"os/signal"
 	"slices"
 	"strings"
@@ -71,14 +72,14 @@ func (e env) top(args []string) int {
 	if len(rest) == 1 {
 		pattern = rest[0]
 	}
-	rdb, locks, closeAll, err := conn.clients(e, reentrant.Options{Logger: e.log})
+	locks, closeAll, err := conn.locks(e, reentrant.Options{Logger: e.log})
 	if err != nil {
 		return e.fail(exitFor(err), "%v", err)
 	}
 	defer closeAll()
 	ctx, stop := signal.NotifyContext(e.ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	reader := &topReader{rdb: rdb, locks: locks, limit: *limit}
+	reader := &topReader{rdb: locks.Rueidis(), locks: locks, limit: *limit}
 	view := &topView{pattern: pattern, sortBy: *sortBy}
 	var keys <-chan byte
 	if !*once && !*asJSON {
@@ -102,7 +103,11 @@ func (e env) top(args []string) int {
 		case *once:
 			f.write(e.stdout, view.pattern)
 		default:
-			fmt.Fprint(e.stdout, "\x1b[H\x1b[2J") // home, clear: the next frame replaces this one
+			if isTerminal(e.stdout) {
+				fmt.Fprint(e.stdout, "\x1b[H\x1b[2J") // home, clear: the next frame replaces this one
+			} else {
+				fmt.Fprintln(e.stdout) // into a pipe or a file: frames one after another
+			}
 			sortRows(f.Locks, view.sortBy)
 			f.write(e.stdout, view.pattern)
 			if keys != nil {
@@ -380,4 +385,15 @@ func (f topFrame) write(w io.Writer, pattern string) {
 	if len(f.Cycles) > 0 {
 		fmt.Fprintln(w)
 	}
+}
+
+// isTerminal reports whether w is a terminal, where a frame may clear the
+// screen; a pipe or a file gets no control codes.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

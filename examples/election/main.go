@@ -32,8 +32,8 @@ func main() {
 	}
 	defer locks.Close()
 	ctx := context.Background()
-	e := election.New(locks, rdb, "relock:example:leader")
-	store := election.NewFenced(rdb)
+	e := election.New(locks, "relock:example:leader", election.Options{})
+	store := election.NewFenced(locks)
 
 	watching, stopWatching := context.WithCancel(ctx)
 	changes := e.Observe(watching)
@@ -42,6 +42,10 @@ func main() {
 	go func() {
 		defer watched.Done()
 		for l := range changes {
+			if l.Err != nil {
+				fmt.Println("observer: cannot see who leads:", l.Err)
+				continue
+			}
 			if l.Owner == "" {
 				fmt.Println("observer: nobody leads")
 				continue

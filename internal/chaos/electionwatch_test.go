@@ -38,12 +38,15 @@ type shown struct {
 func watchElection(admin *reentrant.Client, rdb rueidis.Client) *electionWatch {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &electionWatch{cancel: cancel, done: make(chan struct{})}
-	leaders := election.New(admin, rdb, lockName).Observe(ctx)
+	leaders := election.New(admin, lockName, election.Options{}).Observe(ctx)
 	go func() {
 		defer close(w.done)
 		for l := range leaders {
+			if l.Err != nil { // unseen: the last leader is shown again after
+				continue
+			}
 			w.mu.Lock()
-			w.seen = append(w.seen, shown{mono(), l})
+			w.seen = append(w.seen, shown{mono(), l.Leader})
 			w.mu.Unlock()
 		}
 	}()

@@ -282,7 +282,7 @@ type locker interface {
 func pick(c *reentrant.Client, rdb rueidis.Client, w string, rng *rand.Rand) (locker, bool) {
 	switch w {
 	case "election":
-		return elected{election.New(c, rdb, lockName)}, false
+		return elected{election.New(c, lockName, election.Options{})}, false
 	case "semaphore":
 		return &permitLocker{s: c.PermitExpirableSemaphore(lockName)}, true
 	case "plain", "herd", "crowded":

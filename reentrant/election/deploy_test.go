@@ -23,7 +23,7 @@ func handover(t *testing.T, connect func() rueidis.Client, opts reentrant.Option
 		c, err := reentrant.New(rdb, opts)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = c.Close() })
-		return election.New(c, rdb, name)
+		return election.New(c, name, election.Options{})
 	}
 	a, b := elect(), elect()
 	ctx, cancel := context.WithCancel(context.Background())

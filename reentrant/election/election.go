@@ -36,6 +36,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/relock-go/relock/reentrant"
+	"github.com/relock-go/relock/reentrant/internal/addon"
 	"github.com/relock-go/relock/scripts"
 )
 
@@ -65,32 +66,34 @@ var (
 // methods are safe for concurrent use.
 type Election struct {
 	lock  *reentrant.Lock
-	conn  scripts.Conn
-	pub   scripts.Publish
+	rt    addon.Runtime
 	hooks Hooks
 }
 
-// New returns a handle on the election name, run on c. rdb must be the
-// client c was made with: the record of the leader and its announcements
-// go through it. It is cheap and does nothing on Redis.
-func New(c *reentrant.Client, rdb rueidis.Client, name string, opts ...Option) *Election {
-	pub := scripts.PublishClassic
-	if c != nil && c.PubSubMode() == reentrant.PubSubSharded {
-		pub = scripts.PublishSharded
-	}
-	var lock *reentrant.Lock
-	if c != nil {
-		lock = c.FencedLock(name)
-	}
-	e := &Election{lock: lock, conn: scripts.Conn{Client: rdb}, pub: pub}
-	for _, o := range opts {
-		o(e)
+// Options set how New makes an Election. The zero Options are the
+// defaults.
+type Options struct {
+	// Hooks are told when this process's leadership begins and ends.
+	Hooks Hooks
+}
+
+// New returns a handle on the election name, run on c: its lock, its
+// record of the leader and its announcements go through c, with c's
+// replica sync and channel rights, and c's Close ends what the handle
+// started. It is cheap and does nothing on Redis. A nil c or an empty
+// name gives a handle whose every call fails with
+// reentrant.ErrInvalidArgument.
+func New(c *reentrant.Client, name string, opts Options) *Election {
+	rt, ok := addon.Of(c)
+	e := &Election{rt: rt, hooks: opts.Hooks}
+	if ok && name != "" {
+		e.lock = c.FencedLock(name)
 	}
 	return e
 }
 
 // Name returns the election's name, as given to New ("" for a nil
-// Election).
+// Election or one New refused).
 func (e *Election) Name() string {
 	if e == nil {
 		return ""
@@ -101,54 +104,59 @@ func (e *Election) Name() string {
 // Campaign waits until ctx's owner (or one made for the call) leads, then
 // records value as the leader's and announces it. It returns the leading
 // context, which is cancelled the moment leadership may be lost (cause
-// reentrant.ErrLockLost: the watchdog could not renew the hold in time),
-// on Resign (context.Canceled) or on the client's Close; and the term.
-// Give the leading context to Proclaim and Resign, and do the leader's
-// work under it.
+// reentrant.ErrLockLost: the watchdog could not renew the hold in time,
+// or Resign found it lost), on Resign (context.Canceled) or on the
+// client's Close (reentrant.ErrClosed); and the term. Give the leading
+// context to Proclaim and Resign, and do the leader's work under it.
 //
 // The wait is the fenced lock's: no polling, woken by the release of the
 // leader before (a Resign hands over within a wake-up), or, after a
 // leader's process died, by its hold's expiry (at most
 // Options.WatchdogTimeout). Its errors are Lock's: ctx's when it ends
 // first, a connection error when Redis gives no answer, ErrClosed.
-// Campaigning with a ctx that leads already re-enters: a new, larger term,
-// and one Resign for each Campaign.
+// Campaigning with a ctx that leads this election already is refused
+// with reentrant.ErrReentry: one leadership, one term, one Resign.
 func (e *Election) Campaign(ctx context.Context, value string) (context.Context, Term, error) {
-	if err := e.check(); err != nil {
+	if err := e.check(ctx); err != nil {
 		return nil, 0, err
 	}
-	leading, err := e.lock.Lock(ctx)
+	if leadershipOf(ctx, e.lock.Key(), true) != nil {
+		return nil, 0, fmt.Errorf("relock: election %q: %w: ctx leads it already (resign first)", e.Name(), reentrant.ErrReentry)
+	}
+	held, err := e.lock.Lock(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
-	term, _ := reentrant.TokenFrom(leading)
-	if err := e.proclaim(leading, value); err != nil {
-		_ = e.lock.Unlock(leading)
+	token, _ := reentrant.TokenFrom(held)
+	owner, _ := reentrant.OwnerFrom(held)
+	l := &leadership{e: e, key: e.lock.Key(), owner: owner.String(), term: Term(token), held: held, outer: leadershipOf(ctx, "", true)}
+	if err := e.proclaim(ctx, l, value); err != nil {
+		_ = e.lock.Unlock(held)
 		return nil, 0, err
 	}
-	return e.began(leading, Term(term)), Term(term), nil
+	return l.begin(), l.term, nil
 }
 
 // Proclaim changes the leader's value without an election: observers see
 // the same term with the new value. It fails with ErrNotLeader when
 // leading does not lead.
 func (e *Election) Proclaim(leading context.Context, value string) error {
-	if err := e.check(); err != nil {
+	if err := e.check(leading); err != nil {
 		return err
 	}
-	return e.proclaim(leading, value)
-}
-
-// proclaim records leading's owner and term with value.
-func (e *Election) proclaim(leading context.Context, value string) error {
-	owner, term, err := e.leadingOf(leading)
+	l, err := e.leadingOf(leading)
 	if err != nil {
 		return err
 	}
-	p, err := scripts.ElectionProclaim(context.WithoutCancel(leading), e.conn, e.lock.Key(), owner, int64(term), value, e.pub)
+	return e.proclaim(leading, l, value)
+}
+
+// proclaim records l's owner and term with value.
+func (e *Election) proclaim(ctx context.Context, l *leadership, value string) error {
+	p, err := scripts.ElectionProclaim(context.WithoutCancel(ctx), e.rt.Conn(), l.key, l.owner, int64(l.term), value, e.rt.Publish)
 	switch {
 	case err != nil:
-		return fmt.Errorf("relock: election %q: proclaim: %w", e.Name(), err)
+		return e.fail("proclaim", err)
 	case p != scripts.ProclaimOK:
 		return fmt.Errorf("relock: election %q: %w", e.Name(), ErrNotLeader)
 	}
@@ -157,29 +165,34 @@ func (e *Election) proclaim(leading context.Context, value string) error {
 
 // Resign ends leading's leadership at once: the record says nobody leads,
 // observers are told, and the lock is released, which wakes the next
-// candidate. Its result is Unlock's: reentrant.ErrLockLost when the
-// leadership had been lost before (work done after the loss was not
-// protected), ErrNotLeader when leading never led.
+// candidate. It fails with ErrNotLeader when leading does not lead this
+// election (it never did, or resigned already), and with
+// reentrant.ErrLockLost when the leadership had been lost before (work
+// done after the loss was not protected); the leading context is then
+// cancelled with that cause.
 func (e *Election) Resign(leading context.Context) error {
-	if err := e.check(); err != nil {
+	if err := e.check(leading); err != nil {
 		return err
 	}
-	owner, term, err := e.leadingOf(leading)
+	l, err := e.leadingOf(leading)
 	if err != nil {
 		return err
+	}
+	if !l.resigned.CompareAndSwap(false, true) {
+		return fmt.Errorf("relock: election %q: %w: resigned already", e.Name(), ErrNotLeader)
 	}
 	// The record first: an observer that sees the lock free and reads the
 	// record must not find this leader in it. A failure here is told by
 	// the Unlock after: the record names an owner that holds nothing then,
 	// which Leader reads as no leader.
-	_, rerr := scripts.ElectionResign(context.WithoutCancel(leading), e.conn, e.lock.Key(), owner, int64(term), e.pub)
-	err = e.lock.Unlock(leading)
-	resigned(leading, err)
+	_, rerr := scripts.ElectionResign(context.WithoutCancel(leading), e.rt.Conn(), l.key, l.owner, int64(l.term), e.rt.Publish)
+	err = e.lock.Unlock(l.held)
+	l.resign(err)
 	if err != nil {
 		return err
 	}
 	if rerr != nil {
-		return fmt.Errorf("relock: election %q: resign: %w", e.Name(), rerr)
+		return e.fail("resign", rerr)
 	}
 	return nil
 }
@@ -187,7 +200,7 @@ func (e *Election) Resign(leading context.Context) error {
 // Leader returns who leads now, or ErrNoLeader. It reads Redis: the owner
 // on record must still hold the lock.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
-	if err := e.check(); err != nil {
+	if err := e.check(ctx); err != nil {
 		return Leader{}, err
 	}
 	l, _, err := e.read(ctx)
@@ -202,30 +215,52 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 
 // read returns the leader on record and how long its hold has left.
 func (e *Election) read(ctx context.Context) (Leader, time.Duration, error) {
-	r, err := scripts.ElectionRead(ctx, e.conn, e.lock.Key())
+	r, err := scripts.ElectionRead(ctx, e.rt.Conn(), e.lock.Key())
 	if err != nil {
-		return Leader{}, 0, fmt.Errorf("relock: election %q: %w", e.Name(), err)
+		return Leader{}, 0, e.fail("read", err)
 	}
 	return Leader{Value: r.Value, Owner: r.Owner, Term: Term(r.Term), Since: r.Since}, r.TTL, nil
 }
 
-// leadingOf returns the owner and term a leading context carries.
-func (e *Election) leadingOf(leading context.Context) (string, Term, error) {
-	if leading == nil {
-		return "", 0, fmt.Errorf("relock: %w: nil context", reentrant.ErrInvalidArgument)
+// leadingOf returns the leadership of this election leading carries.
+func (e *Election) leadingOf(leading context.Context) (*leadership, error) {
+	l := leadershipOf(leading, e.lock.Key(), false)
+	if l == nil {
+		return nil, fmt.Errorf("relock: election %q: %w (pass the context its Campaign returned)", e.Name(), ErrNotLeader)
 	}
-	owner, ok := reentrant.OwnerFrom(leading)
-	term, fenced := reentrant.TokenFrom(leading)
-	if !ok || !fenced {
-		return "", 0, fmt.Errorf("relock: election %q: %w (pass the context Campaign returned)", e.Name(), ErrNotLeader)
-	}
-	return owner.String(), Term(term), nil
+	return l, nil
 }
 
-// check returns why the handle cannot be used.
-func (e *Election) check() error {
-	if e == nil || e.lock == nil || e.conn.Client == nil {
-		return fmt.Errorf("relock: %w: an Election from a nil Client or rueidis client", reentrant.ErrInvalidArgument)
+// check returns why the handle cannot be used with ctx.
+func (e *Election) check(ctx context.Context) error {
+	switch {
+	case e == nil || e.lock == nil:
+		return fmt.Errorf("relock: %w: an Election of a nil Client, of one not made by reentrant.New, or with an empty name", reentrant.ErrInvalidArgument)
+	case ctx == nil:
+		return fmt.Errorf("relock: election %q: %w: nil context", e.Name(), reentrant.ErrInvalidArgument)
+	}
+	if e.rt.Closing.Err() != nil {
+		return e.closed()
 	}
 	return nil
+}
+
+// closed is what the handle's calls return after the Client's Close.
+func (e *Election) closed() error {
+	return fmt.Errorf("relock: election %q: %w", e.Name(), reentrant.ErrClosed)
+}
+
+// fail names the election and what failed in err, and tells relock's
+// errors by their sentinels: a key of another type (a record or lock
+// overwritten), a right the Redis user lacks, a closed client.
+func (e *Election) fail(op string, err error) error {
+	switch {
+	case scripts.IsWrongType(err):
+		return fmt.Errorf("relock: election %q: %s: %w (%w)", e.Name(), op, reentrant.ErrWrongType, scripts.Tidy(err))
+	case scripts.IsNoPermission(err):
+		return fmt.Errorf("relock: election %q: %s: %w (%w)", e.Name(), op, reentrant.ErrNoPermission, scripts.Tidy(err))
+	case errors.Is(err, rueidis.ErrClosing):
+		return fmt.Errorf("relock: election %q: %s: %w (%w)", e.Name(), op, reentrant.ErrClosed, err)
+	}
+	return fmt.Errorf("relock: election %q: %s: %w", e.Name(), op, err)
 }

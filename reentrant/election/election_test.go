@@ -51,7 +51,9 @@ func newNode(t testing.TB, s *redistest.Server, wd time.Duration) node {
 	return node{rdb, c}
 }
 
-func (n node) election(name string) *election.Election { return election.New(n.c, n.rdb, name) }
+func (n node) election(name string) *election.Election {
+	return election.New(n.c, name, election.Options{})
+}
 
 // led is what a Campaign returned.
 type led struct {
@@ -267,7 +269,7 @@ func TestRunCampaignsAgain(t *testing.T) {
 // one the key has seen is refused, and changes nothing.
 func TestFencedRefusesStaleTerms(t *testing.T) {
 	s := start(t)
-	f := election.NewFenced(newNode(t, s, 0).rdb)
+	f := election.NewFenced(newNode(t, s, 0).c)
 	ctx := context.Background()
 	require.NoError(t, f.Set(ctx, "config", 5, "v5"))
 	assert.ErrorIs(t, f.Set(ctx, "config", 4, "v4"), election.ErrStaleTerm)
@@ -294,7 +296,7 @@ func TestBadInput(t *testing.T) {
 	s := start(t)
 	n := newNode(t, s, 0)
 	ctx := context.Background()
-	_, _, err := election.New(nil, nil, "x").Campaign(ctx, "v")
+	_, _, err := election.New(nil, "x", election.Options{}).Campaign(ctx, "v")
 	assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
 	var nilE *election.Election
 	_, err = nilE.Leader(ctx)
@@ -328,14 +330,14 @@ func TestHooks(t *testing.T) {
 		events = append(events, fmt.Sprintf("%s %d", what, term))
 	}
 	lost := make(chan error, 1)
-	e := election.New(n.c, n.rdb, "hooked", election.WithHooks(election.Hooks{
+	e := election.New(n.c, "hooked", election.Options{Hooks: election.Hooks{
 		Elected:  func(_ string, term election.Term) { note("elected", term) },
 		Resigned: func(_ string, term election.Term) { note("resigned", term) },
 		Lost: func(_ string, term election.Term, cause error) {
 			note("lost", term)
 			lost <- cause
 		},
-	}))
+	}})
 	ctx := context.Background()
 	held, t1, err := e.Campaign(ctx, "v")
 	require.NoError(t, err)
@@ -357,8 +359,8 @@ func TestHooks(t *testing.T) {
 // TestOnMiniredis: with reentranttest, a Campaign, an observer and a
 // Resign work on miniredis, as they do on Redis.
 func TestOnMiniredis(t *testing.T) {
-	locks, m := reentranttest.New(t, reentrant.Options{})
-	e := election.New(locks, reentranttest.Rueidis(t, m), "mini")
+	locks, _ := reentranttest.New(t, reentrant.Options{})
+	e := election.New(locks, "mini", election.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	seen := e.Observe(ctx)

@@ -13,9 +13,9 @@ import (
 	"github.com/relock-go/relock/reentrant/election"
 )
 
-// connect returns an embedded Redis's rueidis client and a relock client
-// on it; a program connects to its own Redis.
-func connect() (rueidis.Client, *reentrant.Client, func()) {
+// connect returns a relock client on an embedded Redis; a program
+// connects to its own Redis.
+func connect() (*reentrant.Client, func()) {
 	m, err := miniredis.Run()
 	if err != nil {
 		log.Fatal(err)
@@ -30,15 +30,15 @@ func connect() (rueidis.Client, *reentrant.Client, func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	return rdb, locks, func() { locks.Close(); rdb.Close(); m.Close() }
+	return locks, func() { locks.Close(); rdb.Close(); m.Close() }
 }
 
 func Example() {
-	rdb, locks, stop := connect()
+	locks, stop := connect()
 	defer stop()
 	ctx := context.Background()
 
-	e := election.New(locks, rdb, "scheduler")
+	e := election.New(locks, "scheduler", election.Options{})
 	leading, term, err := e.Campaign(ctx, "host-1")
 	if err != nil {
 		log.Fatal(err)
@@ -60,11 +60,11 @@ func Example() {
 }
 
 func ExampleFenced() {
-	rdb, _, stop := connect()
+	locks, stop := connect()
 	defer stop()
 	ctx := context.Background()
 
-	store := election.NewFenced(rdb)
+	store := election.NewFenced(locks)
 	_ = store.Set(ctx, "config", 7, "written in term 7")
 	err := store.Set(ctx, "config", 6, "written late in term 6")
 	fmt.Println(errors.Is(err, election.ErrStaleTerm))

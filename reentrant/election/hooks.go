@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/relock-go/relock/reentrant"
 )
@@ -23,62 +24,69 @@ type Hooks struct {
 	Resigned func(name string, term Term)
 }
 
-// Option sets how New makes an Election.
-type Option func(*Election)
-
-// WithHooks gives the Election hooks.
-func WithHooks(h Hooks) Option { return func(e *Election) { e.hooks = h } }
-
-// term is one leadership's end, told once to the hooks.
-type term struct {
-	once sync.Once
-	e    *Election
-	n    Term
+// leadership is one Campaign's leadership, carried by its leading
+// context: who leads, in which term, on which held lock; the leaderships
+// of other elections it was campaigned under (outer); and its end, told
+// once to the hooks.
+type leadership struct {
+	e        *Election
+	key      string // the election's lock key
+	owner    string
+	term     Term
+	held     context.Context // the lock's held context
+	outer    *leadership
+	resigned atomic.Bool
+	once     sync.Once
 }
 
-type termKey struct{}
+type leadershipKey struct{}
 
-// began tells the hooks leadership began, arranges for a loss to be told,
-// and returns leading, carrying what ended needs.
-func (e *Election) began(leading context.Context, n Term) context.Context {
-	if e.hooks.Elected == nil && e.hooks.Lost == nil && e.hooks.Resigned == nil {
-		return leading
+// leadershipOf returns the leadership of the election whose lock is key
+// that ctx carries (any election's, for key ""), or nil: one not
+// resigned, and, when live is set, not lost.
+func leadershipOf(ctx context.Context, key string, live bool) *leadership {
+	l, _ := ctx.Value(leadershipKey{}).(*leadership)
+	for ; l != nil; l = l.outer {
+		if (key == "" || l.key == key) && !l.resigned.Load() && (!live || l.held.Err() == nil) {
+			return l
+		}
 	}
-	t := &term{e: e, n: n}
-	if h := e.hooks.Elected; h != nil {
-		h(e.Name(), n)
+	return nil
+}
+
+// begin tells the hooks leadership began, arranges for a loss to be told,
+// and returns the leading context.
+func (l *leadership) begin() context.Context {
+	if h := l.e.hooks.Elected; h != nil {
+		h(l.e.Name(), l.term)
 	}
-	context.AfterFunc(leading, func() {
-		if cause := context.Cause(leading); errors.Is(cause, reentrant.ErrLockLost) || errors.Is(cause, reentrant.ErrClosed) {
-			t.ended(cause)
+	context.AfterFunc(l.held, func() {
+		if cause := context.Cause(l.held); errors.Is(cause, reentrant.ErrLockLost) || errors.Is(cause, reentrant.ErrClosed) {
+			l.ended(cause)
 		}
 	})
-	return context.WithValue(leading, termKey{}, t)
+	return context.WithValue(l.held, leadershipKey{}, l)
 }
 
 // ended tells the hooks leadership ended: lost with cause, or resigned
 // (cause nil).
-func (t *term) ended(cause error) {
-	t.once.Do(func() {
-		switch h := t.e.hooks; {
+func (l *leadership) ended(cause error) {
+	l.once.Do(func() {
+		switch h := l.e.hooks; {
 		case cause != nil && h.Lost != nil:
-			h.Lost(t.e.Name(), t.n, cause)
+			h.Lost(l.e.Name(), l.term, cause)
 		case cause == nil && h.Resigned != nil:
-			h.Resigned(t.e.Name(), t.n)
+			h.Resigned(l.e.Name(), l.term)
 		}
 	})
 }
 
-// resigned tells the hooks leading ended by Resign, whose Unlock returned
+// resign tells the hooks leadership ended by Resign, whose Unlock returned
 // err: a loss found then is told as a loss.
-func resigned(leading context.Context, err error) {
-	t, ok := leading.Value(termKey{}).(*term)
-	if !ok {
-		return
-	}
+func (l *leadership) resign(err error) {
 	if errors.Is(err, reentrant.ErrLockLost) {
-		t.ended(err)
+		l.ended(err)
 		return
 	}
-	t.ended(nil)
+	l.ended(nil)
 }

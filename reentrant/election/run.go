@@ -18,10 +18,13 @@ import (
 //	})
 //
 // It returns fn's error (with Resign's, if that failed) when fn returns
-// while still leading; ctx's error when ctx ends; and Campaign's error when
-// a campaign fails for another reason (a connection error that outlived
-// Lock's own retries, ErrClosed). fn must return soon after its context
-// is cancelled: the next campaign waits for it.
+// while still leading; ctx's error when ctx ends, whatever fn returned
+// then (nil included); and Campaign's error when a campaign fails for
+// another reason (a connection error that outlived Lock's own retries,
+// ErrClosed). fn must return soon after its context is cancelled: the
+// next campaign waits for it. A panic in fn resigns, then goes on: a
+// recovered panic leaves nobody leading for the whole life of the
+// process.
 func (e *Election) Run(ctx context.Context, value string, fn func(leading context.Context, term Term) error) error {
 	if fn == nil {
 		return fmt.Errorf("relock: %w: Run with a nil func", reentrant.ErrInvalidArgument)
@@ -31,17 +34,33 @@ func (e *Election) Run(ctx context.Context, value string, fn func(leading contex
 		if err != nil {
 			return err
 		}
-		ferr := fn(leading, term)
-		lost := errors.Is(context.Cause(leading), reentrant.ErrLockLost)
-		rerr := e.Resign(leading)
-		if !lost {
-			if errors.Is(rerr, reentrant.ErrLockLost) {
-				rerr = nil // lost as fn returned: fn's answer stands
-			}
-			return errors.Join(ferr, rerr)
-		}
-		if ctx.Err() != nil {
-			return context.Cause(ctx)
+		lost, err := e.lead(leading, term, fn)
+		switch {
+		case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+			return err
+		case ctx.Err() != nil:
+			return errors.Join(err, context.Cause(ctx))
+		case !lost:
+			return err
 		}
 	}
+}
+
+// lead runs fn while leading, resigns, and reports whether leadership was
+// lost under fn and what Run returns if it was not.
+func (e *Election) lead(leading context.Context, term Term, fn func(context.Context, Term) error) (lost bool, err error) {
+	returned := false
+	defer func() {
+		if !returned { // fn panicked: let the next candidate lead
+			_ = e.Resign(leading)
+		}
+	}()
+	ferr := fn(leading, term)
+	returned = true
+	lost = errors.Is(context.Cause(leading), reentrant.ErrLockLost)
+	rerr := e.Resign(leading)
+	if lost || errors.Is(rerr, reentrant.ErrLockLost) {
+		rerr = nil // lost as fn returned: fn's answer stands
+	}
+	return lost, errors.Join(ferr, rerr)
 }

@@ -25,11 +25,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/relock-go/relock/reentrant"
+	"github.com/relock-go/relock/reentrant/internal/addon"
+	"github.com/relock-go/relock/scripts"
 )
 
 // Kind is what happened to the watched name.
@@ -55,7 +56,9 @@ const (
 	Changed Kind = "changed"
 	// Missed: the watch lost its connection, or its reader fell so far
 	// behind that notifications were dropped. Events between may be
-	// missing; those that follow are what changed across the gap.
+	// missing; those that follow are what changed across the gap. After
+	// the Client's Close the last event is a Missed whose Err is
+	// reentrant.ErrClosed, and none follow.
 	Missed Kind = "missed"
 )
 
@@ -73,8 +76,8 @@ type Event struct {
 	Count int64
 	// At is when this process saw the change.
 	At time.Time
-	// Err is why events were Missed: the connection's error, or the
-	// reader falling behind.
+	// Err is why events were Missed: the connection's error, the reader
+	// falling behind, or the Client's Close.
 	Err error
 }
 
@@ -84,37 +87,34 @@ var (
 	// notifications Watch needs; the error names the flags missing.
 	ErrNotificationsOff = errors.New("relock: keyspace notifications are off")
 	// ErrNotificationsUnknown: the node refused CONFIG GET (an ACL, a
-	// managed Redis), so Watch could not check the notifications; pass
-	// Unchecked if they are known to be on.
+	// managed Redis), so Watch could not check the notifications; set
+	// Options.Unchecked if they are known to be on.
 	ErrNotificationsUnknown = errors.New("relock: keyspace notifications could not be checked")
 )
 
-// Option sets how Watch watches.
-type Option func(*watchConfig)
-
-type watchConfig struct {
-	enable, unchecked bool
+// Options set how Watch watches. The zero Options check the server's
+// notifications and change nothing there.
+type Options struct {
+	// EnableNotifications lets Watch add the flags it needs to the key's
+	// node's notify-keyspace-events (CONFIG SET, keeping those already
+	// set) when they are missing. The change lasts until the node
+	// restarts, and holds for that node only: set it in every node's
+	// configuration for it to survive a failover.
+	EnableNotifications bool
+	// Unchecked skips the check of notify-keyspace-events, for a server
+	// that refuses CONFIG but is known to publish the notifications.
+	// Without them, the watch sees nothing.
+	Unchecked bool
 }
 
-// EnableNotifications lets Watch add the flags it needs to the key's
-// node's notify-keyspace-events (CONFIG SET, keeping those already set)
-// when they are missing. The change lasts until the node restarts, and
-// holds for that node only: set it in every node's configuration for it
-// to survive a failover.
-func EnableNotifications() Option { return func(w *watchConfig) { w.enable = true } }
-
-// Unchecked skips the check of notify-keyspace-events, for a server that
-// refuses CONFIG but is known to publish the notifications. Without them,
-// the watch sees nothing.
-func Unchecked() Option { return func(w *watchConfig) { w.unchecked = true } }
-
 // Watch watches name on c and returns its events, in the order they
-// happened, until ctx ends; then the channel is closed. rdb must be the
-// client c was made with: the watch subscribes to the key's notifications
-// on a connection of its own to the node that serves the key, and reads
-// the holders with c.Inspect after each change. Every change after Watch
-// returns is told: it subscribes and then reads the holders it starts
-// from, which it does not report.
+// happened, until ctx ends; then the channel is closed. It subscribes to
+// the key's notifications on a connection of its own to the node that
+// serves the key, and reads the holders after each change. Every change
+// after Watch returns is told: it subscribes and then reads the holders
+// it starts from, which it does not report. c's Close ends the watch: a
+// last Missed event whose Err is reentrant.ErrClosed, then the channel is
+// closed.
 //
 // Changes are read, not carried by the notifications, so a holder that
 // came and went between two reads is not seen; a reader that does not keep
@@ -122,22 +122,43 @@ func Unchecked() Option { return func(w *watchConfig) { w.unchecked = true } }
 // expiry is told when Redis expires the key, which may be a little after
 // its TTL ran out (Redis expires keys on access or in a background cycle
 // about every 100 ms).
-func Watch(ctx context.Context, c *reentrant.Client, rdb rueidis.Client, name string, opts ...Option) (<-chan Event, error) {
-	if ctx == nil || c == nil || rdb == nil || name == "" {
-		return nil, fmt.Errorf("relock: %w: events.Watch needs a ctx, a Client, its rueidis client and a name", reentrant.ErrInvalidArgument)
+//
+// Its errors: reentrant.ErrInvalidArgument (a nil ctx or Client, an empty
+// name), reentrant.ErrClosed, reentrant.ErrWrongType (the key holds
+// neither a lock nor a count), ErrNotificationsOff,
+// ErrNotificationsUnknown, reentrant.ErrNoPermission naming the right the
+// Redis user lacks, or the connection's.
+func Watch(ctx context.Context, c *reentrant.Client, name string, opts Options) (<-chan Event, error) {
+	rt, ok := addon.Of(c)
+	if ctx == nil || !ok || name == "" {
+		return nil, fmt.Errorf("relock: %w: events.Watch needs a ctx, a Client made by reentrant.New and a name", reentrant.ErrInvalidArgument)
 	}
-	var cfg watchConfig
-	for _, o := range opts {
-		o(&cfg)
+	if rt.Closing.Err() != nil {
+		return nil, fmt.Errorf("relock: watching %q: %w", name, reentrant.ErrClosed)
 	}
-	w := &watcher{c: c, rdb: rdb, name: name, key: c.Lock(name).Key(), cfg: cfg, out: make(chan Event)}
+	w := &watcher{rt: rt, key: rt.Key(name), opts: opts, out: make(chan Event, 1)}
 	sub, err := w.subscribe(ctx)
 	if err == nil {
 		err = w.start(ctx, sub)
 	}
 	if err != nil {
-		return nil, err
+		return nil, watchError(w.key, err)
 	}
-	go w.run(ctx, sub)
+	if !rt.Go(func() { w.run(ctx, sub) }) {
+		sub.close()
+		return nil, fmt.Errorf("relock: watching %q: %w", name, reentrant.ErrClosed)
+	}
 	return w.out, nil
+}
+
+// watchError names the key in err, and tells a right the Redis user
+// lacks by reentrant.ErrNoPermission.
+func watchError(key string, err error) error {
+	switch {
+	case strings.HasPrefix(err.Error(), "relock: "):
+		return err
+	case scripts.IsNoPermission(err):
+		return fmt.Errorf("relock: watching %q: %w (%w)", key, reentrant.ErrNoPermission, err)
+	}
+	return fmt.Errorf("relock: watching %q: %w", key, err)
 }

@@ -117,7 +117,7 @@ func TestWatchTellsEachEventAsRedissonListeners(t *testing.T) {
 	rdb := s.Client()
 	c := client(t, rdb, 0)
 	ctx := t.Context()
-	ch, err := events.Watch(ctx, c, rdb, "job")
+	ch, err := events.Watch(ctx, c, "job", events.Options{})
 	require.NoError(t, err)
 	java := redissontest.New(rdb)
 	calls, err := java.AddObjectListeners(ctx, "job")
@@ -177,14 +177,14 @@ func TestWatchNotificationsOff(t *testing.T) {
 	ctx := t.Context()
 	s.Do("CONFIG", "SET", "notify-keyspace-events", "Ex")
 
-	_, err := events.Watch(ctx, c, rdb, "job")
+	_, err := events.Watch(ctx, c, "job", events.Options{})
 	require.ErrorIs(t, err, events.ErrNotificationsOff)
 	assert.ErrorContains(t, err, `"Kgh$"`)
 	setting, err := s.Do("CONFIG", "GET", "notify-keyspace-events").AsStrMap()
 	require.NoError(t, err)
 	assert.Equal(t, "xE", setting["notify-keyspace-events"], "left as it was")
 
-	ch, err := events.Watch(ctx, c, rdb, "job", events.EnableNotifications())
+	ch, err := events.Watch(ctx, c, "job", events.Options{EnableNotifications: true})
 	require.NoError(t, err)
 	setting, err = s.Do("CONFIG", "GET", "notify-keyspace-events").AsStrMap()
 	require.NoError(t, err)
@@ -203,10 +203,10 @@ func TestWatchConfigRefused(t *testing.T) {
 	rdb := s.Client()
 	c := client(t, rdb, 0)
 	ctx := t.Context()
-	_, err := events.Watch(ctx, c, rdb, "job")
+	_, err := events.Watch(ctx, c, "job", events.Options{})
 	require.ErrorIs(t, err, events.ErrNotificationsUnknown)
 
-	ch, err := events.Watch(ctx, c, rdb, "job", events.Unchecked())
+	ch, err := events.Watch(ctx, c, "job", events.Options{Unchecked: true})
 	require.NoError(t, err)
 	held, err := c.Lock("job").Lock(ctx)
 	require.NoError(t, err)
@@ -226,7 +226,7 @@ func TestWatchCounts(t *testing.T) {
 	ok, err := sem.TrySetPermits(ctx, 2)
 	require.NoError(t, err)
 	require.True(t, ok)
-	ch, err := events.Watch(ctx, c, rdb, "permits")
+	ch, err := events.Watch(ctx, c, "permits", events.Options{})
 	require.NoError(t, err)
 	require.NoError(t, sem.Acquire(ctx, 1))
 	ev := next(t, ch)
@@ -237,7 +237,7 @@ func TestWatchCounts(t *testing.T) {
 	ok, err = latch.TrySetCount(ctx, 1)
 	require.NoError(t, err)
 	require.True(t, ok)
-	lch, err := events.Watch(ctx, c, rdb, "gate")
+	lch, err := events.Watch(ctx, c, "gate", events.Options{})
 	require.NoError(t, err)
 	require.NoError(t, latch.CountDown(ctx))
 	ev = next(t, lch)
@@ -254,7 +254,7 @@ func TestWatchOnCluster(t *testing.T) {
 	ctx := t.Context()
 	for i := range 6 {
 		name := fmt.Sprintf("job-%d", i)
-		ch, err := events.Watch(ctx, c, rdb, name, events.EnableNotifications())
+		ch, err := events.Watch(ctx, c, name, events.Options{EnableNotifications: true})
 		require.NoError(t, err, name)
 		held, err := c.Lock(name).Lock(ctx)
 		require.NoError(t, err)
@@ -266,6 +266,6 @@ func TestWatchOnCluster(t *testing.T) {
 
 // Watch refuses nil arguments with ErrInvalidArgument.
 func TestWatchInvalid(t *testing.T) {
-	_, err := events.Watch(context.Background(), nil, nil, "job")
+	_, err := events.Watch(context.Background(), nil, "job", events.Options{})
 	assert.True(t, errors.Is(err, reentrant.ErrInvalidArgument))
 }

@@ -30,7 +30,7 @@ func Example() {
 
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	evs, err := events.Watch(ctx, locks, rdb, "nightly-report")
+	evs, err := events.Watch(ctx, locks, "nightly-report", events.Options{})
 	if err != nil {
 		log.Fatal(err) // events.ErrNotificationsOff says which flags to set
 	}
@@ -69,7 +69,7 @@ func ExampleWatch_unchecked() {
 	}
 	defer locks.Close()
 
-	_, err = events.Watch(context.Background(), locks, rdb, "nightly-report")
+	_, err = events.Watch(context.Background(), locks, "nightly-report", events.Options{})
 	fmt.Println(errors.Is(err, events.ErrNotificationsUnknown))
 	// Output: true
 }

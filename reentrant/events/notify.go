@@ -36,7 +36,7 @@ func checkNotifications(ctx context.Context, d rueidis.DedicatedClient, enable b
 		}
 		return fmt.Errorf("%w: it is %q and CONFIG SET refused to add %q: %w", ErrNotificationsOff, have, missing, err)
 	}
-	return fmt.Errorf("%w: notify-keyspace-events is %q, without %q; run CONFIG SET notify-keyspace-events %s (or set it in redis.conf), or pass events.EnableNotifications()",
+	return fmt.Errorf("%w: notify-keyspace-events is %q, without %q; run CONFIG SET notify-keyspace-events %s (or set it in redis.conf)",
 		ErrNotificationsOff, have, missing, have+missing)
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -13,16 +14,17 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/relock-go/relock/reentrant"
+	"github.com/relock-go/relock/reentrant/internal/addon"
+	"github.com/relock-go/relock/scripts"
 )
 
 // watcher is one Watch: what it last read of the key, and where it is in
 // the key's notifications.
 type watcher struct {
-	c         *reentrant.Client
-	rdb       rueidis.Client
-	name, key string
-	cfg       watchConfig
-	out       chan Event
+	rt   addon.Runtime
+	key  string
+	opts Options
+	out  chan Event
 
 	holders []reentrant.Holder // as of the last exact read
 	count   int64
@@ -44,14 +46,14 @@ type subscription struct {
 // subscribe dials the key's node, checks its notifications, and
 // subscribes.
 func (w *watcher) subscribe(ctx context.Context) (*subscription, error) {
-	d, release := w.rdb.Dedicate()
+	d, release := w.rt.Conn().Client.Dedicate()
 	s := &subscription{d: d, release: release, q: newQueue()}
 	s.closed = d.SetPubSubHooks(rueidis.PubSubHooks{OnMessage: func(m rueidis.PubSubMessage) { s.q.push(m.Message) }})
 	// On a cluster the first keyed command picks the connection's node:
 	// the key's master, where its notifications are published.
 	err := d.Do(ctx, d.B().Exists().Key(w.key).Build()).Error()
-	if err == nil && !w.cfg.unchecked {
-		err = checkNotifications(ctx, d, w.cfg.enable)
+	if err == nil && !w.opts.Unchecked {
+		err = checkNotifications(ctx, d, w.opts.EnableNotifications)
 	}
 	if err == nil {
 		err = d.Do(ctx, d.B().Psubscribe().Pattern(pattern(w.key)).Build()).Error()
@@ -100,20 +102,25 @@ func (w *watcher) start(ctx context.Context, s *subscription) error {
 	}
 }
 
-// run serves the watch until ctx ends, subscribing again after each lost
-// connection, with a pause that doubles up to a second.
+// run serves the watch until ctx ends or the Client closes, subscribing
+// again after each lost connection, with a pause that doubles up to a
+// second.
 func (w *watcher) run(ctx context.Context, s *subscription) {
 	defer close(w.out)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(w.rt.Closing, cancel)()
 	for {
 		err := w.follow(ctx, s)
 		s.close()
-		if ctx.Err() != nil || !w.send(ctx, Event{Kind: Missed, Err: err}) {
+		if w.closed() || ctx.Err() != nil || !w.send(ctx, Event{Kind: Missed, Err: err}) {
 			return
 		}
 		w.prev, w.dirty = "", true
 		for pause := 10 * time.Millisecond; ; pause = min(2*pause, time.Second) {
 			select {
 			case <-ctx.Done():
+				w.closed()
 				return
 			case <-time.After(pause):
 			}
@@ -122,6 +129,26 @@ func (w *watcher) run(ctx context.Context, s *subscription) {
 			}
 		}
 	}
+}
+
+// closed reports whether the Client closed, after telling the reader so:
+// the last event, in place of one the reader has not taken, so that
+// telling it never waits for the reader (Close waits for the watch).
+func (w *watcher) closed() bool {
+	if w.rt.Closing.Err() == nil {
+		return false
+	}
+	ev := Event{Kind: Missed, Key: w.key, At: time.Now(), Err: fmt.Errorf("relock: watching %q: %w", w.key, reentrant.ErrClosed)}
+	select {
+	case w.out <- ev:
+	default:
+		select {
+		case <-w.out:
+		default:
+		}
+		w.out <- ev
+	}
+	return true
 }
 
 // errBehind is a Missed event's cause when the reader did not keep up.
@@ -268,16 +295,27 @@ func same(h reentrant.Holder) func(reentrant.Holder) bool {
 }
 
 // read reads the key's holders (a lock hash) or count (a number) in one
-// round trip; either command fails with WRONGTYPE on the other layout.
+// round trip; either command fails with WRONGTYPE on the other layout,
+// and a key that is neither (a list, a string that is no count) is
+// reentrant.ErrWrongType.
 func read(ctx context.Context, d rueidis.DedicatedClient, key string) ([]reentrant.Holder, int64, error) {
 	r := d.DoMulti(ctx, d.B().Hgetall().Key(key).Build(), d.B().Get().Key(key).Build())
 	fields, herr := r[0].AsStrMap()
-	count, gerr := r[1].AsInt64()
+	text, gerr := r[1].ToString()
 	for _, err := range []error{herr, gerr} {
-		var re *rueidis.RedisError
-		if err != nil && !rueidis.IsRedisNil(err) && !(errors.As(err, &re) && strings.HasPrefix(re.Error(), "WRONGTYPE")) {
+		if err != nil && !rueidis.IsRedisNil(err) && !scripts.IsWrongType(err) {
 			return nil, 0, fmt.Errorf("relock: reading %q for its watch: %w", key, err)
 		}
+	}
+	var count int64
+	if gerr == nil {
+		var err error
+		if count, err = strconv.ParseInt(text, 10, 64); err != nil {
+			return nil, 0, fmt.Errorf("relock: watching %q: %w: a string that is not a count", key, reentrant.ErrWrongType)
+		}
+	}
+	if scripts.IsWrongType(herr) && scripts.IsWrongType(gerr) {
+		return nil, 0, fmt.Errorf("relock: watching %q: %w: neither a lock nor a count", key, reentrant.ErrWrongType)
 	}
 	_, _, holders := reentrant.HoldersOf(fields)
 	return holders, count, nil

@@ -1,0 +1,38 @@
+package reentrant
+
+import (
+	"github.com/redis/rueidis"
+
+	"github.com/relock-go/relock/reentrant/internal/addon"
+)
+
+// The add-ons (election, events) reach a Client's runner through package
+// addon, which they may import and users may not.
+func init() {
+	addon.Of = func(v any) (addon.Runtime, bool) {
+		c, ok := v.(*Client)
+		if !ok || !c.usable() {
+			return addon.Runtime{}, false
+		}
+		return addon.Runtime{
+			Conn:    c.runner.conn,
+			Publish: c.publish,
+			Closing: c.closing,
+			Go:      c.background,
+			Repoll:  c.opts.RepollInterval,
+			Logger:  c.opts.Logger,
+			Key:     c.key,
+		}, true
+	}
+}
+
+// Rueidis returns the rueidis client c was made with (nil for a nil
+// Client), for code built on c that sends commands of its own. Commands
+// sent on it bypass what c does for its scripts: replica sync, coalescing,
+// and the checks of Close.
+func (c *Client) Rueidis() rueidis.Client {
+	if c == nil {
+		return nil
+	}
+	return c.rdb
+}

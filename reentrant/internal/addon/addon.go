@@ -1,0 +1,44 @@
+// Package addon is the seam between a reentrant.Client and the add-ons
+// built on it (reentrant/election, reentrant/events): what they run their
+// scripts through and how they announce, so that a Client's promises
+// (replica sync, no publishing for a user without channel rights, Close
+// ending everything it started) hold for them as for a Lock.
+//
+// Package reentrant fills in Of when it is loaded. It is a variable, not
+// a method of Client, so that users, who cannot import this package, get
+// nothing from it they could misuse.
+package addon
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/relock-go/relock/scripts"
+)
+
+// Runtime is what an add-on gets of a Client.
+type Runtime struct {
+	// Conn returns the connection for the next script: the Client's
+	// rueidis client with its replica sync.
+	Conn func() scripts.Conn
+	// Publish is how the Client announces: PublishNone for a user with
+	// no channel rights, whose add-ons then re-read instead of listening.
+	Publish scripts.Publish
+	// Closing is cancelled by the Client's Close.
+	Closing context.Context
+	// Go runs task on a goroutine that Close waits for, and reports
+	// whether it started (not after Close). task must return soon after
+	// Closed is closed.
+	Go func(task func()) bool
+	// Repoll is how often a waiter with no messages reads again
+	// (Options.RepollInterval).
+	Repoll time.Duration
+	Logger *slog.Logger
+	// Key maps a name to its key (Options.NameMapper).
+	Key func(name string) string
+}
+
+// Of returns the Runtime of c, a *reentrant.Client; false when c is not
+// one made by reentrant.New.
+var Of func(c any) (Runtime, bool)

@@ -102,6 +102,12 @@
 // Redis unreachable past the timeout), CMD gets SIGTERM, then SIGKILL after
 // --grace (default 10s), and relock exits 75.
 //
+// On Linux CMD dies with relock: it runs behind a guard process that
+// SIGKILLs it and every process below it the moment relock dies, by
+// SIGKILL too, so it never runs on once the lock may pass to another
+// (see docs/operations.md; elsewhere a relock killed with SIGKILL leaves
+// CMD running).
+//
 // What is taken: a plain lock; with --fenced a fenced lock (CMD gets
 // RELOCK_TOKEN); with --shared the read side of read-write lock NAME,
 // shared with other readers as flock -s is; with --permits N one permit

@@ -25,6 +25,9 @@ const (
 )
 
 func main() {
+	if code, ok := guardMain(os.Args[1:]); ok { // run's and elect's guard (guard_linux.go)
+		os.Exit(code)
+	}
 	os.Exit(relock(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

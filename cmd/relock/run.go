@@ -343,41 +343,31 @@ func (e env) runHeld(g grant, name string, argv []string, f *lockFlags, sigs <-c
 	if token, ok := reentrant.TokenFrom(g.held); ok {
 		cmd.Env = append(cmd.Env, "RELOCK_TOKEN="+strconv.FormatInt(token, 10))
 	}
-	if err := cmd.Start(); err != nil {
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			return e.fail(exitNoSuchCmd, "%v", err)
-		}
-		return e.fail(exitCannotExec, "%v", err)
+	c, err := startCommand(cmd)
+	if err != nil {
+		return e.fail(startError(err), "%v", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	done := make(chan int, 1)
+	go func() { done <- c.wait() }()
 
 	lost := g.held.Done()
 	var kill <-chan time.Time
 	for {
 		select {
 		case sig := <-sigs:
-			_ = cmd.Process.Signal(sig)
+			c.signal(sig)
 		case <-lost:
 			lost = nil
 			e.fail(0, "%v; stopping the command", context.Cause(g.held))
-			_ = cmd.Process.Signal(syscall.SIGTERM)
+			c.signal(syscall.SIGTERM)
 			kill = time.After(f.grace)
 		case <-kill:
-			_ = cmd.Process.Kill()
-		case <-done:
+			c.kill()
+		case status := <-done:
 			if lost == nil {
 				return exitLost
 			}
-			return exitStatus(cmd.ProcessState)
+			return status
 		}
 	}
-}
-
-// exitStatus is CMD's exit status as a shell reports it.
-func exitStatus(ps *os.ProcessState) int {
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return exitSignalsBase + int(ws.Signal())
-	}
-	return ps.ExitCode()
 }

@@ -1,0 +1,17 @@
+//go:build !linux
+
+package main
+
+import "os/exec"
+
+// startCommand starts cmd directly: without Linux's child subreaper, a
+// relock killed by SIGKILL leaves CMD running (docs/operations.md).
+func startCommand(cmd *exec.Cmd) (command, error) {
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return direct{cmd}, nil
+}
+
+// guardMain is not used off Linux.
+func guardMain([]string) (int, bool) { return 0, false }

@@ -12,19 +12,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/reentrant"
 )
 
 // leastPrivilege is the ACL rule list docs/deployment.md gives for a
-// relock user: the commands relock sends and its scripts run, its
-// channels, and every key (lock names are the application's; see the doc).
-var leastPrivilege = strings.Fields(`resetkeys ~* resetchannels &redisson_* &relock_*
--@all +hello +auth +ping +info +eval +evalsha
-+publish +subscribe +unsubscribe +spublish +ssubscribe +sunsubscribe
-+get +set +del +exists +type +pttl +pexpire +persist +time +incr +incrby +decr +decrby
-+hget +hset +hsetnx +hdel +hexists +hincrby +hkeys +hlen +hgetall +pubsub|numsub +pubsub|shardnumsub
-+zadd +zrem +zscore +zrange +zrangebyscore +zremrangebyscore +zincrby +zcount
-+lpop +rpush +lrem +lindex +lrange +scan +wait`)
+// relock user of locks and synchronizers: the commands relock sends and
+// its scripts run, its channels, and every key (lock names are the
+// application's; see the doc).
+func leastPrivilege(t *testing.T) []string { return redistest.DocumentedACL(t, "locks") }
 
 // aclClient makes a relock client that connects as a new ACL user with
 // the given rules, logging to logs.
@@ -60,7 +56,7 @@ func TestACLUsers(t *testing.T) {
 
 	t.Run("least privilege", func(t *testing.T) {
 		var logs syncBuffer
-		c, err := aclClient(t, e, "relock", &logs, leastPrivilege...)
+		c, err := aclClient(t, e, "relock", &logs, leastPrivilege(t)...)
 		require.NoError(t, err)
 		exercise(t, c, other, "acl:")
 		// Nothing refused. (A subscription a loaded machine confirms late
@@ -72,7 +68,7 @@ func TestACLUsers(t *testing.T) {
 
 	t.Run("no channel rights", func(t *testing.T) {
 		var logs syncBuffer
-		rules := append([]string{}, leastPrivilege...)
+		rules := append([]string{}, leastPrivilege(t)...)
 		for i, r := range rules {
 			if strings.HasPrefix(r, "&") {
 				rules[i] = "resetchannels"
@@ -87,7 +83,7 @@ func TestACLUsers(t *testing.T) {
 
 	t.Run("no PUBSUB NUMSUB", func(t *testing.T) {
 		var logs syncBuffer
-		c, err := aclClient(t, e, "nonumsub", &logs, append(append([]string{}, leastPrivilege...), "-pubsub|numsub", "-pubsub|shardnumsub")...)
+		c, err := aclClient(t, e, "nonumsub", &logs, append(append([]string{}, leastPrivilege(t)...), "-pubsub|numsub", "-pubsub|shardnumsub")...)
 		require.NoError(t, err)
 		// Not exercise: Inspect counts listeners too, and says it may not.
 		handOnWhileWaiting(t, e, c, other, "acl:numsub")
@@ -98,7 +94,7 @@ func TestACLUsers(t *testing.T) {
 	for right, rule := range map[string]string{"EVALSHA": "-evalsha", "EVAL": "-eval", "TIME": "-time"} {
 		t.Run(fmt.Sprintf("no %s", right), func(t *testing.T) {
 			var logs syncBuffer
-			_, err := aclClient(t, e, "no"+strings.ToLower(right), &logs, append(append([]string{}, leastPrivilege...), rule)...)
+			_, err := aclClient(t, e, "no"+strings.ToLower(right), &logs, append(append([]string{}, leastPrivilege(t)...), rule)...)
 			assert.ErrorIs(t, err, reentrant.ErrNoPermission)
 			assert.ErrorContains(t, err, right)
 		})

@@ -36,6 +36,8 @@ func (e env) events(args []string) int {
 	defer stop()
 	evs, err := events.Watch(ctx, locks, rest[0], events.Options{EnableNotifications: *enable, Unchecked: *unchecked})
 	switch {
+	case errors.Is(err, reentrant.ErrNoPermission):
+		return e.fail(exitNoPerm, "%v", err)
 	case errors.Is(err, events.ErrNotificationsOff):
 		return e.fail(exitConfig, "%v; or run relock events --enable-notifications", err)
 	case errors.Is(err, events.ErrNotificationsUnknown):

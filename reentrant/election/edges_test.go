@@ -265,3 +265,51 @@ func mustInt(r rueidis.RedisResult) int64 {
 	n, _ := r.AsInt64()
 	return n
 }
+
+// TestDocumentedACLUsers: the user docs/deployment.md gives for locks and
+// elections campaigns, observes, proclaims, resigns and fences with
+// nothing refused; a user with the locks' line alone is told, in one
+// error that names the right it lacks, by Leader and by an observer.
+func TestDocumentedACLUsers(t *testing.T) {
+	s := start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	locks, elections := redistest.DocumentedACL(t, "locks"), redistest.DocumentedACL(t, "elections")
+
+	c := aclClient(t, s, "elector", append(locks, elections...)...)
+	e := election.New(c, "acl", election.Options{})
+	seen := e.Observe(ctx)
+	require.NoError(t, redistest.Recv(t, seen).Err)
+	leading, term, err := e.Campaign(ctx, "a")
+	require.NoError(t, err)
+	o := redistest.Recv(t, seen)
+	require.NoError(t, o.Err)
+	assert.Equal(t, term, o.Term)
+	require.NoError(t, e.Proclaim(leading, "b"))
+	l, err := e.Leader(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "b", l.Value)
+	f := election.NewFenced(c)
+	require.NoError(t, f.Set(ctx, "acl-config", term, "v"))
+	_, _, err = f.Get(ctx, "acl-config", term)
+	require.NoError(t, err)
+	require.NoError(t, e.Resign(leading))
+
+	short := election.New(aclClient(t, s, "locksonly", locks...), "acl", election.Options{})
+	_, err = short.Leader(ctx)
+	assert.ErrorIs(t, err, reentrant.ErrNoPermission)
+	assert.ErrorContains(t, err, "+hmget")
+	assert.NotContains(t, err.Error(), "@user_script")
+	o = recvWithin(t, short.Observe(ctx), 5*time.Second)
+	assert.ErrorIs(t, o.Err, reentrant.ErrNoPermission, "an observer says it cannot see, and why")
+}
+
+// aclClient is a Client of s that connects as a new ACL user with rules.
+func aclClient(t *testing.T, s *redistest.Server, user string, rules ...string) *reentrant.Client {
+	t.Helper()
+	require.NoError(t, s.Do(append([]string{"ACL", "SETUSER", user, "reset", "on", ">pw"}, rules...)...).Error())
+	c, err := reentrant.New(s.Client(func(o *rueidis.ClientOption) { o.Username, o.Password = user, "pw" }), reentrant.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}

@@ -250,6 +250,10 @@ func (e *Election) closed() error {
 	return fmt.Errorf("relock: election %q: %w", e.Name(), reentrant.ErrClosed)
 }
 
+// rights are the ACL rules an election needs beside a lock's, as
+// docs/deployment.md gives them.
+const rights = "+hmget"
+
 // fail names the election and what failed in err, and tells relock's
 // errors by their sentinels: a key of another type (a record or lock
 // overwritten), a right the Redis user lacks, a closed client.
@@ -258,7 +262,7 @@ func (e *Election) fail(op string, err error) error {
 	case scripts.IsWrongType(err):
 		return fmt.Errorf("relock: election %q: %s: %w (%w)", e.Name(), op, reentrant.ErrWrongType, scripts.Tidy(err))
 	case scripts.IsNoPermission(err):
-		return fmt.Errorf("relock: election %q: %s: %w (%w)", e.Name(), op, reentrant.ErrNoPermission, scripts.Tidy(err))
+		return fmt.Errorf("relock: election %q: %s: %w: an election needs %s beside a lock's rights (docs/deployment.md) (%w)", e.Name(), op, reentrant.ErrNoPermission, rights, scripts.Tidy(err))
 	case errors.Is(err, rueidis.ErrClosing):
 		return fmt.Errorf("relock: election %q: %s: %w (%w)", e.Name(), op, reentrant.ErrClosed, err)
 	}

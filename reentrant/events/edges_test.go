@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/reentrant"
 	"github.com/relock-go/relock/reentrant/events"
 )
@@ -57,4 +59,42 @@ func TestWatchEdges(t *testing.T) {
 func TestHolderPrints(t *testing.T) {
 	hs := []reentrant.Holder{{Owner: "c1:7", Count: 2}, {Owner: "c2:1", Count: 1, Write: true}, {Owner: "c3:4", Count: 1, Value: "v"}}
 	assert.Equal(t, "[c1:7 ×2 c2:1 ×1 (write) v=c3:4 ×1]", fmt.Sprint(hs))
+}
+
+// TestDocumentedACLUsers: the user docs/deployment.md gives for locks and
+// lock events watches with nothing refused; one with the locks' line
+// alone is refused with ErrNoPermission naming what a watch needs; the
+// line for turning notifications on lets a watch do so, and without it
+// the refusal names +config|set.
+func TestDocumentedACLUsers(t *testing.T) {
+	ctx := context.Background()
+	locks, watches, enable := redistest.DocumentedACL(t, "locks"), redistest.DocumentedACL(t, "lock events (package"), redistest.DocumentedACL(t, "lock events that turn")
+
+	s := notifying(t)
+	c := aclClient(t, s, "watcher", append(locks, watches...)...)
+	ch, err := events.Watch(ctx, c, "acl", events.Options{})
+	require.NoError(t, err)
+	held, err := c.Lock("acl").Lock(ctx)
+	require.NoError(t, err)
+	expect(t, ch, events.Acquired, ownerOf(t, held))
+	require.NoError(t, c.Lock("acl").Unlock(held))
+	expect(t, ch, events.Released, ownerOf(t, held))
+
+	_, err = events.Watch(ctx, aclClient(t, s, "locksonly", locks...), "acl", events.Options{})
+	assert.ErrorIs(t, err, reentrant.ErrNoPermission)
+	assert.ErrorContains(t, err, "+config|get")
+
+	quiet := redistest.Start(t) // notifications off
+	_, err = events.Watch(ctx, aclClient(t, quiet, "noenable", append(locks, watches...)...), "acl", events.Options{EnableNotifications: true})
+	assert.ErrorIs(t, err, reentrant.ErrNoPermission)
+	assert.ErrorContains(t, err, "+config|set")
+	_, err = events.Watch(ctx, aclClient(t, quiet, "enabler", append(append(locks, watches...), enable...)...), "acl", events.Options{EnableNotifications: true})
+	require.NoError(t, err)
+}
+
+// aclClient is a Client of s that connects as a new ACL user with rules.
+func aclClient(t *testing.T, s *redistest.Server, user string, rules ...string) *reentrant.Client {
+	t.Helper()
+	require.NoError(t, s.Do(append([]string{"ACL", "SETUSER", user, "reset", "on", ">pw"}, rules...)...).Error())
+	return client(t, s.Client(func(o *rueidis.ClientOption) { o.Username, o.Password = user, "pw" }), 0)
 }

@@ -151,6 +151,10 @@ func Watch(ctx context.Context, c *reentrant.Client, name string, opts Options) 
 	return w.out, nil
 }
 
+// rights are the ACL rules a watch needs beside a lock's, as
+// docs/deployment.md gives them.
+const rights = "+client|info +config|get &__keyspace@*__:*"
+
 // watchError names the key in err, and tells a right the Redis user
 // lacks by reentrant.ErrNoPermission.
 func watchError(key string, err error) error {
@@ -158,7 +162,7 @@ func watchError(key string, err error) error {
 	case strings.HasPrefix(err.Error(), "relock: "):
 		return err
 	case scripts.IsNoPermission(err):
-		return fmt.Errorf("relock: watching %q: %w (%w)", key, reentrant.ErrNoPermission, err)
+		return fmt.Errorf("relock: watching %q: %w: a watch needs %s beside a lock's rights (docs/deployment.md) (%w)", key, reentrant.ErrNoPermission, rights, err)
 	}
 	return fmt.Errorf("relock: watching %q: %w", key, err)
 }

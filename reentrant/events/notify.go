@@ -6,6 +6,9 @@ import (
 	"strings"
 
 	"github.com/redis/rueidis"
+
+	"github.com/relock-go/relock/reentrant"
+	"github.com/relock-go/relock/scripts"
 )
 
 // needed are the notify-keyspace-events flags a watch needs: K, events on
@@ -19,6 +22,9 @@ const needed = "Kgxh$"
 func checkNotifications(ctx context.Context, d rueidis.DedicatedClient, enable bool) error {
 	m, err := d.Do(ctx, d.B().ConfigGet().Parameter("notify-keyspace-events").Build()).AsStrMap()
 	if err != nil {
+		if scripts.IsNoPermission(err) {
+			return fmt.Errorf("%w: the Redis user may not run CONFIG GET (give it +config|get, or watch Unchecked): %w (%w)", ErrNotificationsUnknown, reentrant.ErrNoPermission, err)
+		}
 		if _, refused := rueidis.IsRedisErr(err); refused {
 			return fmt.Errorf("%w: CONFIG GET notify-keyspace-events: %w", ErrNotificationsUnknown, err)
 		}
@@ -33,6 +39,9 @@ func checkNotifications(ctx context.Context, d rueidis.DedicatedClient, enable b
 		err := d.Do(ctx, d.B().ConfigSet().ParameterValue().ParameterValue("notify-keyspace-events", have+missing).Build()).Error()
 		if err == nil {
 			return nil
+		}
+		if scripts.IsNoPermission(err) {
+			return fmt.Errorf("%w: it is %q and the Redis user may not run CONFIG SET to add %q (give it +config|set): %w (%w)", ErrNotificationsOff, have, missing, reentrant.ErrNoPermission, err)
 		}
 		return fmt.Errorf("%w: it is %q and CONFIG SET refused to add %q: %w", ErrNotificationsOff, have, missing, err)
 	}

@@ -56,7 +56,7 @@ func (w *watcher) subscribe(ctx context.Context) (*subscription, error) {
 		err = checkNotifications(ctx, d, w.opts.EnableNotifications)
 	}
 	if err == nil {
-		err = d.Do(ctx, d.B().Psubscribe().Pattern(pattern(w.key)).Build()).Error()
+		err = d.Do(ctx, w.subscription(ctx, d)).Error()
 	}
 	if err != nil {
 		s.close()
@@ -68,6 +68,24 @@ func (w *watcher) subscribe(ctx context.Context) (*subscription, error) {
 func (s *subscription) close() {
 	s.d.Close()
 	s.release()
+}
+
+// subscription subscribes to the key's notifications in the connection's
+// database, whose number CLIENT INFO tells: a SUBSCRIBE, which an ACL
+// rule &__keyspace@*__:* allows. Where CLIENT INFO is refused (an older
+// server, or a user without +client|info) it subscribes to the pattern of
+// every database's, which an ACL allows only by that very pattern, or
+// allchannels (Redis matches a PSUBSCRIBE's pattern literally).
+func (w *watcher) subscription(ctx context.Context, d rueidis.DedicatedClient) rueidis.Completed {
+	info, err := d.Do(ctx, d.B().ClientInfo().Build()).ToString()
+	if err == nil {
+		for _, f := range strings.Fields(info) {
+			if db, ok := strings.CutPrefix(f, "db="); ok {
+				return d.B().Subscribe().Channel("__keyspace@" + db + "__:" + w.key).Build()
+			}
+		}
+	}
+	return d.B().Psubscribe().Pattern(pattern(w.key)).Build()
 }
 
 // pattern matches the key's notifications in any database, the key's

@@ -52,8 +52,9 @@ func (cn *conn) queue(o op) {
 
 // run dials, serves and, when the connection is lost, dials again, waiting
 // longer after each dial that did not come up (retryDelay doubled, up to
-// maxRetryDelay). An outage is logged twice: a warning when a working
-// connection is lost, and a note when one works again.
+// maxRetryDelay). An outage is told to the subscriber's Health: Down when
+// a working connection is lost and at each dial that fails after, Up when
+// one works again.
 func (cn *conn) run() {
 	defer cn.s.wg.Done()
 	lost := false // a working connection was lost, and none works yet
@@ -70,16 +71,19 @@ func (cn *conn) run() {
 		worked, err := cn.serve(d, closed, func() {
 			if lost {
 				lost = false
-				cn.s.log.Info("relock: pub/sub connection is back; resubscribed", "channels", cn.count())
+				cn.s.health.Up(cn.key)
 			}
 		})
 		release()
-		if worked {
+		switch {
+		case worked && err != nil:
 			pause = 0
-			if err != nil {
-				lost = true
-				cn.s.log.Warn("relock: pub/sub connection lost; dialling again, and waiters poll meanwhile", "error", err)
-			}
+			lost = true
+			cn.s.health.Down(cn.key, err)
+		case worked:
+			pause = 0
+		case lost && err != nil:
+			cn.s.health.Down(cn.key, err)
 		}
 		pause = doubled(pause, retryDelay, maxRetryDelay)
 		select {
@@ -88,13 +92,6 @@ func (cn *conn) run() {
 		case <-time.After(pause):
 		}
 	}
-}
-
-// count returns how many channels the connection serves.
-func (cn *conn) count() int {
-	cn.s.mu.Lock()
-	defer cn.s.mu.Unlock()
-	return len(cn.channels)
 }
 
 // doubled returns d doubled, within [lo, hi].

@@ -119,6 +119,7 @@ type Subscriber struct {
 	mode   Mode
 	slot   func(channel string) uint16
 	log    *slog.Logger
+	health Health
 	linger time.Duration
 
 	// channels counts the channels of every conn, so that Join can say
@@ -131,16 +132,42 @@ type Subscriber struct {
 	wg     sync.WaitGroup
 }
 
+// Health is told when a subscription connection cannot reach Redis (Down,
+// at the loss of a working one and at each dial after that fails) and
+// when one works again (Up), each with the connection's key. Its methods
+// are called on the connection's goroutine and must not block. A client
+// that reports outages of its own folds these into its report.
+type Health interface {
+	Down(conn uint16, err error)
+	Up(conn uint16)
+}
+
 // New returns a Subscriber for rdb in the given mode. In sharded mode, slot
 // maps a channel to its cluster slot; in classic mode it is not used. A
 // channel that has an unclaimed handler (see Subscribe) stays subscribed for
 // linger after its last waiter leaves, so that a waiter that comes back
-// soon finds it live (see Join).
-func New(rdb rueidis.Client, mode Mode, slot func(channel string) uint16, log *slog.Logger, linger time.Duration) *Subscriber {
+// soon finds it live (see Join). A connection lost and back is told to
+// health, or without one logged (a warning, then a note).
+func New(rdb rueidis.Client, mode Mode, slot func(channel string) uint16, log *slog.Logger, linger time.Duration, health Health) *Subscriber {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Subscriber{rdb: rdb, mode: mode, slot: slot, log: log, linger: linger, conns: make(map[uint16]*conn)}
+	if health == nil {
+		health = logHealth{log}
+	}
+	return &Subscriber{rdb: rdb, mode: mode, slot: slot, log: log, health: health, linger: linger, conns: make(map[uint16]*conn)}
+}
+
+// logHealth logs a connection's outage: a warning when it is lost, a
+// note when it is back.
+type logHealth struct{ log *slog.Logger }
+
+func (h logHealth) Down(_ uint16, err error) {
+	h.log.Warn("relock: pub/sub connection lost; dialling again, and waiters poll meanwhile", "error", err)
+}
+
+func (h logHealth) Up(uint16) {
+	h.log.Info("relock: pub/sub connection is back; resubscribed")
 }
 
 // Mode returns the subscriber's mode.

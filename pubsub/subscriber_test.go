@@ -22,7 +22,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func newSubscriber(t *testing.T) (*miniredis.Miniredis, *pubsub.Subscriber) {
 	m, rdb := redistest.Miniredis(t)
-	s := pubsub.New(rdb, pubsub.Classic, nil, nil, 0)
+	s := pubsub.New(rdb, pubsub.Classic, nil, nil, 0, nil)
 	t.Cleanup(s.Close)
 	return m, s
 }
@@ -147,7 +147,7 @@ func TestReconnectWhileUnsubscribing(t *testing.T) {
 			return c, err
 		}
 	})
-	s := pubsub.New(rdb, pubsub.Classic, nil, nil, 0)
+	s := pubsub.New(rdb, pubsub.Classic, nil, nil, 0, nil)
 	t.Cleanup(s.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -194,7 +194,7 @@ func TestReconnectWhileUnsubscribing(t *testing.T) {
 // that leaves at once drops the channel once the server answers.
 func TestSubscribeUnconfirmed(t *testing.T) {
 	srv := redistest.Start(t)
-	s := pubsub.New(srv.Client(), pubsub.Classic, nil, nil, 0)
+	s := pubsub.New(srv.Client(), pubsub.Classic, nil, nil, 0, nil)
 	t.Cleanup(s.Close)
 	warm, err := s.Subscribe(context.Background(), "warm", pubsub.LockWakes, nil)
 	require.NoError(t, err) // the connection is up
@@ -242,7 +242,7 @@ func TestSubscriptionFailsAfterReconnect(t *testing.T) {
 	require.NoError(t, srv.Do("ACL", "SETUSER", "waiter", "on", ">pw", "~*", "&*", "+@all").Error())
 	rdb := srv.Client(func(o *rueidis.ClientOption) { o.Username, o.Password = "waiter", "pw" })
 	unclaimed := make(chan struct{}, 1)
-	s := pubsub.New(rdb, pubsub.Classic, nil, nil, 0)
+	s := pubsub.New(rdb, pubsub.Classic, nil, nil, 0, nil)
 	t.Cleanup(s.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -361,7 +361,7 @@ func TestGrant(t *testing.T) {
 // subscribed, and after Close.
 func TestListensFor(t *testing.T) {
 	_, rdb := redistest.Miniredis(t)
-	s := pubsub.New(rdb, pubsub.Classic, nil, nil, time.Minute)
+	s := pubsub.New(rdb, pubsub.Classic, nil, nil, time.Minute, nil)
 	t.Cleanup(s.Close)
 	ctx := context.Background()
 	d, subscribed := s.ListensFor("ch")

@@ -48,7 +48,7 @@ type Client struct {
 	sub         *pubsub.Subscriber
 	latches     *latches.Sweeper
 	outages     outages      // tells of waits held up by an outage, once per outage
-	degraded    atomic.Bool  // waiting by polling: subscribing failed
+	degraded    atomic.Bool  // told that subscribing is refused: waiters poll
 	runner      scriptRunner // runs the lock scripts (replicasync.go)
 
 	// hookBeforeSubscribe, set by tests, runs between a failed attempt and
@@ -137,9 +137,9 @@ func New(rdb rueidis.Client, opts Options) (*Client, error) {
 	}
 	// A lock's wake channel lingers a little after its last waiter leaves:
 	// one that comes back soon (steady contention) finds it live.
-	c.sub = pubsub.New(rdb, opts.PubSub, scripts.Slot, opts.Logger, min(opts.RepollInterval, time.Second))
-	c.latches = latches.New(rdb, opts.Logger)
 	c.outages = outages{log: opts.Logger, after: opts.RepollInterval}
+	c.sub = pubsub.New(rdb, opts.PubSub, scripts.Slot, opts.Logger, min(opts.RepollInterval, time.Second), &subscriptions{o: &c.outages})
+	c.latches = latches.New(rdb, opts.Logger)
 	c.handoffs = handoffs{names: &c.names, id: c.id, sub: c.sub, publish: c.publish, runner: &c.runner, owners: &c.nextOwner,
 		lease: opts.WatchdogTimeout, keep: opts.markTTL(), log: opts.Logger, background: c.background, closing: c.closing}
 	c.background(func() { c.latches.Run(c.closing) })

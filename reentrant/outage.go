@@ -14,7 +14,8 @@ import (
 // (or cannot run scripts): one warning per client per outage, however many
 // waits it holds up, naming how many and a few of them, and one line when
 // Redis answers again. 500 parked goroutines in an outage are one line,
-// not 500.
+// not 500. The pub/sub connections report here too (pubsub.Health): a
+// lost one is one more thing held up, not lines of its own.
 //
 // An outage begins with the first attempt that fails for want of Redis
 // while no wait is failing so; it is told once it has lasted a re-poll
@@ -33,12 +34,46 @@ type outages struct {
 }
 
 // outageMark is one wait as outages sees it: what it waits for, and
-// whether it is counted among those failing for want of Redis.
+// whether it is counted among those failing for want of Redis. A mark
+// with no kind is not a wait: its name says what it is.
 type outageMark struct {
 	kind    Kind
 	name    string
 	failing bool
 }
+
+// what names the mark in the warning.
+func (w *outageMark) what() string {
+	if w.kind == "" {
+		return w.name
+	}
+	return fmt.Sprintf("%s %q", w.kind.noun(), w.name)
+}
+
+// subscriptions is outages as the pub/sub connections' Health: each
+// connection is one mark, failing while it cannot reach Redis.
+type subscriptions struct {
+	o     *outages
+	mu    sync.Mutex
+	marks map[uint16]*outageMark
+}
+
+func (s *subscriptions) mark(conn uint16) *outageMark {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.marks == nil {
+		s.marks = map[uint16]*outageMark{}
+	}
+	m := s.marks[conn]
+	if m == nil {
+		m = &outageMark{name: "the pub/sub connection"}
+		s.marks[conn] = m
+	}
+	return m
+}
+
+func (s *subscriptions) Down(conn uint16, err error) { s.o.failing(s.mark(conn), err) }
+func (s *subscriptions) Up(conn uint16)              { s.o.answered(s.mark(conn)) }
 
 // failing notes that w's last attempt failed for want of Redis, with err.
 func (o *outages) failing(w *outageMark, err error) {
@@ -57,7 +92,7 @@ func (o *outages) failing(w *outageMark, err error) {
 		return
 	}
 	o.told.Store(true)
-	o.log.Warn("relock: waits go on, but Redis cannot be reached or cannot run scripts; still trying",
+	o.log.Warn("relock: Redis cannot be reached or cannot run scripts; waits go on, still trying",
 		"waits", len(o.waits), "of", o.names(3), "for", now.Sub(o.since).Round(time.Millisecond), "error", err)
 }
 
@@ -96,7 +131,7 @@ func (o *outages) left(w *outageMark) {
 func (o *outages) names(n int) string {
 	var all []string
 	for w := range o.waits {
-		all = append(all, fmt.Sprintf("%s %q", w.kind.noun(), w.name))
+		all = append(all, w.what())
 	}
 	slices.Sort(all)
 	all = slices.Compact(all) // many waits on one lock are named once

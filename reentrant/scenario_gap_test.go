@@ -100,7 +100,7 @@ func TestUnconfirmedSubscriptionWakesWhenConfirmed(t *testing.T) {
 			var woken atomic.Int32
 			waiter, err := New(s.Client(), Options{
 				RepollInterval: 2 * time.Second,
-				Logger:         slog.New(signal{"relock: cannot subscribe", gaveUp}),
+				Logger:         slog.New(signal{"relock: a subscription to a release channel is not confirmed yet", gaveUp}),
 				Hooks:          Hooks{Woken: func(context.Context, Kind, string) { woken.Add(1) }},
 			})
 			require.NoError(t, err)

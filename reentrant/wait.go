@@ -388,8 +388,16 @@ func (c *Client) subscribe(ctx context.Context, name, channel string, wakes pubs
 			}
 			return nil, err
 		}
-		if c.degraded.CompareAndSwap(false, true) {
-			c.opts.Logger.Warn("relock: cannot subscribe to release channels; waiters poll until it works again", "name", name, "error", err)
+		// A refusal is told once; a subscription Redis did not confirm
+		// in time is part of an outage the client tells once (outages),
+		// or of a slow moment, and goes in the debug log.
+		switch {
+		case scripts.IsNoPermission(err):
+			if c.degraded.CompareAndSwap(false, true) {
+				c.opts.Logger.Warn("relock: the Redis user may not subscribe to release channels; waiters poll every RepollInterval", "name", name, "error", err)
+			}
+		default:
+			c.opts.Logger.Debug("relock: a subscription to a release channel is not confirmed yet; its waiter polls until it is", "name", name, "error", err)
 		}
 		return w, err // w is set when unconfirmed: it is woken once confirmed
 	}

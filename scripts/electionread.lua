@@ -10,7 +10,9 @@ local lock, record = KEYS[1], KEYS[2]
 
 local r = redis.call('hmget', record, 'value', 'owner', 'term', 'since')
 local term = r[3] or '0'
-if not r[2] or redis.call('hexists', lock, r[2]) == 0 then
+-- Asked with no owner on record too: a lock that is not a hash fails
+-- here, with WRONGTYPE, rather than read as nobody leading.
+if redis.call('hexists', lock, r[2] or '') == 0 then
 	return {'', '', term, '', -2}
 end
 return {r[1], r[2], term, r[4], redis.call('pttl', lock)}

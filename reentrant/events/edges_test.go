@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -97,4 +98,52 @@ func aclClient(t *testing.T, s *redistest.Server, user string, rules ...string) 
 	t.Helper()
 	require.NoError(t, s.Do(append([]string{"ACL", "SETUSER", user, "reset", "on", ">pw"}, rules...)...).Error())
 	return client(t, s.Client(func(o *rueidis.ClientOption) { o.Username, o.Password = user, "pw" }), 0)
+}
+
+// TestBadInputsAreTold: Watch with every bad input (nil and ended
+// contexts, nil and closed Clients, empty names, keys of every type that
+// is neither a lock nor a count) neither panics nor returns a raw error:
+// each is one of relock's, by errors.Is.
+func TestBadInputsAreTold(t *testing.T) {
+	s := notifying(t)
+	c := client(t, s.Client(), 0)
+	closed := client(t, s.Client(), 0)
+	require.NoError(t, closed.Close())
+	for _, cmd := range [][]string{{"SET", "str", "x"}, {"RPUSH", "list", "x"}, {"SADD", "set", "x"}, {"ZADD", "zset", "1", "x"}, {"SET", "float", "1.5"}} {
+		require.NoError(t, s.Do(cmd...).Error())
+	}
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	var nilCtx context.Context
+	told := []error{reentrant.ErrInvalidArgument, reentrant.ErrClosed, reentrant.ErrWrongType, context.Canceled}
+	cases := 0
+	for _, ctx := range []context.Context{nilCtx, ended, context.Background()} {
+		for _, cl := range []*reentrant.Client{nil, closed, c} {
+			for _, name := range []string{"", "str", "list", "set", "zset", "float"} {
+				for _, opts := range []events.Options{{}, {Unchecked: true}} {
+					cases++
+					func() {
+						defer func() {
+							if p := recover(); p != nil {
+								t.Errorf("Watch(%v, %q, %+v) panicked: %v", cl != nil, name, opts, p)
+							}
+						}()
+						ch, err := events.Watch(ctx, cl, name, opts)
+						if !assert.Error(t, err, "%q", name) {
+							for range ch {
+							}
+							return
+						}
+						ok := false
+						for _, e := range told {
+							ok = ok || errors.Is(err, e)
+						}
+						assert.True(t, ok, "%q: %v", name, err)
+						assert.NotContains(t, err.Error(), "strconv")
+					}()
+				}
+			}
+		}
+	}
+	assert.GreaterOrEqual(t, cases, 80)
 }

@@ -147,3 +147,24 @@ func TestBadInputsAreTold(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, cases, 80)
 }
+
+// TestWatchReadsAgainAfterItsConnection: a holder that comes while the
+// watch is without its connection (killed, and refused again until the
+// test allows it) is told once the watch is back: Missed, then Acquired.
+func TestWatchReadsAgainAfterItsConnection(t *testing.T) {
+	s := notifying(t)
+	require.NoError(t, s.Do("ACL", "SETUSER", "w", "on", ">pw", "~*", "&*", "+@all").Error())
+	c := client(t, s.Client(func(o *rueidis.ClientOption) { o.Username, o.Password = "w", "pw" }), 0)
+	other := client(t, s.Client(), 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := events.Watch(ctx, c, "gap", events.Options{})
+	require.NoError(t, err)
+	require.NoError(t, s.Do("ACL", "SETUSER", "w", "-subscribe", "-psubscribe").Error())
+	require.NoError(t, s.Do("CLIENT", "KILL", "USER", "w").Error())
+	assert.Equal(t, events.Missed, next(t, ch).Kind)
+	held, err := other.Lock("gap").Lock(ctx)
+	require.NoError(t, err)
+	require.NoError(t, s.Do("ACL", "SETUSER", "w", "+subscribe", "+psubscribe").Error())
+	expect(t, ch, events.Acquired, ownerOf(t, held))
+}

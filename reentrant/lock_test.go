@@ -511,3 +511,37 @@ func TestUseAfterClose(t *testing.T) {
 	}
 	assert.True(t, strings.HasPrefix(context.Cause(held).Error(), "relock: "), "%q", context.Cause(held))
 }
+
+// Every kind's release checks its owner, as the plain lock's does: an
+// Unlock by another client's owner, by another owner of the holder's
+// client, or with no owner, is ErrNotHeld and changes nothing; the holder
+// then releases as usual.
+func TestNonOwnerUnlockEveryKind(t *testing.T) {
+	onBoth(t, func(t *testing.T, e env) {
+		a, b := e.client(t), e.client(t)
+		for kind, lock := range map[string]func(c *reentrant.Client) *reentrant.Lock{
+			"fair":          func(c *reentrant.Client) *reentrant.Lock { return c.FairLock("k-fair") },
+			"priority":      func(c *reentrant.Client) *reentrant.Lock { return c.PriorityLock("k-prio") },
+			"group":         func(c *reentrant.Client) *reentrant.Lock { return c.GroupLock("k-group", "x", "y") },
+			"fenced":        func(c *reentrant.Client) *reentrant.Lock { return c.FencedLock("k-fenced") },
+			"non-reentrant": func(c *reentrant.Client) *reentrant.Lock { return c.NonReentrantLock("k-nr") },
+		} {
+			t.Run(kind, func(t *testing.T) {
+				held, err := lock(a).Lock(bg())
+				require.NoError(t, err)
+				before := e.snapshot(t)
+				for _, ctx := range []context.Context{
+					reentrant.WithOwner(bg(), b.NewOwner()),
+					reentrant.WithOwner(bg(), a.NewOwner()),
+					bg(),
+				} {
+					assert.ErrorIs(t, lock(b).Unlock(ctx), reentrant.ErrNotHeld)
+					assert.ErrorIs(t, lock(a).Unlock(ctx), reentrant.ErrNotHeld)
+				}
+				assert.Equal(t, before, e.snapshot(t), "nothing changed")
+				assert.NoError(t, held.Err(), "the holder's context untouched")
+				require.NoError(t, lock(a).Unlock(held))
+			})
+		}
+	})
+}

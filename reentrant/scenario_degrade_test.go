@@ -191,3 +191,51 @@ func TestOutageLogging(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(logs.String(), "level=INFO"), logs.String())
 	t.Log(logs.String())
 }
+
+// A blip, Redis gone for less than RepollInterval (10 s here; the client
+// fails to dial it 3 times, then it is back), says nothing: an outage is
+// told only once it has lasted that long. The waiter takes the lock after.
+func TestBlipIsNotWarned(t *testing.T) {
+	e := onRedis(t)
+	var logs syncBuffer
+	var refused atomic.Int64
+	rdb := e.server.Client(func(o *rueidis.ClientOption) {
+		o.DialCtxFn = func(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
+			c, err := d.DialContext(ctx, "tcp", addr)
+			if err != nil {
+				refused.Add(1)
+			}
+			return c, err
+		}
+	})
+	const grace = 10 * time.Second
+	c, err := reentrant.New(rdb, reentrant.Options{RepollInterval: grace, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	holder := e.client(t)
+	held, err := holder.Lock("blip").Lock(bg(), reentrant.LeaseFor(time.Second))
+	require.NoError(t, err)
+	_ = held
+	done := make(chan error, 1)
+	go func() {
+		h, err := c.Lock("blip").Lock(bg(), reentrant.WaitAtMost(time.Minute))
+		if err == nil {
+			err = c.Lock("blip").Unlock(h)
+		}
+		done <- err
+	}()
+	redistest.Eventually(t, 10*time.Second, "the waiter to subscribe", func() bool {
+		chans, err := e.do(t, "PUBSUB", "CHANNELS", "*").AsStrSlice()
+		return err == nil && len(chans) > 0
+	})
+	e.server.Kill()
+	began := time.Now()
+	redistest.Eventually(t, grace, "3 refused dials", func() bool { return refused.Load() >= 3 })
+	e.server.Restart()
+	blip := time.Since(began)
+	require.NoError(t, recv(t, done))
+	if blip >= grace {
+		t.Skipf("the blip lasted %v, past the grace of %v: a warning would be right", blip, grace)
+	}
+	assert.NotContains(t, logs.String(), "level=WARN", "a %v blip is not warned of", blip.Round(time.Millisecond))
+}

@@ -611,3 +611,53 @@ return 1`).Numkeys(1).Key(l.Name()).Build()).Error()
 		require.NoError(t, recv(t, busy))
 	}
 }
+
+// refusals is a connection that tells, on seen, each reply it reads that
+// holds a READONLY refusal.
+type refusals struct {
+	net.Conn
+	seen chan<- time.Time
+}
+
+func (c refusals) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 && bytes.Contains(b[:n], []byte("READONLY")) {
+		select {
+		case c.seen <- time.Now():
+		default:
+		}
+	}
+	return n, err
+}
+
+// A wait refused by a server that is up (a replica: READONLY; a restart's
+// LOADING is the same case) pauses at most retry.UpPause (100 ms) between
+// attempts, however long the refusals last: once the server takes writes,
+// the waiter takes the lock within a few hundred ms of the last refusal,
+// not after the full second a server that is down earns.
+func TestRefusedWaitResumesSoon(t *testing.T) {
+	s, other := redistest.Start(t), redistest.Start(t)
+	seen := make(chan time.Time, 1)
+	c := wrappedClient(t, s, reentrant.Options{}, func(c net.Conn) net.Conn { return refusals{c, seen} })
+	host, port, _ := net.SplitHostPort(other.Addr)
+	require.NoError(t, s.Do("REPLICAOF", host, port).Error())
+	waited := make(chan error, 1)
+	go func() {
+		h, err := c.Lock("refused").Lock(bg())
+		if err == nil {
+			err = c.Lock("refused").Unlock(h)
+		}
+		waited <- err
+	}()
+	first := recv(t, seen)
+	for last := first; last.Sub(first) < 2500*time.Millisecond; { // refused long enough for a down server's pause to reach 1 s
+		last = recv(t, seen)
+	}
+	recv(t, seen) // just refused: the waiter pauses now
+	require.NoError(t, s.Do("REPLICAOF", "NO", "ONE").Error())
+	open := time.Now()
+	require.NoError(t, recv(t, waited))
+	took := time.Since(open)
+	t.Logf("the waiter took the lock %v after the server took writes again", took.Round(time.Millisecond))
+	assert.Less(t, took, 500*time.Millisecond, "paused at most UpPause after a refusal, not a second")
+}

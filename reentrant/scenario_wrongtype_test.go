@@ -154,6 +154,7 @@ var otherValues = []struct {
 	make  []string
 }{
 	{"string", []string{"SET", "%s", "hello"}},
+	{"string", []string{"SET", "%s", "12abc"}}, // a number first: the integer check is anchored
 	{"hash", []string{"HSET", "%s", "f", "1"}},
 	{"set", []string{"SADD", "%s", "m"}},
 }
@@ -170,8 +171,8 @@ func TestSynchronizersOnAKeyOfAnotherType(t *testing.T) {
 				if m.kind == "rate limiter" && v.holds == "hash" {
 					continue
 				}
-				t.Run(v.holds+"/"+m.kind+"/"+m.name, func(t *testing.T) {
-					name := fmt.Sprintf("wrong-%s-%s-%s", v.holds, strings.ReplaceAll(m.kind, " ", ""), m.name)
+				t.Run(v.holds+"/"+v.make[len(v.make)-1]+"/"+m.kind+"/"+m.name, func(t *testing.T) {
+					name := fmt.Sprintf("wrong-%s-%s-%s-%s", v.holds, v.make[len(v.make)-1], strings.ReplaceAll(m.kind, " ", ""), m.name)
 					args := slices.Clone(v.make)
 					args[1] = name
 					e.do(t, args...)

@@ -78,6 +78,8 @@ func TestOffersNumbersGivenInTurn(t *testing.T) {
 	hold("b:2")
 	offer("a:2", 5, 7)
 	assert.Equal(t, "7:0", record(), "a late write of a used offer is refused")
+	offer("a:2", 7, 7)
+	assert.Equal(t, "7:0", record(), "so is a late write of the very number last given")
 
 	offer("a:3", 8, 10)
 	release("b:2", "b")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -149,4 +150,31 @@ func TestDropsSinceAMark(t *testing.T) {
 	if d.Since(d.Mark()) {
 		t.Fatal("an answered drop sent before the mark was seen")
 	}
+}
+
+// An offer is used for a third of its lease, then replaced, the old one
+// given back: a hold handed from an older one would be believed for less
+// than two thirds of its lease, between two renewals (fake time).
+func TestAnOfferIsReplacedAThirdOfItsLeaseOld(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var tb Table
+		var owners atomic.Int64
+		const lease = 30 * time.Second
+		tb.Join("a")
+		o, _ := tb.Next("a", lease, &owners, true)
+		tb.Done("a", o, true)
+		time.Sleep(lease/3 - time.Millisecond)
+		if again, old := tb.Next("a", lease, &owners, true); again != o || old != (Offer{}) {
+			t.Fatalf("just under a third of its lease old: %v (giving back %v), want %v kept", again, old, o)
+		}
+		tb.Done("a", o, true)
+		time.Sleep(2 * time.Millisecond)
+		again, old := tb.Next("a", lease, &owners, true)
+		if again.N <= o.Last || old != o {
+			t.Fatalf("past a third of its lease: %v (giving back %v), want a new offer and %v given back", again, old, o)
+		}
+		if sent, l, ok := tb.Take("a", again.N); !ok || l != lease || time.Since(sent) != 0 {
+			t.Fatalf("the new offer's number: sent %v ago, lease %v, taken %v; want its full lease from now", time.Since(sent), l, ok)
+		}
+	})
 }

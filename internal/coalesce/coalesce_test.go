@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -28,20 +29,26 @@ type harness struct {
 	l       *Lines[string, int, result]
 	manyIn  chan []int    // each Many's calls
 	release chan struct{} // lets one blocked one or Many return
+	done    chan struct{} // closed by close: every blocked one and Many returns
 	closing context.CancelFunc
 	tasks   sync.WaitGroup
 	mu      sync.Mutex
 	closed  bool
+	ended   sync.Once
 }
 
+// within bounds every wait of these tests: a call that never comes, or
+// never returns, fails the test at once rather than hang it.
+const within = 10 * time.Second
+
 func newHarness(max int) *harness {
-	h := &harness{manyIn: make(chan []int, 100), release: make(chan struct{})}
+	h := &harness{manyIn: make(chan []int, 100), release: make(chan struct{}), done: make(chan struct{})}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	h.closing = func() { cancel(errors.New("closed")) }
 	h.l = &Lines[string, int, result]{
 		Many: func(ctx context.Context, k string, calls []int) []result {
 			h.manyIn <- calls
-			<-h.release
+			h.blocked()
 			rs := make([]result, len(calls))
 			for i, c := range calls {
 				rs[i] = result{call: c, batch: calls}
@@ -67,12 +74,48 @@ func (h *harness) start(f func()) bool {
 	return true
 }
 
+// close ends the harness: every one and Many still blocked returns (a
+// test that failed midway leaves some), and the line's tasks end.
 func (h *harness) close() {
+	h.ended.Do(func() { close(h.done) })
 	h.mu.Lock()
 	h.closed = true
 	h.mu.Unlock()
 	h.closing()
 	h.tasks.Wait()
+}
+
+// blocked waits until a test releases it, or the harness ends.
+func (h *harness) blocked() {
+	select {
+	case <-h.release:
+	case <-h.done:
+	}
+}
+
+// let releases one blocked one or Many, failing the test if none is
+// blocked within the bound.
+func (h *harness) let(t *testing.T) {
+	t.Helper()
+	select {
+	case h.release <- struct{}{}:
+	case <-time.After(within):
+		t.Fatal("nothing was blocked to release")
+	}
+}
+
+// recv receives from ch, failing the test if nothing comes within the
+// bound.
+func recv[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(within):
+		t.Fatal("nothing came")
+		var zero T
+		return zero
+	}
 }
 
 // one is a lone call's function: it reports that it started, and returns
@@ -82,7 +125,7 @@ func (h *harness) one(started chan<- struct{}) func(context.Context, int) result
 		if started != nil {
 			started <- struct{}{}
 		}
-		<-h.release
+		h.blocked()
 		return result{call: c, alone: true}
 	}
 }
@@ -92,11 +135,12 @@ func now(_ context.Context, c int) result { return result{call: c, alone: true} 
 
 // inFlight makes call 0 on line "a", alone, and returns once it is in
 // flight (its one waits for a release), with the channel of its result.
-func (h *harness) inFlight() <-chan result {
+func (h *harness) inFlight(t *testing.T) <-chan result {
+	t.Helper()
 	started := make(chan struct{}, 1)
 	r := make(chan result, 1)
 	go func() { r <- h.l.Do(context.Background(), "a", 0, h.one(started)) }()
-	<-started
+	recv(t, started)
 	return r
 }
 
@@ -107,8 +151,10 @@ func (h *harness) enqueue(t *testing.T, ctx context.Context, i int) <-chan resul
 	before := h.l.Queued("a")
 	r := make(chan result, 1)
 	go func() { r <- h.l.Do(ctx, "a", i, h.one(nil)) }()
-	for h.l.Queued("a") != before+1 {
-		runtime.Gosched()
+	for deadline := time.Now().Add(within); h.l.Queued("a") != before+1; runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatalf("call %d did not queue", i)
+		}
 	}
 	return r
 }
@@ -130,7 +176,7 @@ func TestALoneCallGoesAtOnceOnItsCallersGoroutine(t *testing.T) {
 func TestCallsBehindOneInFlightGoAsOne(t *testing.T) {
 	h := newHarness(8)
 	defer h.close()
-	results := []<-chan result{h.inFlight()}
+	results := []<-chan result{h.inFlight(t)}
 	for i := 1; i <= 3; i++ { // in this order
 		results = append(results, h.enqueue(t, context.Background(), i))
 	}
@@ -138,16 +184,16 @@ func TestCallsBehindOneInFlightGoAsOne(t *testing.T) {
 	if r := h.l.Do(context.Background(), "b", 9, now); !r.alone {
 		t.Fatalf("line b's call: %+v, want it made alone", r)
 	}
-	h.release <- struct{}{} // call 0 returns; 1-3 go together
-	if calls := <-h.manyIn; fmt.Sprint(calls) != "[1 2 3]" {
+	h.let(t) // call 0 returns; 1-3 go together
+	if calls := recv(t, h.manyIn); fmt.Sprint(calls) != "[1 2 3]" {
 		t.Fatalf("Many got %v, want [1 2 3]", calls)
 	}
-	h.release <- struct{}{}
-	if r := <-results[0]; !r.alone {
+	h.let(t)
+	if r := recv(t, results[0]); !r.alone {
 		t.Errorf("call 0: %+v, want it made alone", r)
 	}
 	for i := 1; i <= 3; i++ {
-		if r := <-results[i]; r.call != i || fmt.Sprint(r.batch) != "[1 2 3]" {
+		if r := recv(t, results[i]); r.call != i || fmt.Sprint(r.batch) != "[1 2 3]" {
 			t.Errorf("call %d: %+v, want it made with [1 2 3]", i, r)
 		}
 	}
@@ -160,73 +206,73 @@ func TestCallsBehindOneInFlightGoAsOne(t *testing.T) {
 func TestAtMostMaxGoAsOne(t *testing.T) {
 	h := newHarness(2)
 	defer h.close()
-	results := []<-chan result{h.inFlight()}
+	results := []<-chan result{h.inFlight(t)}
 	for i := 1; i <= 3; i++ {
 		results = append(results, h.enqueue(t, context.Background(), i))
 	}
-	h.release <- struct{}{}
-	if calls := <-h.manyIn; fmt.Sprint(calls) != "[1 2]" {
+	h.let(t)
+	if calls := recv(t, h.manyIn); fmt.Sprint(calls) != "[1 2]" {
 		t.Fatalf("first Many got %v, want [1 2]", calls)
 	}
-	h.release <- struct{}{}
-	if calls := <-h.manyIn; fmt.Sprint(calls) != "[3]" {
+	h.let(t)
+	if calls := recv(t, h.manyIn); fmt.Sprint(calls) != "[3]" {
 		t.Fatalf("second Many got %v, want [3]", calls)
 	}
-	h.release <- struct{}{}
+	h.let(t)
 	for _, r := range results {
-		<-r
+		recv(t, r)
 	}
 }
 
 func TestACallCutWhileQueuedIsNeverSent(t *testing.T) {
 	h := newHarness(8)
 	defer h.close()
-	first := h.inFlight()
+	first := h.inFlight(t)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cause := errors.New("caller gone")
 	cut := h.enqueue(t, ctx, 1)
 	last := h.enqueue(t, context.Background(), 2)
 	cancel(cause)
-	if r := <-cut; r.call != 0 || !errors.Is(r.err, cause) || r.sent {
+	if r := recv(t, cut); r.call != 0 || !errors.Is(r.err, cause) || r.sent {
 		t.Fatalf("the cut call: %+v, want the cause, not sent", r)
 	}
-	h.release <- struct{}{}
-	if calls := <-h.manyIn; fmt.Sprint(calls) != "[2]" {
+	h.let(t)
+	if calls := recv(t, h.manyIn); fmt.Sprint(calls) != "[2]" {
 		t.Fatalf("Many got %v, want [2]: the cut call never goes", calls)
 	}
-	h.release <- struct{}{}
-	<-first
-	<-last
+	h.let(t)
+	recv(t, first)
+	recv(t, last)
 }
 
 func TestACallCutInFlightIsSaidSent(t *testing.T) {
 	h := newHarness(8)
 	defer h.close()
-	first := h.inFlight()
+	first := h.inFlight(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cut := h.enqueue(t, ctx, 1)
-	h.release <- struct{}{}
-	<-h.manyIn // call 1 is on its way
+	h.let(t)
+	recv(t, h.manyIn) // call 1 is on its way
 	cancel()
-	if r := <-cut; !r.sent || !errors.Is(r.err, context.Canceled) {
+	if r := recv(t, cut); !r.sent || !errors.Is(r.err, context.Canceled) {
 		t.Fatalf("a call cut in flight: %+v, want ctx's error, sent", r)
 	}
-	h.release <- struct{}{} // Many returns to nobody: it must not block
-	<-first
+	h.let(t) // Many returns to nobody: it must not block
+	recv(t, first)
 }
 
 func TestCloseCutsWhatQueued(t *testing.T) {
 	h := newHarness(8)
-	first := h.inFlight()
+	first := h.inFlight(t)
 	queued := h.enqueue(t, context.Background(), 1)
 	h.mu.Lock()
 	h.closed = true // Start refuses from now on, as after Close
 	h.mu.Unlock()
-	h.release <- struct{}{}
-	if r := <-first; !r.alone || r.err != nil {
+	h.let(t)
+	if r := recv(t, first); !r.alone || r.err != nil {
 		t.Fatalf("the call in flight: %+v, want its own result", r)
 	}
-	if r := <-queued; r.sent || !errors.Is(r.err, ErrClosing) {
+	if r := recv(t, queued); r.sent || !errors.Is(r.err, ErrClosing) {
 		t.Fatalf("the queued call: %+v, want ErrClosing, not sent", r)
 	}
 	h.close()

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -660,4 +661,46 @@ func TestRefusedWaitResumesSoon(t *testing.T) {
 	took := time.Since(open)
 	t.Logf("the waiter took the lock %v after the server took writes again", took.Round(time.Millisecond))
 	assert.Less(t, took, 500*time.Millisecond, "paused at most UpPause after a refusal, not a second")
+}
+
+// cancelAfterReply is a rueidis client that, while armed, cancels a ctx
+// as the reply of the next guarded acquire comes back, before its caller
+// sees it: an attempt answered just as its ctx is cancelled.
+type cancelAfterReply struct {
+	rueidis.Client
+	cancel atomic.Pointer[context.CancelFunc]
+}
+
+func (c *cancelAfterReply) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	guarded := slices.ContainsFunc(cmd.Commands(), func(a string) bool { return strings.HasPrefix(a, "relock_abandoned:") })
+	// cmd is recycled once sent: it is read before. A NOSCRIPT reply ran
+	// nothing: the EVAL that follows is the attempt.
+	r := c.Client.Do(ctx, cmd)
+	if guarded && (r.Error() == nil || !strings.HasPrefix(r.Error().Error(), "NOSCRIPT")) {
+		if f := c.cancel.Swap(nil); f != nil {
+			(*f)()
+		}
+	}
+	return r
+}
+
+// A guarded attempt answered just as its ctx is cancelled (not timed out)
+// took the lock for an owner nobody will release: it is undone, and the
+// lock is free within a moment, not after its 30 s lease.
+func TestAttemptAnsweredAsItsCtxIsCancelledIsUndone(t *testing.T) {
+	s := redistest.Start(t)
+	rdb := &cancelAfterReply{Client: s.Client()}
+	c, err := reentrant.New(rdb, reentrant.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	for _, l := range []*reentrant.Lock{c.Lock("answered"), c.NonReentrantLock("answered-nr")} {
+		ctx, cancel := context.WithCancel(bg())
+		rdb.cancel.Store(&cancel)
+		_, err = l.Lock(ctx)
+		require.ErrorIs(t, err, context.Canceled)
+		redistest.Eventually(t, 5*time.Second, l.Name()+": the answered attempt undone", func() bool {
+			n, err := s.Do("EXISTS", l.Name()).AsInt64()
+			return err == nil && n == 0
+		})
+	}
 }

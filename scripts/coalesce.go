@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/relock-go/relock/internal/coalesce"
+	"github.com/relock-go/relock/scripts/internal/coalesce"
 )
 
 // many.lua runs a script's body once per call (see coalescible).

@@ -33,17 +33,17 @@ var (
 	fencedScript = newScript(fencedLua)
 )
 
-// ElectionKey returns the key of the leader's record of the election whose
+// electionKey returns the key of the leader's record of the election whose
 // lock is key lock: relock_election:{lock}.
-func ElectionKey(lock string) string { return prefixed("relock_election", lock) }
+func electionKey(lock string) string { return prefixed("relock_election", lock) }
 
 // ElectionChannel returns the channel on which changes of that record are
 // announced: relock_election_channel:{lock}.
 func ElectionChannel(lock string) string { return prefixed("relock_election_channel", lock) }
 
-// FenceKey returns the key that keeps the largest token seen for key:
+// fenceKey returns the key that keeps the largest token seen for key:
 // relock_fence:{key}.
-func FenceKey(key string) string { return prefixed(fencePrefix, key) }
+func fenceKey(key string) string { return prefixed(fencePrefix, key) }
 
 const fencePrefix = "relock_fence"
 
@@ -51,26 +51,18 @@ const fencePrefix = "relock_fence"
 // Fenced must not be given to fence.
 func IsFenceKey(key string) bool { return strings.HasPrefix(key, fencePrefix+":") }
 
-// Proclaimed is the answer of ElectionProclaim.
-type Proclaimed int
-
-// ElectionProclaim's answers.
-const (
-	ProclaimNewer Proclaimed = -1 // a larger term is on record: a newer leader
-	ProclaimLost  Proclaimed = 0  // the owner does not hold the lock
-	ProclaimOK    Proclaimed = 1
-)
-
 // ElectionProclaim runs electionproclaim.lua: owner, holding lock with
-// term, becomes the leader on record with value, announced with pub.
-func ElectionProclaim(ctx context.Context, c Conn, lock, owner string, term int64, value string, pub Publish) (Proclaimed, error) {
-	r, syncErr := electionProclaimScript.exec(ctx, c, []string{lock, ElectionKey(lock), ElectionChannel(lock)},
+// term, becomes the leader on record with value, announced with pub. It
+// reports false when owner does not hold the lock, or a larger term is on
+// record (a newer leader): nothing changed then.
+func ElectionProclaim(ctx context.Context, c Conn, lock, owner string, term int64, value string, pub Publish) (bool, error) {
+	r, syncErr := electionProclaimScript.exec(ctx, c, []string{lock, electionKey(lock), ElectionChannel(lock)},
 		[]string{owner, strconv.FormatInt(term, 10), value, string(pub)})
 	n, err := r.AsInt64()
 	if err != nil {
-		return 0, err
+		return false, err
 	}
-	return Proclaimed(n), okIf(n == 1, syncErr)
+	return n == 1, okIf(n == 1, syncErr)
 }
 
 // ElectionRecord is the leader on record: Owner is "" when there is none
@@ -84,7 +76,7 @@ type ElectionRecord struct {
 
 // ElectionRead runs electionread.lua.
 func ElectionRead(ctx context.Context, c Conn, lock string) (ElectionRecord, error) {
-	r, _ := electionReadScript.exec(ctx, Conn{Client: c.Client}, []string{lock, ElectionKey(lock)}, nil)
+	r, _ := electionReadScript.exec(ctx, Conn{Client: c.Client}, []string{lock, electionKey(lock)}, nil)
 	vs, err := r.ToArray()
 	if err != nil {
 		return ElectionRecord{}, err
@@ -109,7 +101,7 @@ func ElectionRead(ctx context.Context, c Conn, lock string) (ElectionRecord, err
 // ElectionResign runs electionresign.lua and reports whether owner with
 // term was on record.
 func ElectionResign(ctx context.Context, c Conn, lock, owner string, term int64, pub Publish) (bool, error) {
-	r, syncErr := electionResignScript.exec(ctx, c, []string{ElectionKey(lock), ElectionChannel(lock)},
+	r, syncErr := electionResignScript.exec(ctx, c, []string{electionKey(lock), ElectionChannel(lock)},
 		[]string{owner, strconv.FormatInt(term, 10), string(pub)})
 	n, err := r.AsInt64()
 	if err != nil {
@@ -126,7 +118,7 @@ func Fenced(ctx context.Context, c Conn, key string, token int64, set bool, valu
 	if set {
 		op = "set"
 	}
-	r, syncErr := fencedScript.exec(ctx, c, []string{key, FenceKey(key)}, []string{strconv.FormatInt(token, 10), op, value})
+	r, syncErr := fencedScript.exec(ctx, c, []string{key, fenceKey(key)}, []string{strconv.FormatInt(token, 10), op, value})
 	vs, err := r.ToArray()
 	if err != nil {
 		return "", false, false, 0, err

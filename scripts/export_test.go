@@ -16,3 +16,9 @@ var Waiters = waiters
 
 // WaitersAndGrants is waitersAndGrants.
 var WaitersAndGrants = waitersAndGrants
+
+// The priority lock's keys, for tests that read them.
+var (
+	PriorityQueue   = priorityQueue
+	PriorityWaiters = priorityWaiters
+)

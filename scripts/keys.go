@@ -92,8 +92,8 @@ func DerivedNames(name string) Derived {
 		Token:           tokenCounter(name),
 		PermitTimeouts:  permitTimeouts(name),
 		RateValue:       suffixed(name, "value"),
-		PriorityQueue:   PriorityQueue(name),
-		PriorityWaiters: PriorityWaiters(name),
+		PriorityQueue:   priorityQueue(name),
+		PriorityWaiters: priorityWaiters(name),
 	}
 }
 

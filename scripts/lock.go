@@ -359,15 +359,15 @@ type Held struct {
 	// For a permit (PermitRenew): Token is the score relock last wrote for
 	// it, which a renewal replaces with the new one; Left, set by a
 	// renewal that found a lease someone else set, is what is left of it
-	// (the permit was not renewed; [NoLease]: none).
+	// (the permit was not renewed; [noLease]: none).
 	Token string
 	Left  time.Duration
 	// Fields are a group lock's value fields (GroupRenew).
 	Fields []string
 }
 
-// NoLease is the Left of a permit whose lease another client removed.
-const NoLease time.Duration = 1<<63 - 1
+// noLease is the Left of a permit whose lease another client removed.
+const noLease time.Duration = 1<<63 - 1
 
 // Renew runs renew.lua once per batch, all batches in one pipeline, setting
 // each held key's TTL to ttl if its owner still holds it. Every key of one

@@ -223,7 +223,7 @@ func PermitRenew(ctx context.Context, c Conn, ttl time.Duration, batches [][]Hel
 			switch left, leased := strings.CutPrefix(reply, "leased:"); {
 			case reply == "0":
 			case leased && left == "none":
-				renewed[i][j], h.Left = true, NoLease
+				renewed[i][j], h.Left = true, noLease
 			case leased:
 				ms, _ := strconv.ParseInt(left, 10, 64)
 				renewed[i][j], h.Left = true, time.Duration(ms)*time.Millisecond

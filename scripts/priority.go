@@ -33,17 +33,17 @@ var (
 	priorityForceUnlockScript = newScript(clockLib, grantLib, priorityLib, priorityForceUnlockLua)
 )
 
-// PriorityQueue returns the key of priority lock name's queue, relock's
+// priorityQueue returns the key of priority lock name's queue, relock's
 // own: ZSET relock_priority_queue:{name}, owner -> its place in
 // microseconds of Redis's clock (its arrival moved earlier by its priority
 // times the aging; the lowest is served first).
-func PriorityQueue(name string) string { return prefixed("relock_priority_queue", name) }
+func priorityQueue(name string) string { return prefixed("relock_priority_queue", name) }
 
-// PriorityWaiters returns the key of priority lock name's waiter records,
+// priorityWaiters returns the key of priority lock name's waiter records,
 // relock's own: HASH relock_priority_waiters:{name}, owner ->
 // "<alive>:<priority>:<arrival>:<by>:<try>" (see prioritylib.lua), or "0"
 // for a grant not yet released.
-func PriorityWaiters(name string) string { return prefixed("relock_priority_waiters", name) }
+func priorityWaiters(name string) string { return prefixed("relock_priority_waiters", name) }
 
 // PriorityChannel returns the channel on which owner, waiting for priority
 // lock name, is told its turn has come: redisson_lock__channel:{name}:owner,
@@ -51,7 +51,7 @@ func PriorityWaiters(name string) string { return prefixed("relock_priority_wait
 func PriorityChannel(name, owner string) string { return FairChannel(name, owner) }
 
 func priorityKeys(name string) []string {
-	return []string{name, PriorityQueue(name), PriorityWaiters(name), LockChannel(name)}
+	return []string{name, priorityQueue(name), priorityWaiters(name), LockChannel(name)}
 }
 
 // PriorityAcquire runs priorityacquire.lua for a: Owner takes the lock

@@ -538,7 +538,7 @@ schedule:
 		switch {
 		case k == "redisson_lock_token:{chaos}",
 			workload == "semaphore" && k == lockName,
-			// An election keeps its last term on record (scripts.ElectionKey).
+			// An election keeps its last term on record (relock_election:{name}).
 			workload == "election" && k == "relock_election:{chaos}",
 			workload == "latch" && strings.HasPrefix(k, "chaos:latch:"),
 			// A lock of a crowded lane's own, given up on: its lease ends.

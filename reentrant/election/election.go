@@ -153,11 +153,11 @@ func (e *Election) Proclaim(leading context.Context, value string) error {
 
 // proclaim records l's owner and term with value.
 func (e *Election) proclaim(ctx context.Context, l *leadership, value string) error {
-	p, err := scripts.ElectionProclaim(context.WithoutCancel(ctx), e.rt.Conn(), l.key, l.owner, int64(l.term), value, e.rt.Publish)
+	recorded, err := scripts.ElectionProclaim(context.WithoutCancel(ctx), e.rt.Conn(), l.key, l.owner, int64(l.term), value, e.rt.Publish)
 	switch {
 	case err != nil:
 		return e.fail("proclaim", err)
-	case p != scripts.ProclaimOK:
+	case !recorded:
 		return fmt.Errorf("relock: election %q: %w", e.Name(), ErrNotLeader)
 	}
 	return nil

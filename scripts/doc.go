@@ -1,5 +1,9 @@
-// Package scripts holds every Lua script relock runs and the Redis names they
-// touch. It is the only place Lua lives.
+// Package scripts is relock's wire layer: every Lua script relock runs, the
+// Redis names they touch, and a typed Go wrapper for each. It is the only
+// place Lua lives. It serves relock's own packages (reentrant and its
+// add-ons, the CLI, the tests' Redisson peer) and makes no compatibility
+// promise to importers: its names and signatures change with the
+// protocol. Programs use package reentrant.
 //
 // Each script is its own embedded .lua file whose header documents its KEYS,
 // ARGV and reply; each has one typed Go wrapper here. The layouts, names and

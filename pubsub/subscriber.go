@@ -64,7 +64,7 @@ const (
 	WakeTold = "00"
 	// Granted: relock's own, on a fair lock waiter's channel, which only
 	// that waiter hears: Granted + ":" + n says a release gave it the lock
-	// in answer to its attempt number n (see [Waiter.TakeGrant]).
+	// in answer to its attempt number n (see [Waiter.TakeGiven]).
 	// Redisson never publishes it, and its waiters would ignore it.
 	Granted = "2"
 )
@@ -80,7 +80,7 @@ const (
 	// All wakes every waiter.
 	All = -1
 	// Grant wakes the longest-waiting waiter with a grant (see
-	// [Waiter.TakeGrant]).
+	// [Waiter.TakeGiven]).
 	Grant = -2
 )
 
@@ -218,7 +218,7 @@ type Waiter struct {
 	failed atomic.Bool
 	// recheck: see Recheck.
 	recheck bool
-	// granted: see TakeGrant.
+	// granted: see TakeGiven.
 	granted atomic.Int64
 }
 
@@ -295,10 +295,12 @@ func (s *Subscriber) Subscribe(ctx context.Context, name string, wakes Wakes, un
 // gap.
 func (w *Waiter) Recheck() bool { return w.recheck }
 
-// TakeGrant returns the attempt number named by the last [Granted]
-// message that came for the waiter since the last call, or 0, and
-// forgets it.
-func (w *Waiter) TakeGrant() int64 { return w.granted.Swap(0) }
+// TakeGiven returns the number named by the last [Granted] message that
+// came for the waiter since the last call, or 0, and forgets it: a queued
+// lock's grant (the attempt number it answers) or a plain lock's offer
+// (the owner number the release gave the lock to). The message is named
+// on the wire; the two mechanisms are grants and offers.
+func (w *Waiter) TakeGiven() int64 { return w.granted.Swap(0) }
 
 // Idle reports whether no channel is subscribed or being subscribed: Join
 // would return nil for any name. It takes no lock.

@@ -329,7 +329,7 @@ func TestRecheckOnePerSubscription(t *testing.T) {
 }
 
 // A grant ("2:<n>") wakes the longest-waiting waiter and gives it the
-// attempt number n, which TakeGrant returns once; a malformed one wakes
+// attempt number n, which TakeGiven returns once; a malformed one wakes
 // nobody.
 func TestGrant(t *testing.T) {
 	m, s := newSubscriber(t)
@@ -345,13 +345,13 @@ func TestGrant(t *testing.T) {
 		m.Publish("ch", bad)
 		assert.True(t, notWoken(a), bad)
 	}
-	assert.Zero(t, a.TakeGrant())
+	assert.Zero(t, a.TakeGiven())
 	m.Publish("ch", pubsub.Granted+":7")
 	assert.True(t, woken(a))
 	assert.True(t, notWoken(b))
-	assert.EqualValues(t, 7, a.TakeGrant())
-	assert.Zero(t, a.TakeGrant(), "once")
-	assert.Zero(t, b.TakeGrant())
+	assert.EqualValues(t, 7, a.TakeGiven())
+	assert.Zero(t, a.TakeGiven(), "once")
+	assert.Zero(t, b.TakeGiven())
 }
 
 // ListensFor says whether a channel is subscribed, and bounds from below

@@ -112,7 +112,7 @@ func (d *directedWait) handedOver(sub *pubsub.Waiter) int64 {
 	if !d.on || sub == nil {
 		return 0
 	}
-	return sub.TakeGrant()
+	return sub.TakeGiven()
 }
 
 // take takes the hold a release gave the client's offer n, if n is the
@@ -204,7 +204,7 @@ func (d *directedWait) nudge(sub *pubsub.Waiter) {
 // leave giving the offer back.
 func (d *directedWait) end(sub *pubsub.Waiter) {
 	if d.on && sub != nil {
-		if n := sub.TakeGrant(); n != 0 {
+		if n := sub.TakeGiven(); n != 0 {
 			d.h.takeBack(d.name, n)
 		}
 	}

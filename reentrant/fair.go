@@ -100,7 +100,7 @@ func (g *grantWait) answered(queued bool) {
 // tries, the last one, which queued: its grant, taken from sub, names it.
 // A grant that names an earlier attempt is stale.
 func (g *grantWait) granted(sub *pubsub.Waiter, tries int) bool {
-	return sub.TakeGrant() == int64(tries) && g.queued
+	return sub.TakeGiven() == int64(tries) && g.queued
 }
 
 // end records, for the next wait on the lock, whether this one queued.

@@ -256,7 +256,7 @@ const alsoTried = "-"
 func (w *waiting) dropFailed() {
 	if w.sub != nil && w.sub.Failed() {
 		w.sub.Leave()
-		if n := w.sub.TakeGrant(); n != 0 && w.passOn != "" {
+		if n := w.sub.TakeGiven(); n != 0 && w.passOn != "" {
 			w.c.handoffs.takeBack(w.name, n) // a handoff the wait did not take
 		}
 		w.sub = nil

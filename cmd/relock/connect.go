@@ -61,41 +61,65 @@ func newConnFlags(fs *flag.FlagSet) *connFlags {
 // options turns the flags into rueidis's options. Flags given on the
 // command line override the URL's parts.
 func (c *connFlags) options() (rueidis.ClientOption, error) {
-	set := map[string]bool{}
-	c.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	o, err := c.base()
+	if err == nil {
+		c.overlay(&o)
+		err = c.withTLS(&o)
+	}
+	if err != nil {
+		return o, errExit{exitUsage, err}
+	}
+	if c.sentinelMaster != "" {
+		o.Sentinel = rueidis.SentinelOption{MasterSet: c.sentinelMaster}
+	}
+	return o, nil
+}
+
+// base returns the options --url or --redisson-config give, or none.
+func (c *connFlags) base() (rueidis.ClientOption, error) {
 	var o rueidis.ClientOption
-	base := c.url != "" || c.redissonConfig != "" // flags given add to it
 	switch {
 	case c.db < 0:
-		return o, errExit{exitUsage, fmt.Errorf("--db %d: a database number is 0 or more", c.db)}
+		return o, fmt.Errorf("--db %d: a database number is 0 or more", c.db)
 	case c.url != "" && c.redissonConfig != "":
-		return o, errExit{exitUsage, errors.New("--url and --redisson-config: give one")}
+		return o, errors.New("--url and --redisson-config: give one")
 	case c.url != "":
-		var err error
-		if o, err = rueidis.ParseURL(c.url); err != nil {
-			return o, errExit{exitUsage, fmt.Errorf("--url: %w", err)}
+		o, err := rueidis.ParseURL(c.url)
+		if err != nil {
+			return o, fmt.Errorf("--url: %w", err)
 		}
+		return o, nil
 	case c.redissonConfig != "":
 		b, err := os.ReadFile(c.redissonConfig)
 		if err != nil {
-			return o, errExit{exitUsage, fmt.Errorf("--redisson-config: %w", err)}
+			return o, fmt.Errorf("--redisson-config: %w", err)
 		}
 		cfg, err := reentrant.FromRedissonConfig(b)
 		if err != nil {
-			return o, errExit{exitUsage, fmt.Errorf("--redisson-config %s: %w", c.redissonConfig, err)}
+			return o, fmt.Errorf("--redisson-config %s: %w", c.redissonConfig, err)
 		}
 		o, c.redisson = cfg.Client, cfg.Options
 	}
-	if !base || set["addr"] {
+	return o, nil
+}
+
+// overlay sets on o what the connection flags say: every one of them, or,
+// over a base (--url, --redisson-config), those given.
+func (c *connFlags) overlay(o *rueidis.ClientOption) {
+	set := map[string]bool{}
+	c.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	base := c.url != "" || c.redissonConfig != ""
+	given := func(name string) bool { return !base || set[name] }
+	if given("addr") {
 		o.InitAddress = strings.Split(c.addr, ",")
 	}
-	if !base || set["user"] {
+	if given("user") {
 		o.Username = c.user
 	}
 	if pw := os.Getenv("REDIS_PASSWORD"); pw != "" && (!base || o.Password == "") {
 		o.Password = pw
 	}
-	if !base || set["db"] {
+	if given("db") {
 		o.SelectDB = c.db
 	}
 	o.DisableCache = true
@@ -105,21 +129,22 @@ func (c *connFlags) options() (rueidis.ClientOption, error) {
 	}
 	o.Dialer.Timeout = cmp.Or(o.Dialer.Timeout, c.timeout)
 	o.ConnWriteTimeout = cmp.Or(o.ConnWriteTimeout, c.timeout)
-	// A CA, a client certificate or --tls-insecure implies TLS, as a
-	// rediss:// address does. A Redisson config's TLS settings stand
-	// unless TLS flags are given.
-	tlsFlags := c.tls || c.tlsCA != "" || c.tlsCert != "" || c.tlsKey != "" || c.tlsInsecure
-	if tlsFlags || (o.TLSConfig != nil && c.redissonConfig == "") {
-		cfg, err := c.tlsConfig(o)
-		if err != nil {
-			return o, errExit{exitUsage, err}
-		}
-		o.TLSConfig = cfg
+}
+
+// withTLS sets o's TLS as the flags say. A CA, a client certificate or
+// --tls-insecure implies TLS, as a rediss:// address does. A Redisson
+// config's TLS settings stand unless TLS flags are given.
+func (c *connFlags) withTLS(o *rueidis.ClientOption) error {
+	flags := c.tls || c.tlsCA != "" || c.tlsCert != "" || c.tlsKey != "" || c.tlsInsecure
+	if !flags && (o.TLSConfig == nil || c.redissonConfig != "") {
+		return nil
 	}
-	if c.sentinelMaster != "" {
-		o.Sentinel = rueidis.SentinelOption{MasterSet: c.sentinelMaster}
+	cfg, err := c.tlsConfig(*o)
+	if err != nil {
+		return err
 	}
-	return o, nil
+	o.TLSConfig = cfg
+	return nil
 }
 
 // tlsConfig builds the TLS settings the flags ask for.

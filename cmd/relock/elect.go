@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strconv"
@@ -134,24 +135,7 @@ func (e env) leader(args []string) int {
 	}
 	defer closeAll()
 	el := election.New(locks, name, election.Options{})
-	show := func(o election.Observed) {
-		if *asJSON {
-			b, _ := json.Marshal(leaderJSONOf(name, o))
-			fmt.Fprintln(e.stdout, string(b))
-			return
-		}
-		l := o.Leader
-		switch {
-		case o.Err != nil && l.Owner != "":
-			fmt.Fprintf(e.stdout, "%s: cannot see who leads (last seen: %s in term %d): %v\n", name, l.Value, l.Term, o.Err)
-		case o.Err != nil:
-			fmt.Fprintf(e.stdout, "%s: cannot see who leads: %v\n", name, o.Err)
-		case l.Owner == "":
-			fmt.Fprintf(e.stdout, "%s: nobody leads\n", name)
-		default:
-			fmt.Fprintf(e.stdout, "%s: %s leads in term %d, owner %s, since %s\n", name, l.Value, l.Term, l.Owner, l.Since.UTC().Format(time.RFC3339Nano))
-		}
-	}
+	show := func(o election.Observed) { writeLeader(e.stdout, name, o, *asJSON) }
 	if *watch {
 		ctx, stop := signal.NotifyContext(e.ctx, syscall.SIGINT, syscall.SIGTERM)
 		defer stop()
@@ -175,6 +159,26 @@ func (e env) leader(args []string) int {
 	}
 	show(election.Observed{Leader: l})
 	return exitOK
+}
+
+// writeLeader writes what leader shows of o: a line of text, or of JSON.
+func writeLeader(w io.Writer, name string, o election.Observed, asJSON bool) {
+	if asJSON {
+		b, _ := json.Marshal(leaderJSONOf(name, o))
+		fmt.Fprintln(w, string(b))
+		return
+	}
+	l := o.Leader
+	switch {
+	case o.Err != nil && l.Owner != "":
+		fmt.Fprintf(w, "%s: cannot see who leads (last seen: %s in term %d): %v\n", name, l.Value, l.Term, o.Err)
+	case o.Err != nil:
+		fmt.Fprintf(w, "%s: cannot see who leads: %v\n", name, o.Err)
+	case l.Owner == "":
+		fmt.Fprintf(w, "%s: nobody leads\n", name)
+	default:
+		fmt.Fprintf(w, "%s: %s leads in term %d, owner %s, since %s\n", name, l.Value, l.Term, l.Owner, l.Since.UTC().Format(time.RFC3339Nano))
+	}
 }
 
 // leaderJSON is leader's --json line, and inspect's election.

@@ -173,20 +173,7 @@ func writeJSON(w io.Writer, v any) {
 
 // write prints the report for people.
 func (r keyReport) write(w io.Writer) {
-	fmt.Fprintf(w, "%s: %s", r.Name, r.Kind)
-	if r.Mode != "" {
-		fmt.Fprintf(w, " (%s)", r.Mode)
-	}
-	switch {
-	case r.RedisType == "none" && r.Kind != "none":
-		fmt.Fprint(w, ", free")
-	case r.Kind == "none":
-	case r.TTLMillis < 0:
-		fmt.Fprint(w, ", no expiry")
-	default:
-		fmt.Fprintf(w, ", ttl %v", time.Duration(r.TTLMillis)*time.Millisecond)
-	}
-	fmt.Fprintln(w)
+	r.writeHeading(w)
 	if r.Count != nil {
 		fmt.Fprintf(w, "  count: %d\n", *r.Count)
 	}
@@ -202,22 +189,44 @@ func (r keyReport) write(w io.Writer) {
 		fmt.Fprintf(w, "  election: nobody leads (last term %d)\n", l.Term)
 	}
 	for _, h := range r.Holders {
-		switch {
-		case h.Value != "" && h.Owner == "":
-			fmt.Fprintf(w, "  value %q: free\n", h.Value)
-			continue
-		case h.Value != "":
-			fmt.Fprintf(w, "  value %q: holder %s%s\n", h.Value, h.Owner, h.detail())
-			continue
-		case h.Field != "":
-			fmt.Fprintf(w, "  value hash %s: holder %s%s\n", h.Field, h.Owner, h.detail())
-			continue
-		}
-		fmt.Fprintf(w, "  holder %s%s\n", h.Owner, h.detail())
+		fmt.Fprintf(w, "  %s\n", h.holding())
 	}
 	for i, q := range r.Queue {
 		fmt.Fprintf(w, "  queue %d: %s%s\n", i+1, q.Owner, q.detail())
 	}
+}
+
+// writeHeading writes the report's first line: name, kind, mode, and
+// whether it is free or how long it lives.
+func (r keyReport) writeHeading(w io.Writer) {
+	fmt.Fprintf(w, "%s: %s", r.Name, r.Kind)
+	if r.Mode != "" {
+		fmt.Fprintf(w, " (%s)", r.Mode)
+	}
+	switch {
+	case r.RedisType == "none" && r.Kind != "none":
+		fmt.Fprint(w, ", free")
+	case r.Kind == "none":
+	case r.TTLMillis < 0:
+		fmt.Fprint(w, ", no expiry")
+	default:
+		fmt.Fprintf(w, ", ttl %v", time.Duration(r.TTLMillis)*time.Millisecond)
+	}
+	fmt.Fprintln(w)
+}
+
+// holding is a holder's line: a group lock's value, free or held, or a
+// holder with its details.
+func (en entry) holding() string {
+	switch {
+	case en.Value != "" && en.Owner == "":
+		return fmt.Sprintf("value %q: free", en.Value)
+	case en.Value != "":
+		return fmt.Sprintf("value %q: holder %s%s", en.Value, en.Owner, en.detail())
+	case en.Field != "":
+		return fmt.Sprintf("value hash %s: holder %s%s", en.Field, en.Owner, en.detail())
+	}
+	return fmt.Sprintf("holder %s%s", en.Owner, en.detail())
 }
 
 func (en entry) detail() string {

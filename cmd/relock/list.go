@@ -27,34 +27,14 @@ func (e env) list(args []string) int {
 	if len(rest) == 1 {
 		pattern = rest[0]
 	}
-	rdb, err := conn.redis()
+	locks, closeAll, err := conn.locks(e, reentrant.Options{Logger: e.log})
 	if err != nil {
 		return e.fail(exitFor(err), "%v", err)
 	}
-	defer rdb.Close()
-	locks, err := reentrant.New(rdb, reentrant.Options{Logger: e.log})
+	defer closeAll()
+	reports, err := lockReports(e.ctx, locks, pattern)
 	if err != nil {
 		return e.fail(exitFor(err), "%v", err)
-	}
-	defer locks.Close()
-	names, err := scanHashes(e.ctx, rdb, pattern)
-	if err != nil {
-		return e.fail(exitFor(err), "scan: %v", err)
-	}
-	reports := []keyReport{}
-	for _, name := range names {
-		info, err := locks.Inspect(e.ctx, name)
-		if err != nil {
-			return e.fail(exitFor(err), "%v", err)
-		}
-		switch info.Kind {
-		case reentrant.KindLock, reentrant.KindFair, reentrant.KindPriority, reentrant.KindFenced, reentrant.KindReadWrite, reentrant.KindGroup:
-			r := report(info)
-			if r.Election, err = leaderOf(e.ctx, locks, info); err != nil {
-				return e.fail(exitFor(err), "%v", err)
-			}
-			reports = append(reports, r)
-		}
 	}
 	if *asJSON {
 		writeJSON(e.stdout, reports)
@@ -67,21 +47,52 @@ func (e env) list(args []string) int {
 		if r.TTLMillis >= 0 {
 			ttl = (time.Duration(r.TTLMillis) * time.Millisecond).String()
 		}
-		var holders []string
-		for _, h := range r.Holders {
-			if h.Field != "" { // a group lock's held value, by its hash
-				holders = append(holders, fmt.Sprintf("#%s=%s×%d", h.Field, h.Owner, h.Count))
-				continue
-			}
-			holders = append(holders, fmt.Sprintf("%s×%d", h.Owner, h.Count))
-		}
-		if l := r.Election; l != nil && l.Owner != "" {
-			holders = append(holders, fmt.Sprintf("(election: %s leads in term %d)", l.Value, l.Term))
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.Kind, ttl, strings.Join(holders, " "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.Kind, ttl, r.holdersLine())
 	}
 	tw.Flush()
 	return exitOK
+}
+
+// lockReports reads the locks whose names match pattern: every hash found
+// by SCAN that Inspect takes for a lock, with its election's leader.
+func lockReports(ctx context.Context, locks *reentrant.Client, pattern string) ([]keyReport, error) {
+	names, err := scanHashes(ctx, locks.Rueidis(), pattern)
+	if err != nil {
+		return nil, fmt.Errorf("scan: %w", err)
+	}
+	reports := []keyReport{}
+	for _, name := range names {
+		info, err := locks.Inspect(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		switch info.Kind {
+		case reentrant.KindLock, reentrant.KindFair, reentrant.KindPriority, reentrant.KindFenced, reentrant.KindReadWrite, reentrant.KindGroup:
+			r := report(info)
+			if r.Election, err = leaderOf(ctx, locks, info); err != nil {
+				return nil, err
+			}
+			reports = append(reports, r)
+		}
+	}
+	return reports, nil
+}
+
+// holdersLine is list's HOLDERS column: each holder and its count (a group
+// lock's held value by its hash), then the election's leader, if any.
+func (r keyReport) holdersLine() string {
+	var holders []string
+	for _, h := range r.Holders {
+		if h.Field != "" {
+			holders = append(holders, fmt.Sprintf("#%s=%s×%d", h.Field, h.Owner, h.Count))
+			continue
+		}
+		holders = append(holders, fmt.Sprintf("%s×%d", h.Owner, h.Count))
+	}
+	if l := r.Election; l != nil && l.Owner != "" {
+		holders = append(holders, fmt.Sprintf("(election: %s leads in term %d)", l.Value, l.Term))
+	}
+	return strings.Join(holders, " ")
 }
 
 // scanHashes returns the hash keys matching pattern on every node, found

@@ -52,25 +52,9 @@ type topTotals struct {
 // every --interval until interrupted, as top(1) does; --once prints one
 // frame, --json frames as JSON lines.
 func (e env) top(args []string) int {
-	fs, conn := e.flags("top")
-	once := fs.Bool("once", false, "print one frame and exit")
-	asJSON := fs.Bool("json", false, "print each frame as one line of JSON")
-	interval := fs.Duration("interval", time.Second, "time between frames")
-	sortBy := fs.String("sort", "waiting", "order locks by waiting (clients waiting, most first), ttl (least left first) or name")
-	limit := fs.Int("limit", 50, "show at most this many locks: the most waited on, or with --sort name the first")
-	rest, code, ok := e.parse(fs, args, 0)
+	f, conn, code, ok := e.topFlags(args)
 	if !ok {
 		return code
-	}
-	if len(rest) > 1 {
-		return e.fail(exitUsage, "top takes at most one PATTERN")
-	}
-	if !slices.Contains([]string{"waiting", "ttl", "name"}, *sortBy) || *interval <= 0 || *limit <= 0 {
-		return e.fail(exitUsage, "--sort takes waiting, ttl or name, and --interval and --limit positive values")
-	}
-	pattern := "*"
-	if len(rest) == 1 {
-		pattern = rest[0]
 	}
 	locks, closeAll, err := conn.locks(e, reentrant.Options{Logger: e.log})
 	if err != nil {
@@ -79,60 +63,130 @@ func (e env) top(args []string) int {
 	defer closeAll()
 	ctx, stop := signal.NotifyContext(e.ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	reader := &topReader{rdb: locks.Rueidis(), locks: locks, limit: *limit}
-	view := &topView{pattern: pattern, sortBy: *sortBy}
-	var keys <-chan byte
-	if !*once && !*asJSON {
+	s := &topScreen{e: e, f: f,
+		reader: &topReader{rdb: locks.Rueidis(), locks: locks, limit: f.limit},
+		view:   &topView{pattern: f.pattern, sortBy: f.sortBy}}
+	if !f.once && !f.asJSON {
 		var restore func()
-		keys, restore = topKeys(e.stdin)
+		s.keys, restore = topKeys(e.stdin)
 		defer restore()
 	}
-	var f topFrame
+	return s.run(ctx)
+}
+
+// topFlags are top's flags and PATTERN.
+type topFlags struct {
+	once, asJSON bool
+	interval     time.Duration
+	sortBy       string
+	limit        int
+	pattern      string
+}
+
+// topFlags parses top's arguments; ok is false after it printed why they
+// are wrong, code then being the exit code.
+func (e env) topFlags(args []string) (f topFlags, conn *connFlags, code int, ok bool) {
+	fs, conn := e.flags("top")
+	fs.BoolVar(&f.once, "once", false, "print one frame and exit")
+	fs.BoolVar(&f.asJSON, "json", false, "print each frame as one line of JSON")
+	fs.DurationVar(&f.interval, "interval", time.Second, "time between frames")
+	fs.StringVar(&f.sortBy, "sort", "waiting", "order locks by waiting (clients waiting, most first), ttl (least left first) or name")
+	fs.IntVar(&f.limit, "limit", 50, "show at most this many locks: the most waited on, or with --sort name the first")
+	rest, code, ok := e.parse(fs, args, 0)
+	switch {
+	case !ok:
+		return f, nil, code, false
+	case len(rest) > 1:
+		return f, nil, e.fail(exitUsage, "top takes at most one PATTERN"), false
+	case !slices.Contains([]string{"waiting", "ttl", "name"}, f.sortBy) || f.interval <= 0 || f.limit <= 0:
+		return f, nil, e.fail(exitUsage, "--sort takes waiting, ttl or name, and --interval and --limit positive values"), false
+	}
+	f.pattern = "*"
+	if len(rest) == 1 {
+		f.pattern = rest[0]
+	}
+	return f, conn, 0, true
+}
+
+// topScreen is one run of top: what it reads, how it shows it, and the
+// keys pressed (nil when it takes none: --once, --json, no terminal).
+type topScreen struct {
+	e      env
+	f      topFlags
+	reader *topReader
+	view   *topView
+	keys   <-chan byte
+}
+
+// run reads and shows frames until ctx ends, a key quits, or --once.
+func (s *topScreen) run(ctx context.Context) int {
+	var frame topFrame
 	read := true
 	for {
-		if read && !view.paused {
-			if f, err = reader.frame(ctx, view.pattern, view.sortBy); ctx.Err() != nil {
+		if read && !s.view.paused {
+			var err error
+			frame, err = s.reader.frame(ctx, s.view.pattern, s.view.sortBy)
+			switch {
+			case ctx.Err() != nil:
 				return exitOK
-			} else if err != nil {
-				return e.fail(exitFor(err), "%v", err)
+			case err != nil:
+				return s.e.fail(exitFor(err), "%v", err)
 			}
 		}
-		switch {
-		case *asJSON:
-			writeJSONLine(e.stdout, f)
-		case *once:
-			f.write(e.stdout, view.pattern)
-		default:
-			if isTerminal(e.stdout) {
-				fmt.Fprint(e.stdout, "\x1b[H\x1b[2J") // home, clear: the next frame replaces this one
-			} else {
-				fmt.Fprintln(e.stdout) // into a pipe or a file: frames one after another
-			}
-			sortRows(f.Locks, view.sortBy)
-			f.write(e.stdout, view.pattern)
-			if keys != nil {
-				view.footer(e.stdout)
-			}
-		}
-		if *once {
+		s.show(frame)
+		if s.f.once {
 			return exitOK
 		}
-		select {
-		case <-ctx.Done():
+		var done bool
+		if read, done = s.next(ctx); done {
 			return exitOK
-		case <-time.After(*interval):
-			read = true
-		case k, ok := <-keys:
-			quit, newPattern := view.press(k)
-			if quit || !ok {
-				fmt.Fprintln(e.stdout)
-				return exitOK
-			}
-			if newPattern {
-				reader.scan = topScan{}
-			}
-			read = newPattern // a new order or a pause redraws what was read
 		}
+	}
+}
+
+// show writes frame as the flags say: a JSON line, a frame once, or a
+// screen that replaces the last on a terminal (one after another into a
+// pipe or a file, with no control codes).
+func (s *topScreen) show(frame topFrame) {
+	w := s.e.stdout
+	switch {
+	case s.f.asJSON:
+		writeJSONLine(w, frame)
+	case s.f.once:
+		frame.write(w, s.view.pattern)
+	default:
+		if isTerminal(w) {
+			fmt.Fprint(w, "\x1b[H\x1b[2J") // home, clear: the next frame replaces this one
+		} else {
+			fmt.Fprintln(w)
+		}
+		sortRows(frame.Locks, s.view.sortBy)
+		frame.write(w, s.view.pattern)
+		if s.keys != nil {
+			s.view.footer(w)
+		}
+	}
+}
+
+// next waits for what comes after a frame: the interval (read a new
+// one), a key (read again when it changed the pattern, else redraw what
+// was read: a new order, a pause), or the end (done).
+func (s *topScreen) next(ctx context.Context) (read, done bool) {
+	select {
+	case <-ctx.Done():
+		return false, true
+	case <-time.After(s.f.interval):
+		return true, false
+	case k, ok := <-s.keys:
+		quit, newPattern := s.view.press(k)
+		if quit || !ok {
+			fmt.Fprintln(s.e.stdout)
+			return false, true
+		}
+		if newPattern {
+			s.reader.scan = topScan{}
+		}
+		return newPattern, false
 	}
 }
 

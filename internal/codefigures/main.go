@@ -1,6 +1,7 @@
-// Command codefigures prints the shape figures of relock's library code,
-// measured with go/ast and go/types over the non-test files of the four
-// library packages:
+// Command codefigures prints the shape figures of the code relock ships,
+// measured with go/ast and go/types over the non-test files of every
+// package a user builds (reentrant and its add-ons, scripts, pubsub,
+// watchdog, the machinery behind their internal/ walls, and cmd/relock):
 //
 //   - the longest function (lines) and the one with most branch points (if,
 //     for, range, case and select clauses, && and ||);
@@ -33,10 +34,11 @@ import (
 	"strings"
 )
 
-// packages are the library's; the ones under reentrant/internal/ and
+// packages are those that ship; the ones under reentrant/internal/ and
 // scripts/internal/ are found when it runs, so machinery moved behind a
 // wall is still measured.
-var packages = append([]string{"reentrant", "scripts", "pubsub", "watchdog"}, internalPackages()...)
+var packages = append([]string{"reentrant", "reentrant/election", "reentrant/events", "reentrant/reentranttest",
+	"scripts", "pubsub", "watchdog", "cmd/relock"}, internalPackages()...)
 
 func internalPackages() []string {
 	var dirs []string

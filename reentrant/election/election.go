@@ -40,10 +40,6 @@ import (
 	"github.com/relock-go/relock/scripts"
 )
 
-// Term is a leader's term: the fencing token its hold of the election's
-// lock drew. Every term is larger than every term before it.
-type Term int64
-
 // Leader is who leads an election. Owner is "" when nobody does; Term is
 // then the last term there was (0 for none).
 type Leader struct {
@@ -129,7 +125,7 @@ func (e *Election) Campaign(ctx context.Context, value string) (context.Context,
 	}
 	token, _ := reentrant.TokenFrom(held)
 	owner, _ := reentrant.OwnerFrom(held)
-	l := &leadership{e: e, key: e.lock.Key(), owner: owner.String(), term: Term(token), held: held, outer: leadershipOf(ctx, "", true)}
+	l := &leadership{name: e.Name(), hooks: e.hooks, key: e.lock.Key(), owner: owner.String(), term: Term(token), held: held, outer: leadershipOf(ctx, "", true)}
 	if err := e.proclaim(ctx, l, value); err != nil {
 		_ = e.lock.Unlock(held)
 		return nil, 0, err

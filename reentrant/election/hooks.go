@@ -29,7 +29,8 @@ type Hooks struct {
 // of other elections it was campaigned under (outer); and its end, told
 // once to the hooks.
 type leadership struct {
-	e        *Election
+	name     string // the election's
+	hooks    Hooks
 	key      string // the election's lock key
 	owner    string
 	term     Term
@@ -57,8 +58,8 @@ func leadershipOf(ctx context.Context, key string, live bool) *leadership {
 // begin tells the hooks leadership began, arranges for a loss to be told,
 // and returns the leading context.
 func (l *leadership) begin() context.Context {
-	if h := l.e.hooks.Elected; h != nil {
-		h(l.e.Name(), l.term)
+	if h := l.hooks.Elected; h != nil {
+		h(l.name, l.term)
 	}
 	context.AfterFunc(l.held, func() {
 		if cause := context.Cause(l.held); errors.Is(cause, reentrant.ErrLockLost) || errors.Is(cause, reentrant.ErrClosed) {
@@ -72,11 +73,11 @@ func (l *leadership) begin() context.Context {
 // (cause nil).
 func (l *leadership) ended(cause error) {
 	l.once.Do(func() {
-		switch h := l.e.hooks; {
+		switch h := l.hooks; {
 		case cause != nil && h.Lost != nil:
-			h.Lost(l.e.Name(), l.term, cause)
+			h.Lost(l.name, l.term, cause)
 		case cause == nil && h.Resigned != nil:
-			h.Resigned(l.e.Name(), l.term)
+			h.Resigned(l.name, l.term)
 		}
 	})
 }

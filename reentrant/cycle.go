@@ -483,7 +483,7 @@ func (t lockTry) Run(ctx context.Context) (r lockAttempt) {
 		Turn: l.queueTurn(t.cfg), Join: t.cfg.wait != 0, Publish: l.c.publish, GrantTry: t.grantTry,
 		Priority: t.cfg.priority, Aging: l.c.opts.priorityAging(), Fields: l.fields, CounterTTL: l.c.opts.FencingCounterTTL, Guard: t.guard}
 	r.Acquired, r.err = l.kind.spec().acquire(ctx, l.c.runner.conn(), a)
-	if o := (waitstate.Offer{N: t.wake.Grant, Last: t.wake.GrantLast}); o.N != 0 {
+	if o := (waitstate.Offer{N: t.wake.OfferFirst, Last: t.wake.OfferLast}); o.N != 0 {
 		switch {
 		case r.Handed: // taken by the cycle, or given back by undo
 		case r.OK && t.wake.Settle == scripts.SettleDrop:
@@ -504,7 +504,7 @@ func (t lockTry) Run(ctx context.Context) (r lockAttempt) {
 // waiter leaves the queue it may have joined.
 func (t lockTry) Undo(ctx context.Context, r lockAttempt) {
 	if r.Handed {
-		t.l.c.handoffs.takeBack(t.l.name, t.wake.Grant)
+		t.l.c.handoffs.takeBack(t.l.name, t.wake.OfferFirst)
 		return
 	}
 	t.undoHold(ctx, r)

@@ -153,10 +153,10 @@ func (d *directedWait) args(sub *pubsub.Waiter, tries int, ttl time.Duration) sc
 		// once by one after subscribing.
 		d.join()
 		o, old := d.h.names.Next(d.name, ttl, d.h.owners, true)
-		w.Grant, w.GrantLast = o.N, o.Last
+		w.OfferFirst, w.OfferLast = o.N, o.Last
 		d.h.giveBack(d.name, old)
 	}
-	d.handed = w.Grant
+	d.handed = w.OfferFirst
 	return w
 }
 
@@ -221,7 +221,7 @@ func (d *directedWait) end(sub *pubsub.Waiter) {
 //
 // The client offers, for each lock its waiters wait on, an owner made for
 // the purpose ("<client-id>:<n>"): its waiters' failed attempts write the
-// offer with their lease (scripts.Wake.Grant), and so does the release of
+// offer with their lease (scripts.Wake.OfferFirst), and so does the release of
 // a hold of its own while it has waiters. A release gives the lock to that
 // owner, and names n on the client's wake channel; the waiter woken takes
 // the owner for its own. Its own owner was made for its call, so nothing

@@ -327,7 +327,7 @@ func TestManyWritesARegistrationOnce(t *testing.T) {
 		attempt := func(key, owner string, settle Settle) call {
 			return callOf(rdb, func(ctx context.Context, c Conn) {
 				LockAcquire(ctx, c, Acquire{Key: key, Owner: owner, Lease: 30 * time.Second, Wake: Wake{
-					Client: "me", Register: 5 * time.Second, Settle: settle, Grant: 7, GrantLast: 9, Offers: true, Listens: time.Second}})
+					Client: "me", Register: 5 * time.Second, Settle: settle, OfferFirst: 7, OfferLast: 9, Offers: true, Listens: time.Second}})
 			})
 		}
 		// registered: the client is in lock's waiters' set, not as a

@@ -148,7 +148,7 @@ type Acquired struct {
 	// hold ends last among those that kept Owner out (GroupAcquire).
 	Blocker string
 	// Handed: the lock is held by the owner of the client's offer
-	// (Wake.Grant), given by a release whose message has not come; the
+	// (Wake.OfferFirst), given by a release whose message has not come; the
 	// caller holds it as that owner, with the TTL the release set.
 	Handed bool
 }
@@ -202,11 +202,11 @@ func (a Acquire) runOn(ctx context.Context, c Conn, s *script) (Acquired, error)
 	keys[g] = a.Key
 	args[0], args[1] = millis(a.Lease), a.Owner
 	keys, args = a.Wake.with(keys, args[:5], a.Key)
-	if w := a.Wake; w.Client != "" && w.Offers && (w.Grant != 0 || w.Settle == SettleDrop) {
+	if w := a.Wake; w.Client != "" && w.Offers && (w.OfferFirst != 0 || w.Settle == SettleDrop) {
 		keys = append(keys, grants(a.Key))
 		args = append(args, "0")
-		if w.Grant != 0 {
-			args[len(args)-1] = offerArg(w.Grant, w.GrantLast)
+		if w.OfferFirst != 0 {
+			args[len(args)-1] = offerArg(w.OfferFirst, w.OfferLast)
 		}
 		if w.Settle == SettleDrop {
 			args = append(args, millis(w.Listens))

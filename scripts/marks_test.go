@@ -51,7 +51,7 @@ func TestMarkedListenersLetHandoffsThrough(t *testing.T) {
 			require.NoError(t, err)
 			require.True(t, r.OK)
 			r, err = scripts.LockAcquire(ctx, rdb, scripts.Acquire{Key: name, Owner: "a:1", Lease: time.Minute,
-				Wake: scripts.Wake{Client: "a", Register: time.Minute, Grant: 7, Offers: true}})
+				Wake: scripts.Wake{Client: "a", Register: time.Minute, OfferFirst: 7, Offers: true}})
 			require.NoError(t, err)
 			require.False(t, r.OK)
 			require.NoError(t, scripts.PassOn(ctx, rdb, name, "c", scripts.PublishClassic, tc.markFor))

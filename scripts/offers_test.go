@@ -36,7 +36,7 @@ func TestOffersNumbersGivenInTurn(t *testing.T) {
 	offer := func(owner string, n, last int64) {
 		t.Helper()
 		r, err := scripts.LockAcquire(ctx, rdb, scripts.Acquire{Key: name, Owner: owner, Lease: time.Minute,
-			Wake: scripts.Wake{Client: "a", Register: time.Minute, Grant: n, GrantLast: last, Offers: true}})
+			Wake: scripts.Wake{Client: "a", Register: time.Minute, OfferFirst: n, OfferLast: last, Offers: true}})
 		require.NoError(t, err)
 		require.False(t, r.OK)
 	}

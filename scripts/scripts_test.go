@@ -401,14 +401,14 @@ func TestGuardedAcquire(t *testing.T) {
 		// client's offer writes nothing; one that would only register its
 		// client registers it (see guard.lua).
 		require.NoError(t, scripts.Abandon(ctx, rdb, "h", "o:5", time.Minute))
-		wake := scripts.Wake{Client: "c", Register: time.Minute, Grant: 7, GrantLast: 7, Offers: true}
+		wake := scripts.Wake{Client: "c", Register: time.Minute, OfferFirst: 7, OfferLast: 7, Offers: true}
 		r, err = scripts.LockAcquire(ctx, rdb, scripts.Acquire{Key: "h", Owner: "o:5", Lease: time.Minute, Guard: true, Wake: wake})
 		require.NoError(t, err)
 		assert.False(t, r.OK)
 		n, err := do("EXISTS", "relock_grants:{h}", "relock_waiters:{h}").AsInt64()
 		require.NoError(t, err)
 		assert.Zero(t, n, "no offer, no registration")
-		wake.Grant, wake.GrantLast = 0, 0
+		wake.OfferFirst, wake.OfferLast = 0, 0
 		r, err = scripts.LockAcquire(ctx, rdb, scripts.Acquire{Key: "h", Owner: "o:5", Lease: time.Minute, Guard: true, Wake: wake})
 		require.NoError(t, err)
 		assert.False(t, r.OK)

@@ -39,13 +39,14 @@ type Wake struct {
 	// Settle is what an acquire that succeeds does with the client's
 	// registration.
 	Settle Settle
-	// Grant, when not 0, is the first owner number of the client's offer,
-	// Grant to GrantLast (see Offer), for a caller that takes handoffs: a
-	// failed acquire that registers offers them for the acquire's lease;
-	// one that finds the lock given to Grant answers Acquired.Handed; one
-	// that succeeds with SettleDrop drops the offer with the registration.
-	// A plain lock's acquire only (LockAcquire), with Offers.
-	Grant, GrantLast int64
+	// OfferFirst, when not 0, is the first owner number of the client's
+	// offer, OfferFirst to OfferLast (see Offer), for a caller that takes
+	// handoffs: a failed acquire that registers offers them for the
+	// acquire's lease; one that finds the lock given to OfferFirst answers
+	// Acquired.Handed; one that succeeds with SettleDrop drops the offer
+	// with the registration. A plain lock's acquire only (LockAcquire),
+	// with Offers.
+	OfferFirst, OfferLast int64
 	// Offers: the lock keeps offers (a plain lock): an acquire that drops
 	// the client drops its offer too.
 	Offers bool

@@ -41,11 +41,6 @@ func fairQueue(name string) string { return prefixed("redisson_lock_queue", name
 // redisson_lock_timeout:{name}.
 func fairTimeouts(name string) string { return prefixed("redisson_lock_timeout", name) }
 
-// grants returns the key of lock name's grants, relock's own:
-// relock_grants:{name}: a fair or priority lock's (see handOff in
-// fairlib.lua), or a plain lock's offers (see Offer).
-func grants(name string) string { return prefixed("relock_grants", name) }
-
 // FairChannel returns the channel on which owner, waiting for fair lock
 // name, is told it is its turn: redisson_lock__channel:{name}:owner.
 func FairChannel(name, owner string) string { return LockChannel(name) + ":" + owner }

@@ -73,31 +73,12 @@ func Slot(key string) uint16 {
 	return crc & 16383
 }
 
-// Derived holds the names Redisson derives from a lock's or synchronizer's
-// name, for tools that look at them without running a script.
-type Derived struct {
-	FairQueue, FairTimeouts string // a fair lock's queue and deadlines
-	Token                   string // a fenced lock's token counter
-	PermitTimeouts          string // a permit-expirable semaphore's permits
-	RateValue               string // a rate limiter's permits left (OVERALL)
-	// A priority lock's queue and waiter records (relock's own).
-	PriorityQueue, PriorityWaiters string
-}
-
-// DerivedNames returns the names derived from name.
-func DerivedNames(name string) Derived {
-	return Derived{
-		FairQueue:       fairQueue(name),
-		FairTimeouts:    fairTimeouts(name),
-		Token:           tokenCounter(name),
-		PermitTimeouts:  permitTimeouts(name),
-		RateValue:       suffixed(name, "value"),
-		PriorityQueue:   priorityQueue(name),
-		PriorityWaiters: priorityWaiters(name),
-	}
-}
-
 // WaitEdgeKey returns the key under which owner's wait for a lock is
 // registered for deadlock detection, relock's own: relock_wait:{owner},
 // "<since, ms>:<lock name>".
 func WaitEdgeKey(owner string) string { return "relock_wait:{" + owner + "}" }
+
+// grants returns the key of lock name's grants, relock's own:
+// relock_grants:{name}: a fair or priority lock's (see handOff in
+// fairlib.lua), or a plain lock's offers (see Offer).
+func grants(name string) string { return prefixed("relock_grants", name) }

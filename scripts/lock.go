@@ -4,7 +4,6 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -13,22 +12,9 @@ import (
 	"github.com/relock-go/relock/pubsub"
 )
 
-// Publish is the command a script uses to announce a release: classic
-// PUBLISH, or sharded SPUBLISH as Redisson uses on a Redis 7+ cluster.
-type Publish string
-
 // unguarded is the prologue of an acquire attempt with no guard (see
 // guard.lua): it is never abandoned.
 const unguarded = "local function abandoned() return false end\n"
-
-// The publish commands.
-const (
-	PublishClassic Publish = "publish"
-	PublishSharded Publish = "spublish"
-	// PublishNone announces nothing, as Redisson's spin lock releases,
-	// and as every script does for a user with no channel rights.
-	PublishNone Publish = ""
-)
 
 var (
 	//go:embed acquire.lua
@@ -62,33 +48,6 @@ var (
 	forceUnlockLua    string
 	forceUnlockScript = newScript(clockLib, wakeLib, forceUnlockLua)
 )
-
-// flag is a script's boolean argument: "1" or "0".
-func flag(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
-}
-
-// millis formats d in whole milliseconds. The values every lock pair sends
-// by default, the watchdog's 30s lease and the unlock latch's 10s TTL, are
-// constants: no allocation.
-func millis(d time.Duration) string {
-	switch d {
-	case 30 * time.Second:
-		return "30000"
-	case 10 * time.Second:
-		return "10000"
-	case 24 * time.Hour: // a fencing counter's TTL, by default
-		return "86400000"
-	case 3 * time.Second: // a waiting client's registration, by default
-		return "3000"
-	case time.Second: // how long a channel lingers, by default
-		return "1000"
-	}
-	return strconv.FormatInt(d.Milliseconds(), 10)
-}
 
 // keysArgs returns room for a script's keys (room for maxKeys of them,
 // nKeys set) and nArgs args, in one allocation.
@@ -428,4 +387,50 @@ func ForceUnlock(ctx context.Context, c Conn, key, channel, message string, pub 
 		return false, err
 	}
 	return n == 1, nil
+}
+
+// acquireReply reads an acquire script's reply. An acquire whose writes
+// replicas did not confirm reports OK and the sync error: the caller
+// decides whether to keep or roll back the hold.
+func acquireReply(r rueidis.RedisResult, syncErr error) (Acquired, error) {
+	ms, err := r.AsInt64()
+	if rueidis.IsRedisNil(err) {
+		return Acquired{OK: true}, syncErr
+	}
+	if err != nil {
+		return Acquired{}, err
+	}
+	switch ms {
+	case handed:
+		return Acquired{OK: true, Handed: true}, syncErr
+	case guarded:
+		return Acquired{}, nil // after Abandon: nobody awaits this reply
+	}
+	return Acquired{PTTL: time.Duration(ms) * time.Millisecond}, nil
+}
+
+// handed is acquire.lua's reply when a release gave the lock to the
+// caller's client (Acquired.Handed).
+const handed = -3
+
+// guarded is guard.lua's reply: the attempt ran after Abandon, and did
+// nothing.
+const guarded = -4
+
+// releaseReply reads a release script's reply. A release that replicas did
+// not confirm still happened on the master: the worst a failover can do is
+// bring the hold back until its TTL ends, so the sync error is dropped.
+func releaseReply(r rueidis.RedisResult, _ error) (Released, error) {
+	n, err := r.AsInt64()
+	switch {
+	case rueidis.IsRedisNil(err):
+		return NotHeld, nil
+	case err != nil:
+		return NotHeld, err
+	case n == 1:
+		return Freed, nil
+	case n == 0:
+		return StillHeld, nil
+	}
+	return NotHeld, fmt.Errorf("release: unexpected reply %d", n)
 }

@@ -3,11 +3,8 @@ package scripts
 import (
 	"context"
 	_ "embed"
-	"fmt"
 	"strings"
 	"time"
-
-	"github.com/redis/rueidis"
 
 	"github.com/relock-go/relock/pubsub"
 )
@@ -65,34 +62,6 @@ func WriteAcquire(ctx context.Context, c Conn, a Acquire) (Acquired, error) {
 	return acquireReply(writeAcquireScript.exec(ctx, c, []string{a.Key}, []string{millis(a.Lease), WriteField(a.Owner)}))
 }
 
-// acquireReply reads an acquire script's reply. An acquire whose writes
-// replicas did not confirm reports OK and the sync error: the caller
-// decides whether to keep or roll back the hold.
-func acquireReply(r rueidis.RedisResult, syncErr error) (Acquired, error) {
-	ms, err := r.AsInt64()
-	if rueidis.IsRedisNil(err) {
-		return Acquired{OK: true}, syncErr
-	}
-	if err != nil {
-		return Acquired{}, err
-	}
-	switch ms {
-	case handed:
-		return Acquired{OK: true, Handed: true}, syncErr
-	case guarded:
-		return Acquired{}, nil // after Abandon: nobody awaits this reply
-	}
-	return Acquired{PTTL: time.Duration(ms) * time.Millisecond}, nil
-}
-
-// handed is acquire.lua's reply when a release gave the lock to the
-// caller's client (Acquired.Handed).
-const handed = -3
-
-// guarded is guard.lua's reply: the attempt ran after Abandon, and did
-// nothing.
-const guarded = -4
-
 // ReadRelease runs readrelease.lua for r.Owner's newest read hold.
 // r.Lease is not used: the remaining read holds decide the TTL.
 func ReadRelease(ctx context.Context, c Conn, r Release) (Released, error) {
@@ -105,24 +74,6 @@ func WriteRelease(ctx context.Context, c Conn, r Release) (Released, error) {
 	keys := []string{r.Key, RWChannel(r.Key), unlockLatch(r.Key, r.RequestID)}
 	args := []string{pubsub.WakeAll, millis(r.Lease), WriteField(r.Owner), string(r.Publish), millis(r.LatchTTL)}
 	return releaseReply(writeReleaseScript.exec(ctx, c, keys, args))
-}
-
-// releaseReply reads a release script's reply. A release that replicas did
-// not confirm still happened on the master: the worst a failover can do is
-// bring the hold back until its TTL ends, so the sync error is dropped.
-func releaseReply(r rueidis.RedisResult, _ error) (Released, error) {
-	n, err := r.AsInt64()
-	switch {
-	case rueidis.IsRedisNil(err):
-		return NotHeld, nil
-	case err != nil:
-		return NotHeld, err
-	case n == 1:
-		return Freed, nil
-	case n == 0:
-		return StillHeld, nil
-	}
-	return NotHeld, fmt.Errorf("release: unexpected reply %d", n)
 }
 
 // ReadRenew is Renew for read holds: it also extends every read hold's

@@ -3,10 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"slices"
-
-	"golang.org/x/sys/unix"
 )
 
 // topView is what top's keys change: the pattern, the order, a pause,
@@ -71,39 +68,4 @@ func (v *topView) footer(w io.Writer) {
 	default:
 		fmt.Fprintf(w, "\np pause  s sort (%s)  / filter  q quit", v.sortBy)
 	}
-}
-
-// topKeys puts the terminal on stdin in cbreak mode (keys arrive as they
-// are pressed, not echoed) and returns them; restore puts it back. keys is
-// nil, and restore does nothing, when stdin is not a terminal.
-func topKeys(stdin io.Reader) (keys <-chan byte, restore func()) {
-	f, ok := stdin.(*os.File)
-	if !ok {
-		return nil, func() {}
-	}
-	fd := int(f.Fd())
-	old, err := unix.IoctlGetTermios(fd, unix.TCGETS)
-	if err != nil {
-		return nil, func() {}
-	}
-	raw := *old
-	raw.Lflag &^= unix.ICANON | unix.ECHO
-	raw.Cc[unix.VMIN], raw.Cc[unix.VTIME] = 1, 0
-	if unix.IoctlSetTermios(fd, unix.TCSETS, &raw) != nil {
-		return nil, func() {}
-	}
-	ch := make(chan byte, 16)
-	// The reader lives as long as the process: a read on a terminal
-	// cannot be cut short, and top exits when it stops.
-	go func() {
-		b := make([]byte, 1)
-		for {
-			if n, err := f.Read(b); n == 0 || err != nil {
-				close(ch)
-				return
-			}
-			ch <- b[0]
-		}
-	}()
-	return ch, func() { unix.IoctlSetTermios(fd, unix.TCSETS, old) }
 }

@@ -237,5 +237,8 @@ func TestBlipIsNotWarned(t *testing.T) {
 	if blip >= grace {
 		t.Skipf("the blip lasted %v, past the grace of %v: a warning would be right", blip, grace)
 	}
-	assert.NotContains(t, logs.String(), "level=WARN", "a %v blip is not warned of", blip.Round(time.Millisecond))
+	// (Other lines may come of it: a release's unlock latch whose
+	// deletion met the broken connection is logged on its own.)
+	assert.NotContains(t, logs.String(), "Redis cannot be reached", "a %v blip is not warned of", blip.Round(time.Millisecond))
+	assert.NotContains(t, logs.String(), "Redis answers again", "nor is its end")
 }

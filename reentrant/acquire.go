@@ -44,7 +44,7 @@ const (
 	undoable
 	// claims: as undoable, but while the call waits, its next attempt
 	// takes what a lost one took, instead of giving it back: a fair lock's
-	// waiter that takes grants (see cycle.grants). A release may have
+	// waiter that takes grants (see queued). A release may have
 	// given it the lock after its lost attempt ran; given back, the lock
 	// would go to the next waiter, and this one would queue again at the
 	// end.

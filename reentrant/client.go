@@ -15,6 +15,7 @@ import (
 
 	"github.com/relock-go/relock/pubsub"
 	"github.com/relock-go/relock/reentrant/internal/attempt"
+	"github.com/relock-go/relock/reentrant/internal/directed"
 	"github.com/relock-go/relock/reentrant/internal/latches"
 	"github.com/relock-go/relock/reentrant/internal/retry"
 	"github.com/relock-go/relock/reentrant/internal/waitstate"
@@ -40,7 +41,7 @@ type Client struct {
 	// names: per lock name, handoff offers (directed.go) and queued marks
 	// (fair.go); handoffs: what the client sends for its offers.
 	names     waitstate.Table
-	handoffs  handoffs
+	handoffs  directed.Handoffs
 	nextOwner atomic.Int64
 	// nextRequest numbers release requests, for their unlock latch.
 	nextRequest atomic.Uint64
@@ -140,8 +141,8 @@ func New(rdb rueidis.Client, opts Options) (*Client, error) {
 	c.outages = outages{log: opts.Logger, after: opts.RepollInterval}
 	c.sub = pubsub.New(rdb, opts.PubSub, scripts.Slot, opts.Logger, min(opts.RepollInterval, time.Second), &subscriptions{o: &c.outages})
 	c.latches = latches.New(rdb, opts.Logger)
-	c.handoffs = handoffs{names: &c.names, id: c.id, sub: c.sub, publish: c.publish, runner: &c.runner, owners: &c.nextOwner,
-		lease: opts.WatchdogTimeout, keep: opts.markTTL(), log: opts.Logger, background: c.background, closing: c.closing}
+	c.handoffs = directed.Handoffs{Names: &c.names, ID: c.id, Sub: c.sub, Publish: c.publish, Conn: c.runner.conn, Owners: &c.nextOwner,
+		Lease: opts.WatchdogTimeout, Keep: opts.markTTL(), Log: opts.Logger, Background: c.background, Closing: c.closing, Window: releaseWindow}
 	c.background(func() { c.latches.Run(c.closing) })
 	c.holds = newHoldTable(&c.opts, c.runner.conn, cluster)
 	return c, nil
@@ -261,7 +262,7 @@ func (c *Client) Close() error {
 	c.mu.Unlock()
 	c.holds.close(errClosed)
 	c.tasks.Wait()
-	c.handoffs.giveBackAll()
+	c.handoffs.GiveBackAll()
 	c.sub.Close()
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relock-go/relock/pubsub"
 	"github.com/relock-go/relock/reentrant/internal/waitgraph"
 	"github.com/relock-go/relock/scripts"
 )
@@ -27,11 +28,50 @@ import (
 // that every member that finds the cycle picks the same one. Every read is
 // a single-key command, so edges and locks may live in any cluster slot.
 
-// deadlockCheck is one wait's deadlock detection, which the cycle calls
-// after each attempt that found the lock held (check) and when the wait
-// ends (end). The zero deadlockCheck is off.
+// watchingDeadlocks is the waker of a call whose owner may close a cycle
+// of waits (see Lock.wakerFor): the lock's own, with deadlock detection
+// after each attempt that found the lock held. It is made per call, with
+// the call's check.
+type watchingDeadlocks struct {
+	waker
+	d *deadlockCheck
+}
+
+// watchDeadlocks returns w, watching for deadlocks. The wait's clock
+// starts now, in whole milliseconds, as the edge stores it: every member
+// of a cycle compares the same times when it picks the victim.
+func watchDeadlocks(w waker) waker {
+	return watchingDeadlocks{w, &deadlockCheck{since: time.UnixMilli(time.Now().UnixMilli())}}
+}
+
+// blocked looks for a deadlock after an attempt that was answered; its
+// error, if this wait is the victim, ends the call.
+func (w watchingDeadlocks) blocked(c *cycle, r lockAttempt) error {
+	if err := w.waker.blocked(c, r); err != nil || r.err != nil {
+		return err
+	}
+	return w.d.check(c.ctx, c.l.c, c.owner.id, c.l.name, c.kind == KindWrite)
+}
+
+// sleep: the first check for a deadlock comes when the wait has lasted
+// DeadlockTimeout, not at the re-poll after.
+func (w watchingDeadlocks) sleep(c *cycle, pttl time.Duration) time.Duration {
+	d := w.waker.sleep(c, pttl)
+	if until := time.Until(w.d.since.Add(c.l.c.opts.DeadlockTimeout)); until > 0 && until < d {
+		d = until
+	}
+	return d
+}
+
+func (w watchingDeadlocks) end(c *cycle, sub *pubsub.Waiter, err error) {
+	w.d.end(c.ctx, c.l.c, c.owner.id)
+	w.waker.end(c, sub, err)
+}
+
+// deadlockCheck is one wait's deadlock detection, which watchingDeadlocks
+// calls after each attempt that found the lock held (check) and when the
+// wait ends (end).
 type deadlockCheck struct {
-	on         bool      // the wait's owner may close a cycle, and detection is on
 	since      time.Time // when the wait began
 	next       time.Time // the next check is not before
 	registered bool      // an edge of this wait may be in Redis
@@ -49,9 +89,6 @@ type deadlockCheck struct {
 // at once. A check that cannot reach Redis finds nothing; the wait goes
 // on, and reports the outage if it ends in one. ctx is the wait's.
 func (d *deadlockCheck) check(ctx context.Context, c *Client, self, lock string, write bool) error {
-	if !d.on {
-		return nil
-	}
 	now := time.Now()
 	if now.Before(d.next) {
 		return nil

@@ -2,11 +2,10 @@ package reentrant
 
 import (
 	"context"
-	"log/slog"
-	"sync/atomic"
-	"time"
+	"strconv"
 
 	"github.com/relock-go/relock/pubsub"
+	"github.com/relock-go/relock/reentrant/internal/directed"
 	"github.com/relock-go/relock/reentrant/internal/waitstate"
 	"github.com/relock-go/relock/scripts"
 )
@@ -23,7 +22,7 @@ import (
 //   - A message that reaches no one is known at once: the script sees that
 //     nobody heard it (PUBLISH's count), drops that client and tells the next.
 //   - A message that reaches a client with no waiter left to take it is
-//     passed on by that client (passOn).
+//     passed on by that client (directed.Handoffs.PassOn).
 //   - A client whose waiter takes the lock moves to the end of the set if it
 //     has other waiters, and leaves it if not.
 //   - Releases by anything else (Java Redisson's unlock or forceUnlock, an
@@ -40,302 +39,154 @@ import (
 // PUBLISH counts only its own; there every waiter listens on Redisson's
 // channel, as Redisson's do.
 
-// passOn hands on a directed wake for lock name that found no waiter of c
-// to take it (see scripts.PassOn), which takes c out of the lock's waiters'
-// set. A waiter of c that joined the wake channel meanwhile may have made
-// its attempt, which left c registered, before the pass-on ran (the two go
-// out on different connections): it would sleep unregistered. So, once the
-// pass-on has run, a waiter of c's is nudged to try again, which registers
-// c anew. It does not block.
-func (h *handoffs) passOn(name string) func() {
-	return func() {
-		h.background(func() {
-			ctx, cancel := cleanup(h.closing)
-			defer cancel()
-			// A drop, as a win's SettleDrop (see waitstate.Drops).
-			defer h.drops.Sending()()
-			if err := scripts.PassOn(ctx, h.runner.conn(), name, h.id, h.publish, h.listensFor(name)); err != nil {
-				h.log.Debug("relock: passing on a wake", "lock", name, "error", err)
-			}
-			h.sub.Nudge(scripts.WakeChannel(name, h.id))
-		})
-	}
+// directedWakes is the waker of a plain, fenced or non-reentrant lock on a
+// client whose scripts can count who hears a channel (Client.directed):
+// directed wakes, and, with offers (a plain lock's, kind.handsOn),
+// handoffs. Its state for a call is the cycle's directed.Wait; the client's
+// side, the offers and what keeps them right, is directed.Handoffs.
+type directedWakes struct {
+	quiet
+	offers bool
 }
 
-// listensFor is how long at least c will still listen on lock name's
-// Redisson channel, counted from now (see scripts.Offer.Listens): 0 when
-// it does not, and never less than a millisecond when it does, a
-// subscription being unsubscribed included (a release may count it yet).
-// A client that stops waiting stays in the lock's waiters' set for that
-// long, as a mark, so that a release counts it among the listeners that
-// are not Java waiters.
-func (h *handoffs) listensFor(name string) time.Duration {
-	if h.sub.Idle() { // the uncontended path: no channel name built
-		return 0
-	}
-	d, subscribed := h.sub.ListensFor(scripts.LockChannel(name))
-	if !subscribed {
-		return 0
-	}
-	return max(d, time.Millisecond)
-}
-
-// directedWait is one wait's part in directed wakes, and, for a wait that
-// takes handoffs, in its client's offer (handoffs, below). The cycle calls it at
-// fixed points: for a hold a release handed over (take), with each
-// attempt's arguments (args), after an attempt that failed (failed) or
-// found the lock held (foundHolder), after a win (nudge), and at the end
-// (end). The zero directedWait is off: the lock polls, or wakes another
-// way.
-type directedWait struct {
-	on   bool
-	h    *handoffs
-	name string
-	// waits: the call waits, so a failed attempt registers the client;
-	// offers: the kind's releases hand the lock on (kind.handsOn).
-	waits, offers bool
-	// registered: an attempt of this wait put the client in the waiters'
-	// set; dropping: the last attempt takes the client out of it if it
-	// wins.
-	registered, dropping bool
-	// handoff: the wait takes a plain lock straight from a release, as its
-	// client's offer; joined: it is counted among the offer's waits, from
-	// its first attempt that offers or fails (an uncontended Lock never
-	// is); handed: the attempt in flight offered that owner number.
-	handoff, joined bool
-	handed          int64
-}
-
-// handedOver returns the offer number a release handed to this wait's
-// client since its last attempt, taken from sub; 0 for none.
-func (d *directedWait) handedOver(sub *pubsub.Waiter) int64 {
-	if !d.on || sub == nil {
-		return 0
-	}
-	return sub.TakeGiven()
-}
-
-// take takes the hold a release gave the client's offer n, if n is the
-// offer's and the wait takes handoffs; one it does not take goes back
-// (handoffs.takeBack). It returns when the hold's TTL is known to last
-// from, and how long.
-func (d *directedWait) take(n int64) (sent time.Time, lease time.Duration, ok bool) {
-	if !d.handoff {
-		d.h.takeBack(d.name, n)
-		return time.Time{}, 0, false
-	}
-	sent, lease, ok = d.h.names.Take(d.name, n)
-	if ok {
-		d.dropping = false
-	}
-	return sent, lease, ok
-}
-
-// args returns the directed-wake part of attempt number tries, which asks
-// for a hold of ttl; sub is the wait's channel, if it has joined one.
-func (d *directedWait) args(sub *pubsub.Waiter, tries int, ttl time.Duration) scripts.Wake {
-	w := scripts.Wake{Client: d.h.id, Settle: scripts.SettleKeep, Offers: d.offers}
-	if d.waits {
-		w.Register = d.h.keep
-	}
-	if d.registered {
-		w.Settle = scripts.SettleDrop
-		if sub != nil && !sub.Alone() {
-			w.Settle = scripts.SettleRequeue
-		} else if w.Offers {
-			w.Listens = d.h.listensFor(d.name)
-		}
-	}
-	d.dropping = w.Settle == scripts.SettleDrop
-	if d.handoff && (tries > 1 || sub != nil) {
-		// Not with a first attempt that found no channel live: it most
-		// likely takes a free lock, and one that fails is followed at
-		// once by one after subscribing.
-		d.join()
-		o, old := d.h.names.Next(d.name, ttl, d.h.owners, true)
-		w.OfferFirst, w.OfferLast = o.N, o.Last
-		d.h.giveBack(d.name, old)
-	}
-	d.handed = w.OfferFirst
-	return w
-}
-
-// join counts the wait among its client's offer's waits, once.
-func (d *directedWait) join() {
-	if !d.joined {
-		d.h.names.Join(d.name)
-		d.joined = true
-	}
-}
-
-// failed follows an attempt that did not take the lock: the pause after
-// it may leave this wait to its client's wake, with no attempt of its own
-// to come (see waiting.recheck), so it is counted now among the offer's
-// waits, which keeps its client's releases offering for it.
-func (d *directedWait) failed() {
-	if d.handoff {
-		d.join()
-	}
-}
-
-// foundHolder notes that an attempt found the lock held: the client is
-// registered if the call waits.
-func (d *directedWait) foundHolder() {
-	d.registered = d.registered || d.waits
-}
-
-// nudge follows a win whose attempt took the client out of the lock's
-// waiters' set (SettleDrop: its waiter was alone on the wake channel when
-// the attempt was made). A waiter of this client that joined the channel
-// after that, and made its own attempt before the win ran, registered
-// nothing (the client was still in the set), so it sleeps unregistered: no
-// release tells it, and it waits out its timer, the holder's TTL or the
-// re-poll interval. A wake passed to it makes it try again, which registers
-// the client anew. A waiter that joins after this check needs none: its
-// attempt after joining runs after the win.
-func (d *directedWait) nudge(sub *pubsub.Waiter) {
-	if d.dropping && sub != nil && !sub.Alone() {
-		sub.PassOn()
-	}
-}
-
-// end follows the wait's end. A handoff that came to sub after the wait
-// left is given back, and the wait leaves its client's offer, the last to
-// leave giving the offer back.
-func (d *directedWait) end(sub *pubsub.Waiter) {
-	if d.on && sub != nil {
-		if n := sub.TakeGiven(); n != 0 {
-			d.h.takeBack(d.name, n)
-		}
-	}
-	if d.joined {
-		d.h.giveBack(d.name, d.h.names.Leave(d.name))
-		d.h.names.Ended()
-	}
-}
-
-// Handoffs: a plain lock's release gives the lock to the next relock
-// client in the waiters' set, instead of telling it the lock is free, so
-// that the client's waiter holds it when the message comes, a round trip
-// sooner, and the lock is never free between them (docs/waiting.md).
-//
-// The client offers, for each lock its waiters wait on, an owner made for
-// the purpose ("<client-id>:<n>"): its waiters' failed attempts write the
-// offer with their lease (scripts.Wake.OfferFirst), and so does the release of
-// a hold of its own while it has waiters. A release gives the lock to that
-// owner, and names n on the client's wake channel; the waiter woken takes
-// the owner for its own. Its own owner was made for its call, so nothing
-// else knows it.
-//
-// Each owner number is given at most once while the client stays
-// registered: the scripts refuse to offer a number once given, and the
-// table hands it to one waiter at most (take). An offer that no waiter will take is taken back
-// (giveBack), which releases the lock if it was given meanwhile; a message
-// lost with a connection is made up by the next attempt, which finds the
-// lock held by the offer's owner (scripts.Acquired.Handed).
-
-// handoffs is a client's side of directed wakes and handoffs
-// (directed.go): the drops it sent, and what it sends to keep its offers
-// right (give-backs, pass-ons, the offer a release writes). The offers
-// themselves are in the client's per-name table. Made by New, once the
-// client's channels and rights are known.
-type handoffs struct {
-	names   *waitstate.Table
-	drops   waitstate.Drops
-	id      string
-	sub     *pubsub.Subscriber
-	publish scripts.Publish
-	runner  *scriptRunner
-	owners  *atomic.Int64 // owner numbers, shared with Client.NewOwner
-	// lease is an offer's (the watchdog's timeout); keep, how long a
-	// release keeps the waiters' set alive (Options.markTTL).
-	lease, keep time.Duration
-	log         *slog.Logger
-	// background and closing are the client's (Client.background).
-	background func(func()) bool
-	closing    context.Context
-}
-
-// giveBackAll takes back, as Close does, every handoff offer left: a
-// release may have given the lock to one whose waiters ended (Close ends
-// them). It waits for the waits that take handoffs to end first, then
-// sends the give-backs; all within closeGiveBackWindow. A give-back that
-// is not sent leaves a lock given meanwhile to its TTL.
-func (h *handoffs) giveBackAll() {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(h.closing), closeGiveBackWindow)
-	defer cancel()
-	select {
-	case <-h.names.Close():
-	case <-ctx.Done():
-	}
-	for _, o := range h.names.Drain() {
-		h.giveBackNow(ctx, o.Name, o.Offer)
-	}
-}
-
-// closeGiveBackWindow bounds how long Close spends on offers left.
-const closeGiveBackWindow = 2 * time.Second
-
-// giveBack takes back, in the background, this client's offer o for lock
-// name, which no waiter will take (see scripts.GiveBack).
-func (h *handoffs) giveBack(name string, o waitstate.Offer) {
-	if o.N == 0 {
+// begin sets up the wait's directed wakes. A channel still live (another
+// waiter's, or lingering after one) is joined before the first attempt: a
+// release after that attempt registered the client is heard, so a failed
+// attempt needs no second one after subscribing.
+func (w directedWakes) begin(c *cycle) {
+	l := c.l
+	c.directed = directed.NewWait(&l.c.handoffs, l.name, c.cfg.wait != 0, w.offers, w.offers && c.takesWhatIsGiven())
+	c.announcedOn("", pubsub.LockWakes, l.name) // named when needed: wakeChannel
+	if c.cfg.wait == 0 || l.c.sub.Idle() {
 		return
 	}
-	started := h.background(func() {
-		ctx, cancel := cleanup(h.closing)
-		defer cancel()
-		h.giveBackNow(ctx, name, o)
-	})
-	if !started { // Close has begun: it gives back what the table holds
-		h.names.KeepForClose(name, o)
+	if s := l.c.sub.Join(c.wakeChannel()); s != nil {
+		c.sub, c.subscribe = s, false
+	}
+	if s := l.c.sub.Join(scripts.LockChannel(l.name)); s != nil {
+		c.also = s
 	}
 }
 
-// takeBack gives back grant n of lock name that came to a wait that does
-// not take it, unless a wait took it already.
-func (h *handoffs) takeBack(name string, n int64) {
-	if _, _, ok := h.names.Take(name, n); ok {
-		h.giveBack(name, waitstate.Offer{N: n, Last: n})
+// given takes the hold a release handed to the client's offer since the
+// wait's last attempt.
+func (w directedWakes) given(c *cycle) (outcome, bool) {
+	if c.sub == nil {
+		return outcome{}, false
+	}
+	if n := c.sub.TakeGiven(); n != 0 {
+		return w.take(c, n)
+	}
+	return outcome{}, false
+}
+
+// args sets the attempt's directed-wake arguments.
+func (directedWakes) args(c *cycle, t *lockTry) {
+	c.dropped = c.l.c.handoffs.Drops.Mark()
+	t.acq.Wake = c.directed.Args(c.sub, c.last.n, t.acq.Lease)
+	if hook := c.l.c.hookBeforeSend; hook != nil {
+		hook()
 	}
 }
 
-// giveBackNow runs scripts.GiveBack for offer o of lock name.
-func (h *handoffs) giveBackNow(ctx context.Context, name string, o waitstate.Offer) {
-	listens := h.listensFor(name)
-	drop := !h.sub.HasWaiters(scripts.WakeChannel(name, h.id))
-	if drop { // see handoffs.ownOffer
-		defer h.drops.Sending()()
+// answered takes the hold an attempt found handed to the offer it wrote.
+func (w directedWakes) answered(c *cycle, r *lockAttempt) (outcome, bool) {
+	if !r.Handed {
+		return outcome{}, false
 	}
-	released, err := scripts.GiveBack(ctx, h.runner.conn(), name, h.id, o.N, o.Last, h.publish, listens, drop)
-	h.log.Debug("relock: took back a handoff offer", "lock", name, "n", o.N, "last", o.Last, "released", released, "error", err)
+	if o, ok := w.take(c, c.directed.Handed()); ok {
+		return o, true
+	}
+	// Another waiter of this client took it: the lock is held.
+	r.OK, r.Handed, r.PTTL = false, false, -1
+	return outcome{}, false
 }
 
-// ownOffer is the offer a release of lock name by this client writes if it
-// frees the lock: this client's, while it has waiters that take handoffs
-// and no write of it ran (N is 0 otherwise: a release that gives one of
-// its numbers moves it on, see waitstate.Table.Next); none when it does
-// not listen on Redisson's channel (Listens). A client with no waiter on
-// the lock's wake channel is dropped from the waiters' set by that
-// release (Drop), where a handoff, or an attempt that left it, may have
-// left it; the release is then counted as a drop (see waitstate.Drops): a
-// waiter that registered the client and was not on the channel yet looks
-// again. done, called with the release's answer, counts it.
-func (h *handoffs) ownOffer(name string) (o scripts.Offer, done func()) {
-	// A client that does not listen on Redisson's channel has not waited
-	// on the lock lately: it has no offer, and is not registered (the
-	// commonest release, uncontended, sends no more than its id).
-	o.Client = h.id
-	listens := h.listensFor(name)
-	if listens == 0 {
-		return o, func() {}
+// blocked follows an attempt that did not take the lock: the wait's
+// channel is named and the wait counted among its client's offer's. One
+// that found the lock held registered the client if the call waits, and
+// the wait listens on Redisson's channel too, for releases that tell no
+// relock client directly (a Java holder's, an operator's forceUnlock from
+// Java, a key deleted).
+func (directedWakes) blocked(c *cycle, r lockAttempt) error {
+	c.wakeChannel() // a pause after it may subscribe
+	c.directed.Failed()
+	if r.err == nil {
+		c.directed.FoundHolder()
+		c.listenAlso(scripts.LockChannel(c.l.name))
 	}
-	lease := h.lease
-	offer, old := h.names.Next(name, lease, h.owners, false)
-	h.giveBack(name, old)
-	o = scripts.Offer{Client: h.id, N: offer.N, Last: offer.Last, Lease: lease, Keep: h.keep, Listens: listens}
-	if o.Drop = !h.sub.HasWaiters(scripts.WakeChannel(name, h.id)); o.Drop {
-		return o, h.drops.Sending()
+	return nil
+}
+
+func (directedWakes) won(c *cycle)                              { c.directed.Nudge(c.sub) }
+func (directedWakes) end(c *cycle, sub *pubsub.Waiter, _ error) { c.directed.End(sub) }
+
+// sending counts an attempt that takes the client out of the waiters' set
+// if it wins as a drop (see waitstate.Drops), and records, with the reply,
+// what became of the offer it wrote.
+func (directedWakes) sending(t lockTry) func(lockAttempt) {
+	wake, l := t.acq.Wake, t.l
+	o := waitstate.Offer{N: wake.OfferFirst, Last: wake.OfferLast}
+	if o.N == 0 && wake.Settle != scripts.SettleDrop {
+		return sent
 	}
-	return o, func() {}
+	done := nothing
+	if wake.Settle == scripts.SettleDrop {
+		done = l.c.handoffs.Drops.Sending()
+	}
+	return func(r lockAttempt) {
+		switch {
+		case o.N == 0, r.Handed: // none, or taken by the cycle, or given back by undo
+		case r.OK && wake.Settle == scripts.SettleDrop:
+			l.c.names.Withdrawn(l.name, o) // with the client, by the win
+		default:
+			// A failure offered o; a lost reply may have.
+			l.c.names.Done(l.name, o, !r.OK)
+		}
+		done()
+	}
+}
+
+// undo gives a hold handed to the attempt's offer back, or undoes the
+// attempt's own.
+func (directedWakes) undo(ctx context.Context, t lockTry, r lockAttempt) {
+	if r.Handed {
+		t.l.c.handoffs.TakeBack(t.l.name, t.acq.Wake.OfferFirst)
+		return
+	}
+	t.undoHold(ctx, r)
+}
+
+// take takes the hold a release gave this client's offer n, if it is the
+// offer's and the call takes handoffs: the cycle's owner becomes the
+// offer's (its own was made for the call, so nothing else knows it). A
+// wait that does not take handoffs gives the hold back (see
+// directed.Handoffs.TakeBack). It reports false when the cycle goes on.
+func (directedWakes) take(c *cycle, n int64) (outcome, bool) {
+	sent, lease, ok := c.directed.Take(n)
+	if !ok {
+		// Taken by another wait here (a message and an attempt may both
+		// name it), or withdrawn, whose give-back releases it.
+		return outcome{}, false
+	}
+	var buf [20]byte
+	c.owner = Owner{id: c.l.c.id + ":" + string(strconv.AppendInt(buf[:0], n, 10))}
+	c.key = holdKey{c.l.name, c.l.field(c.owner)}
+	c.ctx = WithOwner(c.ctx, c.owner)
+	c.last.at, c.last.ttl, c.last.token = sent, lease, 0
+	// The release moved the client to the end of the waiters' set. If it
+	// has no waiter left, its release of this hold drops it while it still
+	// listens on Redisson's channel (see directed.Handoffs.OwnOffer): no release but
+	// that one can come first. After a longer hold, a later release finds
+	// nobody listening on its wake channel, and drops it then.
+	return outcome{taken: true}, true
+}
+
+// wakeChannel names the channel of the cycle's directed wakes, once: only
+// a cycle that may wait on it pays for the name.
+func (c *cycle) wakeChannel() string {
+	if c.channel == "" {
+		c.channel = scripts.WakeChannel(c.l.name, c.l.c.id)
+	}
+	return c.channel
 }

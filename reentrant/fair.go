@@ -6,7 +6,6 @@ import (
 
 	"github.com/relock-go/relock/pubsub"
 	"github.com/relock-go/relock/reentrant/internal/retry"
-	"github.com/relock-go/relock/reentrant/internal/waitstate"
 	"github.com/relock-go/relock/scripts"
 )
 
@@ -58,54 +57,120 @@ func (l *lockRef) leftQueue(ctx context.Context, owner Owner, turn time.Duration
 	return scripts.Answered(err) || l.c.checkOpen() != nil
 }
 
-// grantWait is a fair or priority lock's wait that takes the lock straight
-// from a release (Lock.takesGrants): an attempt that queues asks, with its
-// number, to be granted the lock, and a release that frees it grants it to
-// the head of the queue, naming that number on the head's channel. The
-// cycle calls it at fixed points: before the wait (subscribeFirst), with
-// each attempt's arguments (grantTry), after each reply (answered), before
-// each attempt (granted), and at the end (end). The zero grantWait takes
-// no grants.
-type grantWait struct {
-	on bool
-	// queued: the last attempt was answered that the wait is queued, so a
-	// grant that names it came after it ran; waited: an attempt was.
-	queued, waited bool
+// queued is the waker of a fair or priority lock, whose waiters queue in
+// Redis: listens, a call that hears releases on its own channel, or, with
+// a retry delay, one that polls at that pace. A release tells the head of
+// the queue, or grants it the lock (grantWait); a call that gives up
+// leaves the queue, so that those behind it need not wait for its turn to
+// end. Its state for a call is the cycle's waitstate.Grants.
+type queued struct {
+	quiet
+	listens bool
 }
 
-// subscribeFirst reports whether the wait should subscribe before its
-// first attempt: the last wait on the lock queued, so this one likely
-// will (see waitstate.Table.Queued).
-func (g *grantWait) subscribeFirst(names *waitstate.Table, name string) bool {
-	return g.on && names.Queued(name)
-}
-
-// grantTry is what attempt number tries asks: to be granted the lock under
-// that number; 0 asks nothing.
-func (g *grantWait) grantTry(tries int) int {
-	if g.on {
-		return tries
+// begin makes the wait listen on its own channel and, for a call that
+// takes grants (cycle.takesWhatIsGiven), subscribes before the first
+// attempt when the last wait on the lock queued (see subscribeFirst).
+func (q queued) begin(c *cycle) {
+	if !q.listens {
+		return
 	}
-	return 0
-}
-
-// answered records the reply to an attempt: queued, it found the lock
-// taken and the wait in the queue.
-func (g *grantWait) answered(queued bool) {
-	g.queued = queued
-	g.waited = g.waited || queued
-}
-
-// granted reports whether a release granted the lock to attempt number
-// tries, the last one, which queued: its grant, taken from sub, names it.
-// A grant that names an earlier attempt is stale.
-func (g *grantWait) granted(sub *pubsub.Waiter, tries int) bool {
-	return sub.TakeGiven() == int64(tries) && g.queued
-}
-
-// end records, for the next wait on the lock, whether this one queued.
-func (g *grantWait) end(names *waitstate.Table, name string) {
-	if g.on {
-		names.Waited(name, g.waited)
+	c.announcedOn(c.l.channel(c.owner), pubsub.LockWakes, "")
+	if c.grants.On = c.takesWhatIsGiven(); !c.grants.On {
+		return
+	}
+	c.policy = claims
+	if c.l.c.names.Queued(c.l.name) {
+		c.subscribeFirst()
 	}
 }
+
+// given takes the lock a release granted to the last attempt.
+func (queued) given(c *cycle) (outcome, bool) {
+	if c.sub == nil || !c.grants.Granted(c.sub.TakeGiven(), c.last.n) {
+		return outcome{}, false
+	}
+	// The grant answers the last attempt, and ran after it did, which was
+	// sent at c.last.at: its TTL, at least that attempt's lease counted
+	// from the grant, ends after c.last.at + c.last.ttl. A grant that
+	// names an earlier attempt is stale.
+	return outcome{taken: true}, true
+}
+
+// args sets the attempt's turn in the queue, its priority, and the number
+// a grant would name.
+func (queued) args(c *cycle, t *lockTry) {
+	t.acq.Turn = c.l.queueTurn(c.cfg)
+	t.acq.Priority, t.acq.Aging = c.cfg.priority, c.l.c.opts.priorityAging()
+	if c.grants.On {
+		t.acq.GrantTry = c.last.n
+	}
+}
+
+func (queued) polling() waker { return queued{} }
+
+func (queued) answered(c *cycle, r *lockAttempt) (outcome, bool) {
+	c.grants.Answered(r.err == nil && !r.OK)
+	return outcome{}, false
+}
+
+// sleep: a lock free (or expiring now) whose turn is another waiter's is
+// tried again after a backoff from 1ms up to the re-poll interval.
+// Redisson's Java waiters retry at once on this reply; a relock waiter's
+// own turn comes with a message.
+func (q queued) sleep(c *cycle, pttl time.Duration) time.Duration {
+	switch {
+	case !q.listens:
+		return c.cfg.retryDelay
+	case pttl == 0:
+		c.backoff = retry.Doubled(c.backoff, time.Millisecond, c.l.c.opts.RepollInterval)
+		return c.backoff
+	}
+	return c.bounded(pttl)
+}
+
+// end leaves the queue after a wait that did not take the lock (after the
+// reply of an abandoned attempt: see undo), and records, for the next
+// wait, whether this one queued.
+func (queued) end(c *cycle, _ *pubsub.Waiter, err error) {
+	if err != nil && c.cfg.wait != 0 && !c.last.abandoned {
+		c.l.leaveQueue(c.ctx, c.owner, c.l.queueTurn(c.cfg))
+	}
+	if c.grants.On {
+		c.l.c.names.Waited(c.l.name, c.grants.Waited)
+	}
+}
+
+// undo gives back what an attempt the caller gave up on took, and leaves
+// the queue it may have joined.
+func (queued) undo(ctx context.Context, t lockTry, r lockAttempt) {
+	t.undoHold(ctx, r)
+	if t.cfg.wait != 0 {
+		t.l.leaveQueue(ctx, t.owner, t.l.queueTurn(t.cfg))
+	}
+}
+
+// subscribeFirst subscribes the channel of a wait that takes grants before
+// its first attempt. A release that grants the lock after that attempt
+// then finds the waiter listening, so the attempt that otherwise follows
+// the subscription at once (see waiting.pause) is not needed: the wait
+// takes two scripts, its attempt and the release that hands it the lock.
+//
+// It waits for the server's confirmation subscribeFirstWait at most: the
+// lock may be free, and a subscriber reconnecting must not hold up the
+// attempt that would take it. A subscription not confirmed by then is
+// kept, and its confirmation wakes the wait for an attempt (a grant before
+// it went unheard); one that fails is made again after the first attempt,
+// as usual.
+func (c *cycle) subscribeFirst() {
+	ctx, cancel := context.WithTimeout(c.ctx, subscribeFirstWait)
+	defer cancel()
+	if w, _ := c.l.c.sub.Subscribe(ctx, c.channel, c.wakes, nil); w != nil {
+		c.sub, c.subscribe = w, false // confirmed, or kept unconfirmed
+	}
+}
+
+// subscribeFirstWait bounds how long subscribeFirst waits for the
+// server's confirmation: many round trips of a loaded loopback, and a
+// fifth of the fault suite's slack for a wait (oracle E).
+const subscribeFirstWait = 50 * time.Millisecond

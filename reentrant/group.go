@@ -9,15 +9,58 @@ import (
 	"github.com/relock-go/relock/scripts"
 )
 
-// groupWakes reads Redisson's channel for a group lock's waiters. Java's
+// groupMessages reads Redisson's channel for a group lock's waiters. Java's
 // releases say "0", for whatever values they freed, so that wakes them
 // all; relock's say "00", and announce the values freed on their own
-// channels (see blockedBy), so that passes.
-func groupWakes(message string) int {
+// channels (see groupWakes.blocked), so that passes.
+func groupMessages(message string) int {
 	if pubsub.LockWakes(message) != 0 {
 		return pubsub.All
 	}
 	return 0
+}
+
+// groupWakes is the group lock's waker: its waits listen on the channel
+// of the value that kept them out (see groupWakes.blocked).
+type groupWakes struct{ quiet }
+
+// begin sets up a group lock's wait: its channel is named when an attempt
+// finds the values held (see groupWakes.blocked), unless the first value's channel
+// is live: joined before the first attempt, it hears a release after that
+// attempt, so a failed attempt blocked by that value needs no second one.
+func (groupWakes) begin(c *cycle) {
+	c.announcedOn("", pubsub.LockWakes, "")
+	c.subscribe, c.alsoWakes, c.lingers = false, groupMessages, true
+	if c.cfg.wait == 0 || c.l.c.sub.Idle() {
+		return
+	}
+	ch := scripts.GroupValueChannel(c.l.name, c.l.fields[0])
+	if w := c.l.c.sub.Join(ch); w != nil {
+		c.channel, c.sub = ch, w
+	}
+}
+
+// blocked makes the wait listen on the channel of value field
+// r.Blocker, the one whose hold ends last among those that kept the
+// attempt out: relock's releases announce there that it became free, to
+// one waiter of each client (grouprelease.lua). A wait that listened for
+// another value leaves that channel (any wake it had not acted on passes
+// to the next local waiter there) and subscribes anew, with a look after,
+// as after its first attempt. It listens on Redisson's channel too, for
+// Java releases, which announce nothing else.
+func (groupWakes) blocked(c *cycle, r lockAttempt) error {
+	if r.err != nil || r.Blocker == "" {
+		return nil
+	}
+	if ch := scripts.GroupValueChannel(c.l.name, r.Blocker); ch != c.channel {
+		if c.sub != nil {
+			c.sub.Leave()
+			c.sub = nil
+		}
+		c.channel, c.subscribe = ch, true
+	}
+	c.listenAlso(scripts.LockChannel(c.l.name))
+	return nil
 }
 
 // groupValues reads who holds each of a group lock's values.

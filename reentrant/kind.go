@@ -35,7 +35,7 @@ type kind struct {
 	// field is the hash field that records owner's holds.
 	field func(owner string) string
 	// channel is the channel on which owner, waiting for lock name, hears
-	// releases (a group lock's waiters: see cycle.blockedBy).
+	// releases (a group lock's waiters: see groupWakes.blocked).
 	channel func(name, owner string) string
 	// acquire runs the acquire script once.
 	acquire acquirer
@@ -46,18 +46,16 @@ type kind struct {
 	// forceUnlock deletes the lock whoever holds it and wakes its waiters
 	// (directed: one relock client too, see scripts.Wake).
 	forceUnlock func(ctx context.Context, rdb scripts.Conn, name string, pub scripts.Publish, directed bool) (bool, error)
-	// queued: waiters queue in Redis. One that gives up leaves the queue
-	// (leave); one told "free, but not your turn" backs off instead of
-	// retrying. turn is the turn a waiter is given in the queue.
-	queued bool
-	leave  func(ctx context.Context, rdb scripts.Conn, key, owner string, turn time.Duration, pub scripts.Publish) error
-	turn   func(o *Options, wait time.Duration) time.Duration
-	// directed: relock waiters may take directed wakes (scripts.Wake);
-	// handsOn: and a release may give them the lock (scripts.Offer).
+	// directed: its waits take directed wakes (directedWakes) on a client
+	// whose scripts can count who hears a channel, and its releases tell
+	// the next relock client directly; handsOn: and hand it the lock.
 	directed, handsOn bool
-	// spins: waiters never subscribe but back off (the Lock's Backoff),
-	// and releases announce nothing.
+	// spins: its releases announce nothing (its waiters poll: spinning).
 	spins bool
+	// A queued kind's waiters queue in Redis (see queued): one that gives
+	// up leaves the queue (leave); turn is the turn a waiter is given.
+	leave func(ctx context.Context, rdb scripts.Conn, key, owner string, turn time.Duration, pub scripts.Publish) error
+	turn  func(o *Options, wait time.Duration) time.Duration
 	// noDeadlocks: its waits register no edge for deadlock detection,
 	// whose reading of a lock's holders does not fit its layout.
 	noDeadlocks bool
@@ -101,9 +99,8 @@ var kinds = [...]kind{
 		forceUnlock: func(ctx context.Context, rdb scripts.Conn, name string, pub scripts.Publish, _ bool) (bool, error) {
 			return scripts.PriorityForceUnlock(ctx, rdb, name, pub)
 		},
-		queued: true,
-		leave:  scripts.PriorityLeave,
-		turn:   (*Options).aliveWindow,
+		leave: scripts.PriorityLeave,
+		turn:  (*Options).aliveWindow,
 	},
 	spinLock: {
 		kind:        KindSpin,
@@ -142,7 +139,8 @@ func guarding(k kind) kind {
 	return k
 }
 
-// handingOn returns k whose releases hand the lock on (see kind.handsOn).
+// handingOn returns k, whose releases hand the lock on to a waiting
+// client (see kind.handsOn).
 func handingOn(k kind) kind {
 	k.handsOn = true
 	return k
@@ -161,7 +159,6 @@ func fairKind(acquire acquirer) kind {
 		// Waiters listen on their own channels: the head of the queue is
 		// told.
 		forceUnlock: fairForceUnlock,
-		queued:      true,
 		leave:       scripts.FairLeave,
 		turn:        (*Options).fairTurn,
 	}

@@ -16,7 +16,8 @@ import (
 // NonReentrantLock, NonReentrantFairLock, ReadWriteLock). A Lock has no
 // state of its own; all its methods are safe for concurrent use.
 type Lock struct {
-	r lockRef
+	r    lockRef
+	wake waker // how its waits are woken (see waker)
 }
 
 // ref is what the machinery knows of l; nil for a nil Lock.
@@ -91,7 +92,7 @@ func (l *Lock) Key() string {
 // last connection error (and ctx's, if ctx ended it), never ErrNotAcquired:
 // "held by someone else" and "could not reach Redis" are different answers.
 func (l *Lock) Lock(ctx context.Context, opts ...LockOption) (context.Context, error) {
-	return l.ref().acquire(ctx, newAcquireConfig(-1, l.ref().kindOf(), opts))
+	return l.acquire(ctx, newAcquireConfig(-1, l.ref().kindOf(), opts))
 }
 
 // TryLock is Lock with NoWait unless the options say otherwise. It returns
@@ -100,7 +101,7 @@ func (l *Lock) Lock(ctx context.Context, opts ...LockOption) (context.Context, e
 // included, is an error.
 func (l *Lock) TryLock(ctx context.Context, opts ...LockOption) (held context.Context, ok bool, err error) {
 	r := l.ref()
-	held, err = r.acquire(ctx, newAcquireConfig(0, r.kindOf(), opts))
+	held, err = l.acquire(ctx, newAcquireConfig(0, r.kindOf(), opts))
 	if errors.Is(err, ErrNotAcquired) {
 		return ctx, false, nil
 	}
@@ -273,7 +274,7 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 		return r.groupForceUnlock(ctx)
 	}
 	r.c.holds.lose(func(k holdKey) bool { return k.name == r.name }, ErrLockLost)
-	deleted, err := r.kind.spec().forceUnlock(ctx, r.c.runner.conn(), r.name, r.c.publish, r.directed())
+	deleted, err := r.row.forceUnlock(ctx, r.c.runner.conn(), r.name, r.c.publish, r.directed())
 	if err != nil {
 		return false, redisError("force unlock", r.name, err)
 	}
@@ -293,6 +294,57 @@ func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Contex
 }
 
 // newLock returns a handle of kind k on the lock name.
+// The kind's waker is resolved here, once: directed wakes need a client
+// whose scripts can count who hears a channel, and without one the kind's
+// channel serves.
 func (c *Client) newLock(name string, k lockKind) *Lock {
-	return &Lock{r: lockRef{c: c, name: c.key(name), given: name, kind: k}}
+	row := k.spec()
+	wake := wakes[k]
+	if row.directed && (c == nil || !c.directed) { // a nil Client fails every call
+		wake = announced{}
+	}
+	return &Lock{r: lockRef{c: c, name: c.key(name), given: name, kind: k, row: row}, wake: wake}
+}
+
+// wakes are how each kind's waits are woken (see waker), on a client whose
+// scripts can count who hears a channel (Client.newLock resolves the
+// others).
+var wakes = [...]waker{
+	plainLock:            directedWakes{offers: true},
+	nonReentrantLock:     directedWakes{},
+	fencedLock:           directedWakes{},
+	readLock:             announced{},
+	writeLock:            announced{},
+	fairLock:             queued{listens: true},
+	nonReentrantFairLock: queued{listens: true},
+	priorityLock:         queued{listens: true},
+	spinLock:             spinning{},
+	groupLock:            groupWakes{},
+}
+
+// acquire takes the lock for a call with cfg (see lockRef.acquire), once
+// the handle and ctx pass their check.
+func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (context.Context, error) {
+	r := l.ref()
+	if err := r.check(ctx, cfg.err); err != nil {
+		return nil, err
+	}
+	return r.acquire(ctx, cfg, l.wakerFor(ctx, cfg))
+}
+
+// wakerFor is the waker of a call with ctx and cfg: the handle's; its
+// polling one with a retry delay; watching for deadlocks when the call's
+// owner may hold other locks (one made for the call holds nothing, so it
+// cannot close a cycle of waits).
+func (l *Lock) wakerFor(ctx context.Context, cfg acquireConfig) waker {
+	w := l.wake
+	if cfg.retryDelay != 0 {
+		w = w.polling()
+	}
+	if cfg.wait != 0 && l.r.c.opts.DeadlockTimeout > 0 && !l.r.row.noDeadlocks {
+		if _, given := OwnerFrom(ctx); given {
+			w = watchDeadlocks(w)
+		}
+	}
+	return w
 }

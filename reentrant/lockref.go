@@ -8,14 +8,15 @@ import (
 )
 
 // lockRef is what the machinery knows of a Lock: its client, its key and
-// its kind. Lock's methods (lock.go) hand it to the acquire cycle, the
-// release and the inspections; a nil Lock's is nil, which check turns
+// its kind, whose row is resolved when the handle is made (Client.newLock). Lock's methods (lock.go) hand it to the acquire cycle,
+// the release and the inspections; a nil Lock's is nil, which check turns
 // into ErrInvalidArgument.
 type lockRef struct {
 	c      *Client
 	name   string // the key: given, mapped by Options.NameMapper
 	given  string
 	kind   lockKind
+	row    *kind    // kinds[kind]
 	spin   Backoff  // a spin lock's waits (SpinLock)
 	fields []string // a group lock's value fields, sorted (GroupLock)
 }
@@ -26,19 +27,20 @@ func (l *lockRef) kindOf() Kind {
 	if l == nil {
 		return KindLock
 	}
-	return l.kind.spec().kind
+	return l.row.kind
 }
 
 // directed reports whether the lock's waiters take directed wakes (see
 // scripts.Wake): a plain or fenced lock, not a spin lock, on a client whose
 // scripts can count who hears a channel (see Client.New).
 func (l *lockRef) directed() bool {
-	return l.c.directed && l.kind.spec().directed
+	return l.c.directed && l.row.directed
 }
 
-// publish is the command the lock's releases announce themselves with.
+// publish is the command the lock's releases announce themselves with:
+// none for a spin lock's, whose waiters do not listen.
 func (l *lockRef) publish() scripts.Publish {
-	if l.kind.spec().spins {
+	if l.row.spins {
 		return scripts.PublishNone
 	}
 	return l.c.publish
@@ -77,7 +79,7 @@ func (l *lockRef) field(owner Owner) string {
 	if l.kind == groupLock {
 		return groupHold(owner.id, l.fields)
 	}
-	return l.kind.spec().field(owner.id)
+	return l.row.field(owner.id)
 }
 
-func (l *lockRef) channel(owner Owner) string { return l.kind.spec().channel(l.name, owner.id) }
+func (l *lockRef) channel(owner Owner) string { return l.row.channel(l.name, owner.id) }

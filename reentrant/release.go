@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/relock-go/relock/reentrant/internal/retry"
-	"github.com/relock-go/relock/reentrant/internal/waitstate"
 	"github.com/relock-go/relock/scripts"
 	"github.com/relock-go/relock/watchdog"
 )
@@ -130,7 +129,7 @@ var releaseBackoff = retry.Backoff{First: 10 * time.Millisecond, Max: time.Secon
 // and its local deadline has not passed, and the kind's release script
 // reads the flag.
 func (l *lockRef) believed(found bool, lease *watchdog.Lease) bool {
-	return found && lease != nil && l.kind.spec().believes && time.Now().Before(l.c.holds.watchdog.Deadline(lease))
+	return found && lease != nil && l.row.believes && time.Now().Before(l.c.holds.watchdog.Deadline(lease))
 }
 
 // minTime returns the earlier of a and b.
@@ -191,14 +190,13 @@ func (l *lockRef) release(ctx context.Context, owner Owner, restore time.Duratio
 		Believed:  believed,
 		Fields:    l.fields,
 	}
-	if rel.Directed && l.kind.spec().handsOn {
-		var sent func()
+	if rel.Directed && l.row.handsOn {
 		rel.Handoff, rel.Count = true, l.c.counts
-		rel.Offer, sent = l.c.handoffs.ownOffer(l.name)
-		defer sent()
-		defer l.c.names.Done(l.name, waitstate.Offer{N: rel.Offer.N, Last: rel.Offer.Last}, true)
+		if rel.Offer = l.c.handoffs.OwnOffer(l.name); rel.Offer.N != 0 || rel.Offer.Drop {
+			defer l.c.handoffs.Released(l.name, rel.Offer)()
+		}
 	}
-	res, err := l.kind.spec().release(ctx, rdb, rel)
+	res, err := l.row.release(ctx, rdb, rel)
 	if err == nil && rel.Latched(res) {
 		l.c.latches.Drop(rel.Latch()) // answered: it will not be sent again
 	}

@@ -38,7 +38,7 @@ type waiting struct {
 	subscribe bool
 	sub       *pubsub.Waiter
 	// passOn, for directed wakes, is the lock whose wakes that no local
-	// waiter takes this client passes on (see handoffs.passOn).
+	// waiter takes this client passes on (see directed.Handoffs.PassOn).
 	passOn string
 	// dropped is what the last attempt read of the client's drops (see
 	// waitstate.Drops), with directed wakes.
@@ -188,7 +188,7 @@ func (w *waiting) pause(attempt int, next func() time.Duration) error {
 // waitstate.Drops): its registration may be gone.
 func (w *waiting) recheck() bool {
 	return w.passOn == "" || w.sub == nil || w.sub.Recheck() || w.also != nil && w.also.Recheck() ||
-		w.c.handoffs.drops.Since(w.dropped)
+		w.c.handoffs.Drops.Since(w.dropped)
 }
 
 // subscribeNext makes the subscription the wait is due to make, if any:
@@ -213,7 +213,7 @@ func (w *waiting) subscribeNext() (subscribed bool, err error) {
 		var unclaimed func()
 		switch {
 		case w.passOn != "":
-			unclaimed = w.c.handoffs.passOn(w.passOn)
+			unclaimed = w.c.handoffs.PassOn(w.passOn)
 		case w.lingers:
 			unclaimed = func() {} // a wake with no waiter here has no one else to go to
 		}
@@ -257,7 +257,7 @@ func (w *waiting) dropFailed() {
 	if w.sub != nil && w.sub.Failed() {
 		w.sub.Leave()
 		if n := w.sub.TakeGiven(); n != 0 && w.passOn != "" {
-			w.c.handoffs.takeBack(w.name, n) // a handoff the wait did not take
+			w.c.handoffs.TakeBack(w.name, n) // a handoff the wait did not take
 		}
 		w.sub = nil
 	}

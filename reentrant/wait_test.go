@@ -85,7 +85,7 @@ func Test1000Waiters(t *testing.T) {
 	assert.Zero(t, overlaps.Load())
 	// Every channel is dropped: the client's wake channel, and Redisson's,
 	// which its waiters listened on too and which may linger a moment
-	// longer (see handoffs.listensFor).
+	// longer (see directed.Handoffs.ListensFor).
 	eventually(t, "every channel to be dropped", func() bool {
 		chans, err := e.do(t, "PUBSUB", "CHANNELS").AsStrSlice()
 		require.NoError(t, err)

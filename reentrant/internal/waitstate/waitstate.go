@@ -355,3 +355,29 @@ func (d *Drops) Sending() func() {
 	d.inFlight.Add(1)
 	return func() { d.inFlight.Add(-1) }
 }
+
+// Grants is a fair or priority lock's wait that takes the lock straight
+// from a release: an attempt that queues asks, with its number, to be
+// granted the lock, and a release that frees it grants it to the head of
+// the queue, naming that number on the head's channel. The zero Grants
+// takes none.
+type Grants struct {
+	On bool
+	// queued: the last attempt was answered that the wait is queued, so a
+	// grant that names it came after it ran; Waited: an attempt was.
+	queued, Waited bool
+}
+
+// Answered records the reply to an attempt: queued, it found the lock
+// taken and the wait in the queue.
+func (g *Grants) Answered(queued bool) {
+	g.queued = queued
+	g.Waited = g.Waited || queued
+}
+
+// Granted reports whether grant n, the number a release named on the
+// wait's channel (0: none), grants the lock to attempt number tries, the
+// last one, which queued. A grant that names an earlier attempt is stale.
+func (g *Grants) Granted(n int64, tries int) bool {
+	return n == int64(tries) && g.queued
+}

@@ -1,0 +1,74 @@
+// Command walk runs one uncontended Lock and its Unlock of one kind on a
+// Redis server, and writes the coverage counters of that pair alone: it is
+// built with -cover -covermode=atomic by codefigures' TestLockWalk, which
+// reads the counters to list the code the pair entered. A Lock and Unlock
+// come first, so that loading the scripts is not counted.
+//
+//	walk -addr 127.0.0.1:7000 -kind lock -dir /tmp/counters
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"runtime/coverage"
+
+	"github.com/redis/rueidis"
+
+	"github.com/relock-go/relock/reentrant"
+)
+
+func main() {
+	addr := flag.String("addr", "", "the Redis server")
+	kind := flag.String("kind", "lock", "lock or fair")
+	dir := flag.String("dir", "", "where the counters are written")
+	flag.Parse()
+	if err := walk(*addr, *kind, *dir); err != nil {
+		fmt.Fprintln(os.Stderr, "walk:", err)
+		os.Exit(1)
+	}
+}
+
+func walk(addr, kind, dir string) error {
+	rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	c, err := reentrant.New(rdb, reentrant.Options{})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	var l *reentrant.Lock
+	switch kind {
+	case "lock":
+		l = c.Lock("walk")
+	case "fair":
+		l = c.FairLock("walk")
+	default:
+		return fmt.Errorf("unknown kind %q", kind)
+	}
+	ctx := context.Background()
+	pair := func() error {
+		held, err := l.Lock(ctx)
+		if err != nil {
+			return err
+		}
+		return l.Unlock(held)
+	}
+	if err := pair(); err != nil { // the scripts loaded
+		return err
+	}
+	if err := coverage.ClearCounters(); err != nil {
+		return err
+	}
+	if err := pair(); err != nil {
+		return err
+	}
+	if err := coverage.WriteMetaDir(dir); err != nil {
+		return err
+	}
+	return coverage.WriteCountersDir(dir)
+}

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/relock-go/relock/internal/redistest"
+)
+
+// walks are the kinds whose uncontended Lock and Unlock TestLockWalk runs,
+// each with the most of reentrant's own files (outside reentrant/internal/)
+// the pair may enter, and files it must not enter at all: a lock's wait
+// protocol is chosen once per handle, so a pair of one kind walks no other
+// kind's path.
+var walks = []struct {
+	kind  string
+	most  int
+	never []string
+}{
+	{"lock", 15, []string{"reentrant/fair.go", "reentrant/priority.go", "reentrant/group.go", "reentrant/deadlock.go"}},
+	{"fair", 16, []string{"reentrant/directed.go", "reentrant/group.go", "reentrant/deadlock.go"}},
+}
+
+// module is the import path every file of the walk is named under.
+const module = "github.com/relock-go/relock/"
+
+// TestLockWalk runs one uncontended Lock and its Unlock of each kind in
+// walks on a real Redis, with coverage counters cleared before the pair and
+// written after it (see ./walk), and holds what it entered to the walk's
+// limits. docs/lock-flow.md lists the plain lock's files; that list is
+// held to what ran. go test -v prints the figures.
+func TestLockWalk(t *testing.T) {
+	srv := redistest.Start(t)
+	bin := filepath.Join(t.TempDir(), "walk")
+	build := exec.Command("go", "build", "-cover", "-covermode=atomic", "-coverpkg="+module+"...", "-o", bin, "./walk")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the walk: %v\n%s", err, out)
+	}
+	for _, w := range walks {
+		entered := walk(t, bin, srv.Addr, w.kind)
+		files := filesOf(entered)
+		var own []string
+		for _, f := range files {
+			if dir, _ := filepath.Split(f); dir == "reentrant/" {
+				own = append(own, f)
+			}
+		}
+		t.Logf("%s: %d functions in %d files, %d of them reentrant's own: %s", w.kind, len(entered), len(files), len(own), strings.Join(own, " "))
+		if testing.Verbose() {
+			for _, f := range files {
+				t.Logf("  %s: %s", f, strings.Join(functionsIn(entered, f), ", "))
+			}
+		}
+		if len(own) > w.most {
+			t.Errorf("an uncontended %s and its Unlock enter %d of reentrant's files, at most %d: %s", w.kind, len(own), w.most, strings.Join(own, " "))
+		}
+		for _, f := range w.never {
+			if slices.Contains(files, f) {
+				t.Errorf("an uncontended %s and its Unlock enter %s: %s", w.kind, f, strings.Join(functionsIn(entered, f), ", "))
+			}
+		}
+		if w.kind == "lock" {
+			checkFlowDoc(t, files)
+		}
+	}
+}
+
+// walk runs the walk of kind and returns the functions it entered, as
+// "file: name" with file relative to the module root.
+func walk(t *testing.T, bin, addr, kind string) []string {
+	t.Helper()
+	counters, junk := t.TempDir(), t.TempDir()
+	run := exec.Command(bin, "-addr", addr, "-kind", kind, "-dir", counters)
+	run.Env = append(os.Environ(), "GOCOVERDIR="+junk)
+	if out, err := run.CombinedOutput(); err != nil {
+		t.Fatalf("walking %s: %v\n%s", kind, err, out)
+	}
+	out, err := exec.Command("go", "tool", "covdata", "func", "-i", counters).Output()
+	if err != nil {
+		t.Fatalf("reading the counters of %s: %v", kind, err)
+	}
+	var entered []string
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 3 || f[2] == "0.0%" || !strings.HasPrefix(f[0], module) {
+			continue
+		}
+		file, _, _ := strings.Cut(strings.TrimPrefix(f[0], module), ":")
+		if strings.HasPrefix(file, "internal/codefigures/") {
+			continue // the walk itself
+		}
+		entered = append(entered, file+": "+f[1])
+	}
+	if len(entered) == 0 {
+		t.Fatalf("the walk of %s entered nothing:\n%s", kind, out)
+	}
+	return entered
+}
+
+// filesOf returns the files of entered, sorted.
+func filesOf(entered []string) []string {
+	var files []string
+	for _, e := range entered {
+		file, _, _ := strings.Cut(e, ": ")
+		files = append(files, file)
+	}
+	slices.Sort(files)
+	return slices.Compact(files)
+}
+
+// functionsIn returns the functions of entered in file.
+func functionsIn(entered []string, file string) []string {
+	var fns []string
+	for _, e := range entered {
+		if f, name, _ := strings.Cut(e, ": "); f == file {
+			fns = append(fns, name)
+		}
+	}
+	return fns
+}
+
+// walkedRE finds the files docs/lock-flow.md lists as walked: the lines
+// "- `path.go`" of its section "Every file they enter".
+var walkedRE = regexp.MustCompile("(?m)^- `([^`]+\\.go)`")
+
+// checkFlowDoc holds docs/lock-flow.md's list of the files a plain Lock
+// and its Unlock enter to files, the ones they entered.
+func checkFlowDoc(t *testing.T, files []string) {
+	t.Helper()
+	doc, err := os.ReadFile("../../docs/lock-flow.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "\n## Every file they enter\n")
+	if !ok {
+		t.Fatal(`docs/lock-flow.md has no section "Every file they enter"`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	var listed []string
+	for _, m := range walkedRE.FindAllStringSubmatch(section, -1) {
+		listed = append(listed, m[1])
+	}
+	slices.Sort(listed)
+	for _, f := range files {
+		if _, found := slices.BinarySearch(listed, f); !found {
+			t.Errorf("docs/lock-flow.md does not list %s, which a plain Lock and its Unlock enter", f)
+		}
+	}
+	for _, f := range listed {
+		if _, found := slices.BinarySearch(files, f); !found {
+			t.Errorf("docs/lock-flow.md lists %s, which a plain Lock and its Unlock do not enter", f)
+		}
+	}
+}

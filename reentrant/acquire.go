@@ -213,7 +213,7 @@ func (w *waiting) undoLost(a attempter, waits bool) error {
 		if scripts.Answered(err) || !waits {
 			return retry.Done
 		}
-		w.c.outages.failing(&w.outage, err)
+		w.c.outages.Failing(&w.outage, err)
 		return pacing(err)
 	})
 }

@@ -15,7 +15,7 @@ func init() {
 			return addon.Runtime{}, false
 		}
 		return addon.Runtime{
-			Conn:    c.runner.conn,
+			Conn:    c.runner.Conn,
 			Publish: c.publish,
 			Closing: c.closing,
 			Go:      c.background,

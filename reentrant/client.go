@@ -17,7 +17,9 @@ import (
 	"github.com/relock-go/relock/reentrant/internal/attempt"
 	"github.com/relock-go/relock/reentrant/internal/directed"
 	"github.com/relock-go/relock/reentrant/internal/latches"
+	"github.com/relock-go/relock/reentrant/internal/outage"
 	"github.com/relock-go/relock/reentrant/internal/retry"
+	"github.com/relock-go/relock/reentrant/internal/runner"
 	"github.com/relock-go/relock/reentrant/internal/waitstate"
 	"github.com/relock-go/relock/scripts"
 )
@@ -48,9 +50,9 @@ type Client struct {
 	holds       *holdTable // the holds it has, and their watchdog
 	sub         *pubsub.Subscriber
 	latches     *latches.Sweeper
-	outages     outages      // tells of waits held up by an outage, once per outage
-	degraded    atomic.Bool  // told that subscribing is refused: waiters poll
-	runner      scriptRunner // runs the lock scripts (replicasync.go)
+	outages     outage.Tracker // tells of waits held up by an outage, once per outage
+	degraded    atomic.Bool    // told that subscribing is refused: waiters poll
+	runner      runner.Runner  // runs the lock scripts
 
 	// hookBeforeSubscribe, set by tests, runs between a failed attempt and
 	// the subscription that follows it.
@@ -133,20 +135,23 @@ func New(rdb rueidis.Client, opts Options) (*Client, error) {
 	}
 	rs := opts.ReplicaSync
 	co := scripts.NewCoalescer(rdb, cluster, c.closing, c.background)
-	if err := c.runner.start(rdb, co, rs.Replicas, rs.Timeout, rs.Required, opts.Logger); err != nil {
+	if err := c.runner.Start(rdb, co, rs.Replicas, rs.Timeout, rs.Required, ErrSyncUnavailable, opts.Logger); err != nil {
 		return nil, err
 	}
 	// A lock's wake channel lingers a little after its last waiter leaves:
 	// one that comes back soon (steady contention) finds it live.
-	c.outages = outages{log: opts.Logger, after: opts.RepollInterval}
-	c.sub = pubsub.New(rdb, opts.PubSub, scripts.Slot, opts.Logger, min(opts.RepollInterval, time.Second), &subscriptions{o: &c.outages})
+	c.outages = outage.Tracker{Log: opts.Logger, After: opts.RepollInterval, Describe: describeWait}
+	c.sub = pubsub.New(rdb, opts.PubSub, scripts.Slot, opts.Logger, min(opts.RepollInterval, time.Second), c.outages.Health())
 	c.latches = latches.New(rdb, opts.Logger)
-	c.handoffs = directed.Handoffs{Names: &c.names, ID: c.id, Sub: c.sub, Publish: c.publish, Conn: c.runner.conn, Owners: &c.nextOwner,
+	c.handoffs = directed.Handoffs{Names: &c.names, ID: c.id, Sub: c.sub, Publish: c.publish, Conn: c.runner.Conn, Owners: &c.nextOwner,
 		Lease: opts.WatchdogTimeout, Keep: opts.markTTL(), Log: opts.Logger, Background: c.background, Closing: c.closing, Window: releaseWindow}
 	c.background(func() { c.latches.Run(c.closing) })
-	c.holds = newHoldTable(&c.opts, c.runner.conn, cluster)
+	c.holds = newHoldTable(&c.opts, c.runner.Conn, cluster)
 	return c, nil
 }
+
+// describeWait names a wait of kind on name in an outage's warning.
+func describeWait(kind, name string) string { return fmt.Sprintf("%s %q", Kind(kind).noun(), name) }
 
 // detectPubSub picks Redisson's pub/sub kind: sharded on a Redis 7+ cluster,
 // classic elsewhere. It is the only thing New asks of Redis, and only of a
@@ -215,7 +220,7 @@ var infoBackoff = retry.Backoff{First: 50 * time.Millisecond, Max: time.Second, 
 // (Replicas 0) when the server refused WAIT. An operator can check it
 // matches the Java side's checkLockSyncedSlaves.
 func (c *Client) ReplicaSync() ReplicaSync {
-	if !c.runner.syncing() {
+	if !c.runner.Syncing() {
 		return ReplicaSync{}
 	}
 	return c.opts.ReplicaSync

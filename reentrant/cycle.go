@@ -3,7 +3,6 @@ package reentrant
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/relock-go/relock/pubsub"
@@ -82,39 +81,6 @@ type waker interface {
 	polling() waker
 }
 
-// quiet is the waker of a wait that hears nothing: the points where a
-// waker does nothing, which every other embeds. Its waits sleep to the
-// holder's TTL or the re-poll interval.
-type quiet struct{}
-
-func (quiet) begin(*cycle)                                       {}
-func (quiet) given(*cycle) (outcome, bool)                       { return outcome{}, false }
-func (quiet) args(*cycle, *lockTry)                              {}
-func (quiet) answered(*cycle, *lockAttempt) (outcome, bool)      { return outcome{}, false }
-func (quiet) blocked(*cycle, lockAttempt) error                  { return nil }
-func (quiet) won(*cycle)                                         {}
-func (quiet) sleep(c *cycle, pttl time.Duration) time.Duration   { return c.bounded(pttl) }
-func (quiet) end(*cycle, *pubsub.Waiter, error)                  {}
-func (quiet) sending(lockTry) func(lockAttempt)                  { return sent }
-func (quiet) undo(ctx context.Context, t lockTry, r lockAttempt) { t.undoHold(ctx, r) }
-func (quiet) polling() waker                                     { return retrying{} }
-
-func sent(lockAttempt) {}
-func nothing()         {}
-
-// announced is the waker of a lock whose releases publish on its kind's
-// channel for the waiting owner (a read-write lock's; RLock's on a client
-// without directed wakes).
-type announced struct{ quiet }
-
-func (announced) begin(c *cycle) { c.announcedOn(c.l.channel(c.owner), pubsub.LockWakes, "") }
-
-// retrying is the waker of a call with a retry delay: it polls at that
-// pace, whatever the lock's kind.
-type retrying struct{ quiet }
-
-func (retrying) sleep(c *cycle, _ time.Duration) time.Duration { return c.cfg.retryDelay }
-
 // takesWhatIsGiven reports whether the call takes the lock straight from a
 // release that gives it (a plain lock's handoff, a queued lock's grant): it
 // waits, for an owner made for it; the watchdog keeps what it takes (a
@@ -123,16 +89,7 @@ func (retrying) sleep(c *cycle, _ time.Duration) time.Duration { return c.cfg.re
 // and no replica must confirm its acquire (a given hold is confirmed by
 // nobody's WAIT but the releaser's).
 func (c *cycle) takesWhatIsGiven() bool {
-	return c.private && c.cfg.wait != 0 && c.cfg.lease == 0 && c.cfg.retryDelay == 0 && c.l.c.runner.conn().Replicas == 0
-}
-
-// bounded is the pause after an attempt that found the lock held with
-// pttl left: until the hold ends, or the re-poll interval.
-func (c *cycle) bounded(pttl time.Duration) time.Duration {
-	if d := c.l.c.opts.RepollInterval; pttl < 0 || pttl >= d {
-		return d
-	}
-	return pttl
+	return c.private && c.cfg.wait != 0 && c.cfg.lease == 0 && c.cfg.retryDelay == 0 && c.l.c.runner.Conn().Replicas == 0
 }
 
 // sentTry is what a cycle knows of its last attempt.
@@ -303,7 +260,7 @@ type lockTry struct {
 func (t lockTry) Run(ctx context.Context) (r lockAttempt) {
 	l := t.l
 	after := t.w.sending(t)
-	r.Acquired, r.err = l.row.acquire(ctx, l.c.runner.conn(), t.acq)
+	r.Acquired, r.err = l.row.acquire(ctx, l.c.runner.Conn(), t.acq)
 	after(r)
 	if r.OK && r.err != nil {
 		r.err = l.unsynced(ctx, t.owner, t.acq.Lease, r.err)
@@ -330,27 +287,6 @@ func (t lockTry) undoHold(ctx context.Context, r lockAttempt) {
 	if _, err := l.release(ctx, t.owner, t.acq.Lease, l.c.newRequestID(), false, false); err != nil {
 		l.c.opts.Logger.Debug("relock: undoing an attempt cut short", "lock", l.name, "error", err)
 	}
-}
-
-// unsynced handles an acquire that replicas did not confirm: kept when the
-// server refuses WAIT and sync is not required (sync turns off), else rolled
-// back with one release of the new hold, the acquire's TTL left to any
-// outer hold. The error it returns means the lock is not held.
-func (l *lockRef) unsynced(ctx context.Context, owner Owner, ttl time.Duration, syncErr error) error {
-	if errors.Is(syncErr, scripts.ErrSyncRefused) {
-		if err := l.c.runner.refused(syncErr); err == nil {
-			return nil
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWindow)
-	defer cancel()
-	if _, err := l.release(ctx, owner, ttl, l.c.newRequestID(), false, false); err != nil {
-		l.c.opts.Logger.Warn("relock: rolling back an acquire replicas did not confirm; the hold expires with its TTL", "lock", l.name, "error", err)
-	}
-	if errors.Is(syncErr, scripts.ErrSyncRefused) {
-		return fmt.Errorf("relock: %w (%v)", ErrSyncUnavailable, syncErr)
-	}
-	return fmt.Errorf("relock: lock %q: %w; acquire rolled back", l.name, syncErr) // wraps ErrNotSynced
 }
 
 // runGuarded runs t on the caller's goroutine, with the caller's ctx, for
@@ -389,7 +325,7 @@ func (t lockTry) runGuarded(ctx context.Context) (lockAttempt, bool) {
 func (t lockTry) abandon(ctx context.Context, r lockAttempt) {
 	gctx, cancel := cleanup(ctx)
 	defer cancel()
-	if err := scripts.Abandon(gctx, t.l.c.runner.conn(), t.l.name, t.owner.id, t.acq.Lease); err != nil {
+	if err := scripts.Abandon(gctx, t.l.c.runner.Conn(), t.l.name, t.owner.id, t.acq.Lease); err != nil {
 		t.l.c.opts.Logger.Debug("relock: guarding an attempt cut short", "lock", t.l.name, "error", err)
 	}
 	t.Undo(ctx, r)

@@ -53,7 +53,7 @@ var leaveBackoff = retry.Backoff{First: 10 * time.Millisecond, Max: time.Second,
 // leftQueue runs the leave script once and reports whether it is done:
 // Redis answered, or no later try could help.
 func (l *lockRef) leftQueue(ctx context.Context, owner Owner, turn time.Duration) bool {
-	err := l.kind.spec().leave(ctx, l.c.runner.conn(), l.name, owner.id, turn, l.c.publish)
+	err := l.kind.spec().leave(ctx, l.c.runner.Conn(), l.name, owner.id, turn, l.c.publish)
 	return scripts.Answered(err) || l.c.checkOpen() != nil
 }
 

@@ -65,7 +65,7 @@ func (groupWakes) blocked(c *cycle, r lockAttempt) error {
 
 // groupValues reads who holds each of a group lock's values.
 func (l *lockRef) groupValues(ctx context.Context, op string) ([]scripts.GroupValue, error) {
-	vals, err := scripts.GroupInspect(ctx, l.c.runner.conn(), l.name, l.fields)
+	vals, err := scripts.GroupInspect(ctx, l.c.runner.Conn(), l.name, l.fields)
 	if err != nil {
 		return nil, redisError(op, l.name, err)
 	}
@@ -128,7 +128,7 @@ func (l *lockRef) groupForceUnlock(ctx context.Context) (bool, error) {
 			return found
 		})
 	}, ErrLockLost)
-	freed, err := scripts.GroupForceUnlock(ctx, l.c.runner.conn(), l.name, l.fields, l.c.publish)
+	freed, err := scripts.GroupForceUnlock(ctx, l.c.runner.Conn(), l.name, l.fields, l.c.publish)
 	if err != nil {
 		return false, redisError("force unlock", l.name, err)
 	}

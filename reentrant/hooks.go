@@ -108,27 +108,3 @@ type Renewal struct {
 	// Err is the first error of the round's script calls, if any.
 	Err error
 }
-
-// started reports an acquire call beginning, if anyone listens, and
-// returns its start time (zero when nobody does).
-// a holds its kind, name and priority.
-func (h *Hooks) started(ctx context.Context, a Acquire) time.Time {
-	if h.AcquireStarted == nil && h.AcquireEnded == nil {
-		return time.Time{}
-	}
-	a.Start = time.Now()
-	if h.AcquireStarted != nil {
-		h.AcquireStarted(ctx, a)
-	}
-	return a.Start
-}
-
-// ended reports the end of an acquire call, a, with its result err; a.Held
-// says whether its kind records a hold when the call succeeds.
-func (h *Hooks) ended(ctx context.Context, a Acquire, err error) {
-	if h.AcquireEnded == nil {
-		return
-	}
-	a.Waited, a.Err, a.Held = time.Since(a.Start), err, a.Held && err == nil
-	h.AcquireEnded(ctx, a)
-}

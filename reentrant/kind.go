@@ -32,7 +32,8 @@ type kind struct {
 	kind Kind
 	// renewer is the script that renews the kind's holds.
 	renewer renewer
-	// field is the hash field that records owner's holds.
+	// field is the hash field that records owner's holds; nil: owner
+	// itself (a group lock's values are added to it: see lockRef.field).
 	field func(owner string) string
 	// channel is the channel on which owner, waiting for lock name, hears
 	// releases (a group lock's waiters: see groupWakes.blocked).
@@ -70,7 +71,6 @@ var kinds = [...]kind{
 	fencedLock:       rlockKind(KindFenced, scripts.FencedAcquire),
 	readLock: {
 		kind:        KindRead,
-		field:       ownField,
 		channel:     rwChannel,
 		acquire:     scripts.ReadAcquire,
 		release:     scripts.ReadRelease,
@@ -91,7 +91,6 @@ var kinds = [...]kind{
 	nonReentrantFairLock: fairKind(scripts.NonReentrantFairAcquire),
 	priorityLock: {
 		kind:     KindPriority,
-		field:    ownField,
 		channel:  scripts.PriorityChannel,
 		acquire:  scripts.PriorityAcquire,
 		release:  scripts.PriorityRelease,
@@ -104,10 +103,9 @@ var kinds = [...]kind{
 	},
 	spinLock: {
 		kind:        KindSpin,
-		field:       ownField,
 		channel:     lockChannel,
 		acquire:     scripts.LockAcquire,
-		release:     runRelease,
+		release:     scripts.LockRelease,
 		believes:    true,
 		forceUnlock: forceUnlockOn(scripts.LockChannel, pubsub.WakeOne),
 		spins:       true,
@@ -123,10 +121,9 @@ type acquirer = func(ctx context.Context, rdb scripts.Conn, a scripts.Acquire) (
 func rlockKind(k Kind, acquire acquirer) kind {
 	return kind{
 		kind:        k,
-		field:       ownField,
 		channel:     lockChannel,
 		acquire:     acquire,
-		release:     runRelease,
+		release:     scripts.LockRelease,
 		believes:    true,
 		forceUnlock: forceUnlockOn(scripts.LockChannel, pubsub.WakeOne),
 		directed:    true,
@@ -151,7 +148,6 @@ func handingOn(k kind) kind {
 func fairKind(acquire acquirer) kind {
 	return kind{
 		kind:     KindFair,
-		field:    ownField,
 		channel:  scripts.FairChannel,
 		acquire:  acquire,
 		release:  scripts.FairRelease,
@@ -164,15 +160,9 @@ func fairKind(acquire acquirer) kind {
 	}
 }
 
-func ownField(owner string) string      { return owner }
 func lockChannel(name, _ string) string { return scripts.LockChannel(name) }
 func rwChannel(name, _ string) string   { return scripts.RWChannel(name) }
 func (k lockKind) spec() *kind          { return &kinds[k] }
-
-// runRelease runs the RLock release script, which the fenced lock shares.
-func runRelease(ctx context.Context, rdb scripts.Conn, r scripts.Release) (scripts.Released, error) {
-	return r.Run(ctx, rdb)
-}
 
 // fairForceUnlock deletes a fair lock and tells the head of its queue.
 func fairForceUnlock(ctx context.Context, rdb scripts.Conn, name string, pub scripts.Publish, _ bool) (bool, error) {
@@ -214,7 +204,6 @@ var renewers = [...]func(context.Context, scripts.Conn, time.Duration, [][]scrip
 func groupKind() kind {
 	return kind{
 		kind:    KindGroup,
-		field:   ownField, // see Lock.field: the values are added there
 		channel: lockChannel,
 		acquire: scripts.GroupAcquire,
 		release: scripts.GroupRelease,

@@ -55,7 +55,7 @@ func (l *CountDownLatch) TrySetCount(ctx context.Context, n int64) (bool, error)
 	if err := checkCount("count", n, 1); err != nil {
 		return false, err
 	}
-	set, err := scripts.LatchTrySet(ctx, l.c.runner.conn(), l.name, n, l.c.publish)
+	set, err := scripts.LatchTrySet(ctx, l.c.runner.Conn(), l.name, n, l.c.publish)
 	return set, changeError("latch", l.name, err)
 }
 
@@ -70,7 +70,7 @@ func (l *CountDownLatch) CountDown(ctx context.Context) error {
 		return err
 	}
 	return changeError("latch", l.name, l.c.untilRun(ctx, l.name, func(ctx context.Context) error {
-		_, err := scripts.LatchCountDown(ctx, l.c.runner.conn(), l.name, l.c.publish)
+		_, err := scripts.LatchCountDown(ctx, l.c.runner.Conn(), l.name, l.c.publish)
 		return err
 	}))
 }
@@ -89,7 +89,7 @@ func (l *CountDownLatch) Delete(ctx context.Context) (bool, error) {
 	if err := l.check(ctx); err != nil {
 		return false, err
 	}
-	deleted, err := scripts.LatchDelete(ctx, l.c.runner.conn(), l.name, l.c.publish)
+	deleted, err := scripts.LatchDelete(ctx, l.c.runner.Conn(), l.name, l.c.publish)
 	return deleted, changeError("latch", l.name, err)
 }
 
@@ -122,7 +122,7 @@ type latchAwait struct {
 }
 
 func (a *latchAwait) try(int) outcome {
-	n, err := scripts.Count(a.ctx, a.l.c.runner.conn(), a.l.name)
+	n, err := scripts.Count(a.ctx, a.l.c.runner.Conn(), a.l.name)
 	return outcome{err: err, taken: err == nil && n <= 0, bound: -1}
 }
 

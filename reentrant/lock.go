@@ -274,7 +274,7 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 		return r.groupForceUnlock(ctx)
 	}
 	r.c.holds.lose(func(k holdKey) bool { return k.name == r.name }, ErrLockLost)
-	deleted, err := r.row.forceUnlock(ctx, r.c.runner.conn(), r.name, r.c.publish, r.directed())
+	deleted, err := r.row.forceUnlock(ctx, r.c.runner.Conn(), r.name, r.c.publish, r.directed())
 	if err != nil {
 		return false, redisError("force unlock", r.name, err)
 	}

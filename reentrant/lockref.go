@@ -79,6 +79,9 @@ func (l *lockRef) field(owner Owner) string {
 	if l.kind == groupLock {
 		return groupHold(owner.id, l.fields)
 	}
+	if l.row.field == nil {
+		return owner.id
+	}
 	return l.row.field(owner.id)
 }
 

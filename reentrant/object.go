@@ -26,7 +26,7 @@ func (o object) delete(ctx context.Context) (bool, error) {
 	if o.err != nil {
 		return false, o.err
 	}
-	deleted, err := scripts.Delete(ctx, o.c.runner.conn(), o.keys)
+	deleted, err := scripts.Delete(ctx, o.c.runner.Conn(), o.keys)
 	return deleted, changeError(o.what, o.name(), err)
 }
 
@@ -36,7 +36,7 @@ func (o object) expire(ctx context.Context, ttl time.Duration) (bool, error) {
 	if o.err != nil {
 		return false, o.err
 	}
-	changed, err := scripts.Expire(ctx, o.c.runner.conn(), o.keys, ttl)
+	changed, err := scripts.Expire(ctx, o.c.runner.Conn(), o.keys, ttl)
 	return changed, changeError(o.what, o.name(), err)
 }
 
@@ -54,7 +54,7 @@ func (o object) exists(ctx context.Context) (bool, error) {
 	if o.err != nil {
 		return false, o.err
 	}
-	found, err := scripts.Exists(ctx, o.c.runner.conn(), o.name())
+	found, err := scripts.Exists(ctx, o.c.runner.Conn(), o.name())
 	if err != nil {
 		return false, redisError(o.what, o.name(), err)
 	}

@@ -225,7 +225,7 @@ func (a *permitAcquire) undo(ctx context.Context, _ int) error { return a.s.undo
 // permits released if they were taken or may have been.
 func (s *PermitExpirableSemaphore) attempt(ctx context.Context, ids []string, ttl time.Duration) (acquired bool, score string, nearest time.Duration, err error) {
 	if ctx.Done() == nil { // nothing can cut it short
-		return scripts.PermitAcquire(ctx, s.c.runner.conn(), s.name, ids, ttl, s.c.publish)
+		return scripts.PermitAcquire(ctx, s.c.runner.Conn(), s.name, ids, ttl, s.c.publish)
 	}
 	type result struct {
 		acquired bool
@@ -234,7 +234,7 @@ func (s *PermitExpirableSemaphore) attempt(ctx context.Context, ids []string, tt
 		err      error
 	}
 	r, abandoned := attempt.Once[result](s.c.attempts, ctx, attempt.Funcs[result]{RunFn: func(ctx context.Context) (r result) {
-		r.acquired, r.score, r.nearest, r.err = scripts.PermitAcquire(ctx, s.c.runner.conn(), s.name, ids, ttl, s.c.publish)
+		r.acquired, r.score, r.nearest, r.err = scripts.PermitAcquire(ctx, s.c.runner.Conn(), s.name, ids, ttl, s.c.publish)
 		return r
 	}, UndoFn: func(ctx context.Context, r result) {
 		if r.acquired || (r.err != nil && !scripts.IsReply(r.err) && !scripts.NotSent(r.err)) {
@@ -259,9 +259,9 @@ func (s *PermitExpirableSemaphore) undo(ctx context.Context, ids []string) error
 // releaseIDs runs the release script for ids: one, or all of many or none.
 func (s *PermitExpirableSemaphore) releaseIDs(ctx context.Context, ids []string) (released bool, err error) {
 	if len(ids) == 1 {
-		return scripts.PermitRelease(ctx, s.c.runner.conn(), s.name, ids[0], s.c.publish)
+		return scripts.PermitRelease(ctx, s.c.runner.Conn(), s.name, ids[0], s.c.publish)
 	}
-	n, err := scripts.PermitReleaseAll(ctx, s.c.runner.conn(), s.name, ids, s.c.publish)
+	n, err := scripts.PermitReleaseAll(ctx, s.c.runner.Conn(), s.name, ids, s.c.publish)
 	return n == int64(len(ids)), err
 }
 
@@ -378,7 +378,7 @@ func (s *PermitExpirableSemaphore) LeaseTime(ctx context.Context, id string) (ti
 	if err := checkIDs([]string{id}); err != nil {
 		return 0, err
 	}
-	left, taken, err := scripts.PermitLeaseTime(ctx, s.c.runner.conn(), s.name, id, s.c.publish)
+	left, taken, err := scripts.PermitLeaseTime(ctx, s.c.runner.Conn(), s.name, id, s.c.publish)
 	switch {
 	case err != nil:
 		return 0, redisError("semaphore", s.name, err)
@@ -399,7 +399,7 @@ func (s *PermitExpirableSemaphore) UpdateLease(ctx context.Context, id string, d
 		return fmt.Errorf("relock: %w: lease %v is below 1ms", ErrInvalidArgument, d)
 	}
 	sent := time.Now()
-	ok, err := scripts.PermitLease(ctx, s.c.runner.conn(), s.name, id, d, s.c.publish)
+	ok, err := scripts.PermitLease(ctx, s.c.runner.Conn(), s.name, id, d, s.c.publish)
 	switch {
 	case err != nil && !errors.Is(err, ErrNotSynced):
 		return redisError("semaphore", s.name, err)
@@ -419,7 +419,7 @@ func (s *PermitExpirableSemaphore) TrySetPermits(ctx context.Context, n int64) (
 	if err := checkCount("permits", n, 0); err != nil {
 		return false, err
 	}
-	set, err := scripts.SemaphoreTrySet(ctx, s.c.runner.conn(), s.name, n, 0, s.c.publish)
+	set, err := scripts.SemaphoreTrySet(ctx, s.c.runner.Conn(), s.name, n, 0, s.c.publish)
 	return set, changeError("semaphore", s.name, err)
 }
 
@@ -433,7 +433,7 @@ func (s *PermitExpirableSemaphore) SetPermits(ctx context.Context, n int64) erro
 	if err := checkCount("permits", n, 0); err != nil {
 		return err
 	}
-	return changeError("semaphore", s.name, scripts.PermitSet(ctx, s.c.runner.conn(), s.name, n, s.c.publish))
+	return changeError("semaphore", s.name, scripts.PermitSet(ctx, s.c.runner.Conn(), s.name, n, s.c.publish))
 }
 
 // AddPermits adds n permits (n < 0 takes them off).
@@ -441,7 +441,7 @@ func (s *PermitExpirableSemaphore) AddPermits(ctx context.Context, n int64) erro
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	return changeError("semaphore", s.name, scripts.PermitAdd(ctx, s.c.runner.conn(), s.name, n, s.c.publish))
+	return changeError("semaphore", s.name, scripts.PermitAdd(ctx, s.c.runner.Conn(), s.name, n, s.c.publish))
 }
 
 // Permits returns how many permits are available and how many taken, after
@@ -450,7 +450,7 @@ func (s *PermitExpirableSemaphore) Permits(ctx context.Context) (available, take
 	if err := s.check(ctx); err != nil {
 		return 0, 0, err
 	}
-	available, taken, err = scripts.PermitCount(ctx, s.c.runner.conn(), s.name, s.c.publish)
+	available, taken, err = scripts.PermitCount(ctx, s.c.runner.Conn(), s.name, s.c.publish)
 	return available, taken, changeError("semaphore", s.name, err)
 }
 

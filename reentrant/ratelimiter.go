@@ -99,7 +99,7 @@ func (r *RateLimiter) UpdateRate(ctx context.Context, rate Rate) (bool, error) {
 	if err := rate.check(); err != nil {
 		return false, err
 	}
-	updated, err := scripts.RateUpdate(ctx, r.c.runner.conn(), r.name, r.c.id, rate.wire())
+	updated, err := scripts.RateUpdate(ctx, r.c.runner.Conn(), r.name, r.c.id, rate.wire())
 	return updated, changeError("rate limiter", r.name, err)
 }
 
@@ -110,7 +110,7 @@ func (r *RateLimiter) set(ctx context.Context, rate Rate, only bool) (bool, erro
 	if err := rate.check(); err != nil {
 		return false, err
 	}
-	set, err := scripts.RateSet(ctx, r.c.runner.conn(), r.name, r.c.id, rate.wire(), only)
+	set, err := scripts.RateSet(ctx, r.c.runner.Conn(), r.name, r.c.id, rate.wire(), only)
 	return set, changeError("rate limiter", r.name, err)
 }
 
@@ -157,7 +157,7 @@ type rateAcquire struct {
 }
 
 func (a *rateAcquire) try(int) outcome {
-	acquired, wait, err := scripts.RateAcquire(a.ctx, a.r.c.runner.conn(), a.r.name, a.r.c.id, a.n)
+	acquired, wait, err := scripts.RateAcquire(a.ctx, a.r.c.runner.Conn(), a.r.name, a.r.c.id, a.n)
 	return outcome{err: err, taken: acquired, bound: wait}
 }
 
@@ -171,7 +171,7 @@ func (r *RateLimiter) Available(ctx context.Context) (int64, error) {
 	if err := r.check(ctx); err != nil {
 		return 0, err
 	}
-	n, err := scripts.RateAvailable(ctx, r.c.runner.conn(), r.name, r.c.id)
+	n, err := scripts.RateAvailable(ctx, r.c.runner.Conn(), r.name, r.c.id)
 	return n, changeError("rate limiter", r.name, err)
 }
 
@@ -186,7 +186,7 @@ func (r *RateLimiter) Release(ctx context.Context, n int64) error {
 	if err := checkCount("permits", n, 1); err != nil {
 		return err
 	}
-	return changeError("rate limiter", r.name, scripts.RateRelease(ctx, r.c.runner.conn(), r.name, r.c.id, n))
+	return changeError("rate limiter", r.name, scripts.RateRelease(ctx, r.c.runner.Conn(), r.name, r.c.id, n))
 }
 
 // Config returns the limiter's configuration, whoever set it (a Java
@@ -196,7 +196,7 @@ func (r *RateLimiter) Config(ctx context.Context) (Rate, error) {
 	if err := r.check(ctx); err != nil {
 		return Rate{}, err
 	}
-	rate, err := scripts.RateConfig(ctx, r.c.runner.conn(), r.name)
+	rate, err := scripts.RateConfig(ctx, r.c.runner.Conn(), r.name)
 	if err != nil {
 		return Rate{}, redisError("rate limiter", r.name, err)
 	}

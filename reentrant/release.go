@@ -177,7 +177,7 @@ func (l *lockRef) retryRelease(err error) bool {
 // again says whether that request may have been sent before; believed,
 // whether the caller counts on having the hold (see believed).
 func (l *lockRef) release(ctx context.Context, owner Owner, restore time.Duration, requestID string, again, believed bool) (scripts.Released, error) {
-	rdb := l.c.runner.conn()
+	rdb := l.c.runner.Conn()
 	rel := scripts.Release{
 		Key:       l.name,
 		Owner:     owner.id,
@@ -201,4 +201,25 @@ func (l *lockRef) release(ctx context.Context, owner Owner, restore time.Duratio
 		l.c.latches.Drop(rel.Latch()) // answered: it will not be sent again
 	}
 	return res, err
+}
+
+// unsynced handles an acquire that replicas did not confirm: kept when the
+// server refuses WAIT and sync is not required (sync turns off), else rolled
+// back with one release of the new hold, the acquire's TTL left to any
+// outer hold. The error it returns means the lock is not held.
+func (l *lockRef) unsynced(ctx context.Context, owner Owner, ttl time.Duration, syncErr error) error {
+	if errors.Is(syncErr, scripts.ErrSyncRefused) {
+		if err := l.c.runner.Refused(syncErr); err == nil {
+			return nil
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWindow)
+	defer cancel()
+	if _, err := l.release(ctx, owner, ttl, l.c.newRequestID(), false, false); err != nil {
+		l.c.opts.Logger.Warn("relock: rolling back an acquire replicas did not confirm; the hold expires with its TTL", "lock", l.name, "error", err)
+	}
+	if errors.Is(syncErr, scripts.ErrSyncRefused) {
+		return fmt.Errorf("relock: %w (%v)", ErrSyncUnavailable, syncErr)
+	}
+	return fmt.Errorf("relock: lock %q: %w; acquire rolled back", l.name, syncErr) // wraps ErrNotSynced
 }

@@ -110,7 +110,7 @@ type semaphoreAcquire struct {
 }
 
 func (a *semaphoreAcquire) try(int) outcome {
-	acquired, err := scripts.SemaphoreAcquire(a.ctx, a.s.c.runner.conn(), a.s.name, a.n)
+	acquired, err := scripts.SemaphoreAcquire(a.ctx, a.s.c.runner.Conn(), a.s.name, a.n)
 	return outcome{err: err, taken: acquired, bound: -1}
 }
 
@@ -122,7 +122,7 @@ func (a *semaphoreAcquire) sleepAfter(outcome) time.Duration {
 func (a *semaphoreAcquire) keep(o outcome) error {
 	s := a.s
 	return s.c.confirm(a.ctx, "semaphore", s.name, o.err, func(ctx context.Context) error {
-		_, err := scripts.SemaphoreRelease(ctx, s.c.runner.conn(), s.name, a.n, s.c.publish)
+		_, err := scripts.SemaphoreRelease(ctx, s.c.runner.Conn(), s.name, a.n, s.c.publish)
 		return err
 	})
 }
@@ -155,7 +155,7 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 		return err
 	}
 	return changeError("semaphore", s.name, s.c.untilRun(ctx, s.name, func(ctx context.Context) error {
-		_, err := scripts.SemaphoreRelease(ctx, s.c.runner.conn(), s.name, n, s.c.publish)
+		_, err := scripts.SemaphoreRelease(ctx, s.c.runner.Conn(), s.name, n, s.c.publish)
 		return err
 	}))
 }
@@ -174,7 +174,7 @@ func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int64) (bool, error) 
 	}
 	var released bool
 	err := s.c.untilRun(ctx, s.name, func(ctx context.Context) (err error) {
-		released, err = scripts.SemaphoreReleaseIfExists(ctx, s.c.runner.conn(), s.name, n, s.c.publish)
+		released, err = scripts.SemaphoreReleaseIfExists(ctx, s.c.runner.Conn(), s.name, n, s.c.publish)
 		return err
 	})
 	return released, changeError("semaphore", s.name, err)
@@ -203,7 +203,7 @@ func (s *Semaphore) trySet(ctx context.Context, n int64, ttl time.Duration) (boo
 	if err := checkCount("permits", n, 0); err != nil {
 		return false, err
 	}
-	set, err := scripts.SemaphoreTrySet(ctx, s.c.runner.conn(), s.name, n, ttl, s.c.publish)
+	set, err := scripts.SemaphoreTrySet(ctx, s.c.runner.Conn(), s.name, n, ttl, s.c.publish)
 	return set, changeError("semaphore", s.name, err)
 }
 
@@ -213,7 +213,7 @@ func (s *Semaphore) AddPermits(ctx context.Context, n int64) error {
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	_, err := scripts.SemaphoreRelease(ctx, s.c.runner.conn(), s.name, n, s.c.publish)
+	_, err := scripts.SemaphoreRelease(ctx, s.c.runner.Conn(), s.name, n, s.c.publish)
 	return changeError("semaphore", s.name, err)
 }
 
@@ -230,13 +230,13 @@ func (s *Semaphore) Drain(ctx context.Context) (int64, error) {
 	if err := s.check(ctx); err != nil {
 		return 0, err
 	}
-	n, err := scripts.SemaphoreDrain(ctx, s.c.runner.conn(), s.name)
+	n, err := scripts.SemaphoreDrain(ctx, s.c.runner.Conn(), s.name)
 	return n, changeError("semaphore", s.name, err)
 }
 
 // getCount reads a count kept in a string key: 0 when it is missing.
 func getCount(ctx context.Context, c *Client, what, name string) (int64, error) {
-	n, err := scripts.Count(ctx, c.runner.conn(), name)
+	n, err := scripts.Count(ctx, c.runner.Conn(), name)
 	if err != nil {
 		return 0, redisError(what, name, err)
 	}

@@ -44,7 +44,7 @@ func (c *Client) confirm(ctx context.Context, what, name string, syncErr error, 
 	if syncErr == nil {
 		return nil
 	}
-	if errors.Is(syncErr, scripts.ErrSyncRefused) && c.runner.refused(syncErr) == nil {
+	if errors.Is(syncErr, scripts.ErrSyncRefused) && c.runner.Refused(syncErr) == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWindow)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/relock-go/relock/pubsub"
 	"github.com/relock-go/relock/reentrant/internal/attempt"
+	"github.com/relock-go/relock/reentrant/internal/outage"
 	"github.com/relock-go/relock/reentrant/internal/retry"
 	"github.com/relock-go/relock/reentrant/internal/waitstate"
 	"github.com/relock-go/relock/scripts"
@@ -61,8 +62,8 @@ type waiting struct {
 	// had an answer: a wait that ends then ended for want of Redis, not
 	// because the thing was taken, and says so.
 	unreachable error
-	// outage is the wait as the client's outages count it (see outages).
-	outage outageMark
+	// outage is the wait as the client's outages count it (outage.Tracker).
+	outage outage.Mark
 	// For the hooks: when the call started (zero if no hook listens) and
 	// how many attempts it made.
 	start    time.Time
@@ -74,11 +75,33 @@ type waiting struct {
 // (retries < 0: no limit).
 func (w *waiting) begin(c *Client, ctx context.Context, kind Kind, name string, cfg acquireConfig) {
 	*w = waiting{c: c, kind: kind, name: name, ctx: ctx, retries: cfg.retries, priority: cfg.priority, unavailable: 20 * time.Millisecond,
-		outage: outageMark{kind: kind, name: name}}
-	w.start = c.opts.Hooks.started(ctx, Acquire{Kind: kind, Name: name, Priority: cfg.priority})
+		outage: outage.Mark{Kind: string(kind), Name: name}}
+	w.started()
 	if cfg.wait >= 0 {
 		w.timer = time.NewTimer(cfg.wait)
 		w.giveUp = w.timer.C
+	}
+}
+
+// started tells Hooks.AcquireStarted of the call, and notes when it
+// started if a hook will want it (w.start stays zero when none listens).
+func (w *waiting) started() {
+	h := &w.c.opts.Hooks
+	if h.AcquireStarted == nil && h.AcquireEnded == nil {
+		return
+	}
+	w.start = time.Now()
+	if h.AcquireStarted != nil {
+		h.AcquireStarted(w.ctx, Acquire{Kind: w.kind, Name: w.name, Priority: w.priority, Start: w.start})
+	}
+}
+
+// ended tells Hooks.AcquireEnded of the call's end with err; Held says
+// whether it took something its kind records as a hold.
+func (w *waiting) ended(err error) {
+	if h := w.c.opts.Hooks.AcquireEnded; h != nil {
+		h(w.ctx, Acquire{Kind: w.kind, Name: w.name, Priority: w.priority, Start: w.start, Waited: time.Since(w.start),
+			Attempts: w.attempts, Held: w.kind.holds() && err == nil, Err: err})
 	}
 }
 
@@ -110,10 +133,10 @@ func (w *waiting) heard(err error) {
 		// A Lock with no wait limit would otherwise wait through an
 		// outage in silence: the client says so, once for all its waits.
 		w.unreachable = err
-		w.c.outages.failing(&w.outage, err)
+		w.c.outages.Failing(&w.outage, err)
 		return
 	}
-	w.c.outages.answered(&w.outage)
+	w.c.outages.Answered(&w.outage)
 }
 
 // notRun reports whether an attempt that failed with err surely did not
@@ -288,10 +311,8 @@ func (w *waiting) end(err error) error {
 			sub.Leave()
 		}
 	}
-	w.c.outages.left(&w.outage)
-	if !w.start.IsZero() {
-		w.c.opts.Hooks.ended(w.ctx, Acquire{Kind: w.kind, Name: w.name, Priority: w.priority, Start: w.start, Attempts: w.attempts, Held: w.kind.holds()}, err)
-	}
+	w.c.outages.Left(&w.outage)
+	w.ended(err)
 	return err
 }
 

@@ -285,6 +285,11 @@ func (r Release) Latched(res Released) bool { return !(r.Believed && res == Free
 // redisson_unlock_latch:{Key}:RequestID.
 func (r Release) Latch() string { return unlockLatch(r.Key, r.RequestID) }
 
+// LockRelease runs release.lua for r: RLock's release, which the fenced,
+// spin and non-reentrant locks share (Release.Run, as a kind's release
+// function).
+func LockRelease(ctx context.Context, c Conn, r Release) (Released, error) { return r.Run(ctx, c) }
+
 // Run runs release.lua.
 func (r Release) Run(ctx context.Context, c Conn) (Released, error) {
 	keys, args := keysArgs(3, 5, 14)

@@ -12,6 +12,8 @@
 //     something declared there) laid out in layers, and the edges that run
 //     back up those layers: a file that uses a file which uses it, directly
 //     or through others;
+//   - the most of reentrant's files one file calls into (names a function or
+//     method declared there);
 //   - the largest group of reentrant's files that all depend on one another
 //     (a strongly connected component of that graph), and the pairs of
 //     files that use each other; and the same of every other package,
@@ -73,6 +75,9 @@ var limits = []struct {
 	{"largest group of mutually dependent files", 1},
 	{"back edges", 0},
 	{"pairs of files using each other", 0},
+	// A file that uses most of the others is a hub every change passes
+	// through (cycle.go was, before the wakers).
+	{"most of reentrant's files one file calls into", 10},
 }
 
 // knotLimits are the packages whose file graph is past the shape wanted
@@ -135,6 +140,8 @@ func main() {
 	for _, e := range back {
 		fmt.Printf("  %s\n", e)
 	}
+	widest, uses := widestFile(callGraph(fset, files, info))
+	fmt.Printf("most of reentrant's files one file calls into: %d (%s)\n", uses, widest)
 	group := largestGroup(graph)
 	fmt.Printf("largest group of mutually dependent files: %d of %d, %d pairs of files using each other\n", len(group), len(files), mutualPairs(graph))
 	fmt.Printf("  %s\n", strings.Join(group, " "))
@@ -158,12 +165,13 @@ func main() {
 	}
 
 	figures := map[string]int{
-		"longest function":                          longest.lines,
-		"most branch points":                        branchiest.branches,
-		"Client's unexported methods":               unexported,
-		"largest group of mutually dependent files": len(group),
-		"back edges":                                len(back),
-		"pairs of files using each other":           mutualPairs(graph),
+		"longest function":                              longest.lines,
+		"most branch points":                            branchiest.branches,
+		"Client's unexported methods":                   unexported,
+		"largest group of mutually dependent files":     len(group),
+		"back edges":                                    len(back),
+		"pairs of files using each other":               mutualPairs(graph),
+		"most of reentrant's files one file calls into": uses,
 	}
 	passed := false
 	for _, l := range limits {
@@ -340,6 +348,19 @@ func largestGroup(graph map[string]map[string]bool) []string {
 }
 
 // mutualPairs counts the pairs of files that use each other.
+// widestFile returns the file of graph that uses the most others, and how
+// many.
+func widestFile(graph map[string]map[string]bool) (string, int) {
+	var widest string
+	most := -1
+	for f, uses := range graph {
+		if len(uses) > most || len(uses) == most && f < widest {
+			widest, most = f, len(uses)
+		}
+	}
+	return widest, most
+}
+
 func mutualPairs(graph map[string]map[string]bool) int {
 	n := 0
 	for a, uses := range graph {
@@ -355,6 +376,20 @@ func mutualPairs(graph map[string]map[string]bool) int {
 // fileGraph maps each file of reentrant to the set of other files whose
 // package-level declarations (methods and fields included) it uses.
 func fileGraph(fset *token.FileSet, files []parsedFile, info *types.Info) map[string]map[string]bool {
+	return graphOf(fset, files, info, func(types.Object) bool { return true })
+}
+
+// callGraph maps each file to the set of other files whose functions or
+// methods it names: the files it calls into.
+func callGraph(fset *token.FileSet, files []parsedFile, info *types.Info) map[string]map[string]bool {
+	return graphOf(fset, files, info, func(obj types.Object) bool {
+		_, ok := obj.(*types.Func)
+		return ok
+	})
+}
+
+// graphOf is fileGraph counting only the objects keep keeps.
+func graphOf(fset *token.FileSet, files []parsedFile, info *types.Info, keep func(types.Object) bool) map[string]map[string]bool {
 	pkg := modulePath + "/" + filepath.Dir(files[0].name)
 	declaredIn := func(obj types.Object) string {
 		if obj == nil || obj.Pkg() == nil || obj.Pkg().Path() != pkg {
@@ -379,8 +414,10 @@ func fileGraph(fset *token.FileSet, files []parsedFile, info *types.Info) map[st
 			if !ok {
 				return true
 			}
-			if to := declaredIn(info.Uses[id]); to != "" && to != from {
-				graph[from][to] = true
+			if obj := info.Uses[id]; keep(obj) {
+				if to := declaredIn(obj); to != "" && to != from {
+					graph[from][to] = true
+				}
 			}
 			return true
 		})

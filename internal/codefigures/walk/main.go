@@ -21,7 +21,7 @@ import (
 
 func main() {
 	addr := flag.String("addr", "", "the Redis server")
-	kind := flag.String("kind", "lock", "lock or fair")
+	kind := flag.String("kind", "lock", "lock, fair, priority, group, spin or write")
 	dir := flag.String("dir", "", "where the counters are written")
 	flag.Parse()
 	if err := walk(*addr, *kind, *dir); err != nil {
@@ -47,6 +47,14 @@ func walk(addr, kind, dir string) error {
 		l = c.Lock("walk")
 	case "fair":
 		l = c.FairLock("walk")
+	case "priority":
+		l = c.PriorityLock("walk")
+	case "group":
+		l = c.GroupLock("walk", "a", "b")
+	case "spin":
+		l = c.SpinLock("walk", reentrant.Backoff{})
+	case "write":
+		l = c.ReadWriteLock("walk").WriteLock()
 	default:
 		return fmt.Errorf("unknown kind %q", kind)
 	}

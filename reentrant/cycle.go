@@ -55,11 +55,13 @@ type waker interface {
 	// given takes the lock when a release gave it to the wait since its
 	// last attempt.
 	given(c *cycle) (outcome, bool)
-	// args sets the waker's part of the attempt t is about to send.
-	args(c *cycle, t *lockTry)
-	// answered follows the reply r to an attempt; ok ends the attempt
-	// with o (a hold a release handed over). It may change r.
-	answered(c *cycle, r *lockAttempt) (o outcome, ok bool)
+	// args returns a, the arguments of the attempt about to be sent,
+	// with the waker's part set.
+	args(c *cycle, a scripts.Acquire) scripts.Acquire
+	// answered follows the reply r to an attempt, and returns it as the
+	// cycle is to read it; taken, when the reply handed the wait a hold,
+	// which the waker took.
+	answered(c *cycle, r lockAttempt) (_ lockAttempt, taken bool)
 	// blocked follows an attempt that did not take the lock; its error,
 	// if any, ends the call.
 	blocked(c *cycle, r lockAttempt) error
@@ -145,9 +147,9 @@ func (c *cycle) try(int) outcome {
 		return o
 	}
 	c.last = sentTry{n: c.last.n + 1, ttl: c.l.c.holds.acquireTTL(c.key, c.cfg.lease), at: time.Now()}
-	r := c.attempt(c.last.ttl)
-	if o, ok := c.wake.answered(c, &r); ok {
-		return o
+	r, taken := c.wake.answered(c, c.attempt(c.last.ttl))
+	if taken {
+		return outcome{taken: true}
 	}
 	if !r.OK {
 		if err := c.wake.blocked(c, r); err != nil {
@@ -226,7 +228,7 @@ func (c *cycle) attempt(ttl time.Duration) lockAttempt {
 	t := lockTry{l: l, w: c.wake, owner: c.owner, private: c.private, cfg: c.cfg, acq: scripts.Acquire{
 		Key: l.name, Owner: c.owner.id, Lease: ttl, Join: c.cfg.wait != 0, Publish: l.c.publish,
 		Fields: l.fields, CounterTTL: l.c.opts.FencingCounterTTL}}
-	c.wake.args(c, &t)
+	t.acq = c.wake.args(c, t.acq)
 	if ctx.Done() == nil { // nothing can cut it short
 		return t.Run(ctx)
 	}

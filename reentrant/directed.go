@@ -74,32 +74,33 @@ func (w directedWakes) given(c *cycle) (outcome, bool) {
 	if c.sub == nil {
 		return outcome{}, false
 	}
-	if n := c.sub.TakeGiven(); n != 0 {
-		return w.take(c, n)
+	if n := c.sub.TakeGiven(); n != 0 && w.take(c, n) {
+		return outcome{taken: true}, true
 	}
 	return outcome{}, false
 }
 
 // args sets the attempt's directed-wake arguments.
-func (directedWakes) args(c *cycle, t *lockTry) {
+func (directedWakes) args(c *cycle, a scripts.Acquire) scripts.Acquire {
 	c.dropped = c.l.c.handoffs.Drops.Mark()
-	t.acq.Wake = c.directed.Args(c.sub, c.last.n, t.acq.Lease)
+	a.Wake = c.directed.Args(c.sub, c.last.n, a.Lease)
 	if hook := c.l.c.hookBeforeSend; hook != nil {
 		hook()
 	}
+	return a
 }
 
 // answered takes the hold an attempt found handed to the offer it wrote.
-func (w directedWakes) answered(c *cycle, r *lockAttempt) (outcome, bool) {
+func (w directedWakes) answered(c *cycle, r lockAttempt) (lockAttempt, bool) {
 	if !r.Handed {
-		return outcome{}, false
+		return r, false
 	}
-	if o, ok := w.take(c, c.directed.Handed()); ok {
-		return o, true
+	if w.take(c, c.directed.Handed()) {
+		return r, true
 	}
 	// Another waiter of this client took it: the lock is held.
 	r.OK, r.Handed, r.PTTL = false, false, -1
-	return outcome{}, false
+	return r, false
 }
 
 // blocked follows an attempt that did not take the lock: the wait's
@@ -162,12 +163,12 @@ func (directedWakes) undo(ctx context.Context, t lockTry, r lockAttempt) {
 // offer's (its own was made for the call, so nothing else knows it). A
 // wait that does not take handoffs gives the hold back (see
 // directed.Handoffs.TakeBack). It reports false when the cycle goes on.
-func (directedWakes) take(c *cycle, n int64) (outcome, bool) {
+func (directedWakes) take(c *cycle, n int64) bool {
 	sent, lease, ok := c.directed.Take(n)
 	if !ok {
 		// Taken by another wait here (a message and an attempt may both
 		// name it), or withdrawn, whose give-back releases it.
-		return outcome{}, false
+		return false
 	}
 	var buf [20]byte
 	c.owner = Owner{id: c.l.c.id + ":" + string(strconv.AppendInt(buf[:0], n, 10))}
@@ -179,7 +180,7 @@ func (directedWakes) take(c *cycle, n int64) (outcome, bool) {
 	// listens on Redisson's channel (see directed.Handoffs.OwnOffer): no release but
 	// that one can come first. After a longer hold, a later release finds
 	// nobody listening on its wake channel, and drops it then.
-	return outcome{taken: true}, true
+	return true
 }
 
 // wakeChannel names the channel of the cycle's directed wakes, once: only

@@ -99,19 +99,20 @@ func (queued) given(c *cycle) (outcome, bool) {
 
 // args sets the attempt's turn in the queue, its priority, and the number
 // a grant would name.
-func (queued) args(c *cycle, t *lockTry) {
-	t.acq.Turn = c.l.queueTurn(c.cfg)
-	t.acq.Priority, t.acq.Aging = c.cfg.priority, c.l.c.opts.priorityAging()
+func (queued) args(c *cycle, a scripts.Acquire) scripts.Acquire {
+	a.Turn = c.l.queueTurn(c.cfg)
+	a.Priority, a.Aging = c.cfg.priority, c.l.c.opts.priorityAging()
 	if c.grants.On {
-		t.acq.GrantTry = c.last.n
+		a.GrantTry = c.last.n
 	}
+	return a
 }
 
 func (queued) polling() waker { return queued{} }
 
-func (queued) answered(c *cycle, r *lockAttempt) (outcome, bool) {
+func (queued) answered(c *cycle, r lockAttempt) (lockAttempt, bool) {
 	c.grants.Answered(r.err == nil && !r.OK)
-	return outcome{}, false
+	return r, false
 }
 
 // sleep: a lock free (or expiring now) whose turn is another waiter's is

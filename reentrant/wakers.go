@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/relock-go/relock/pubsub"
+	"github.com/relock-go/relock/scripts"
 )
 
 // The wakers that most others build on (see waker): quiet, whose every
@@ -15,17 +16,17 @@ import (
 // holder's TTL or the re-poll interval.
 type quiet struct{}
 
-func (quiet) begin(*cycle)                                       {}
-func (quiet) given(*cycle) (outcome, bool)                       { return outcome{}, false }
-func (quiet) args(*cycle, *lockTry)                              {}
-func (quiet) answered(*cycle, *lockAttempt) (outcome, bool)      { return outcome{}, false }
-func (quiet) blocked(*cycle, lockAttempt) error                  { return nil }
-func (quiet) won(*cycle)                                         {}
-func (quiet) sleep(c *cycle, pttl time.Duration) time.Duration   { return c.bounded(pttl) }
-func (quiet) end(*cycle, *pubsub.Waiter, error)                  {}
-func (quiet) sending(lockTry) func(lockAttempt)                  { return sent }
-func (quiet) undo(ctx context.Context, t lockTry, r lockAttempt) { t.undoHold(ctx, r) }
-func (quiet) polling() waker                                     { return retrying{} }
+func (quiet) begin(*cycle)                                         {}
+func (quiet) given(*cycle) (outcome, bool)                         { return outcome{}, false }
+func (quiet) args(_ *cycle, a scripts.Acquire) scripts.Acquire     { return a }
+func (quiet) answered(_ *cycle, r lockAttempt) (lockAttempt, bool) { return r, false }
+func (quiet) blocked(*cycle, lockAttempt) error                    { return nil }
+func (quiet) won(*cycle)                                           {}
+func (quiet) sleep(c *cycle, pttl time.Duration) time.Duration     { return c.bounded(pttl) }
+func (quiet) end(*cycle, *pubsub.Waiter, error)                    {}
+func (quiet) sending(lockTry) func(lockAttempt)                    { return sent }
+func (quiet) undo(ctx context.Context, t lockTry, r lockAttempt)   { t.undoHold(ctx, r) }
+func (quiet) polling() waker                                       { return retrying{} }
 
 func sent(lockAttempt) {}
 func nothing()         {}

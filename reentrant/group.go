@@ -72,9 +72,13 @@ func (l *lockRef) groupValues(ctx context.Context, op string) ([]scripts.GroupVa
 	return vals, nil
 }
 
-// groupHoldCount is HoldCount for a group lock: how many times owner holds
-// every one of its values (the fewest of their counts).
-func (l *lockRef) groupHoldCount(ctx context.Context, owner Owner) (int, error) {
+// groupReader answers a group lock's inspections from its values (see
+// reader).
+type groupReader struct{}
+
+// holdCount is how many times owner holds every one of the handle's
+// values (the fewest of their counts).
+func (groupReader) holdCount(ctx context.Context, l *lockRef, owner Owner) (int, error) {
 	vals, err := l.groupValues(ctx, "hold count")
 	if err != nil {
 		return 0, err
@@ -91,9 +95,9 @@ func (l *lockRef) groupHoldCount(ctx context.Context, owner Owner) (int, error) 
 	return int(max(n, 0)), nil
 }
 
-// groupLocked is IsLocked for a group lock: whether anyone holds any of its
-// values (Redisson's isLocked).
-func (l *lockRef) groupLocked(ctx context.Context) (bool, error) {
+// locked is whether anyone holds any of the handle's values (Redisson's
+// isLocked).
+func (groupReader) locked(ctx context.Context, l *lockRef) (bool, error) {
 	vals, err := l.groupValues(ctx, "is locked")
 	if err != nil {
 		return false, err
@@ -101,9 +105,9 @@ func (l *lockRef) groupLocked(ctx context.Context) (bool, error) {
 	return slices.ContainsFunc(vals, func(v scripts.GroupValue) bool { return v.Holder != "" }), nil
 }
 
-// groupRemainTTL is RemainTTL for a group lock: how long until the last
-// hold of its values ends, 0 when none is held.
-func (l *lockRef) groupRemainTTL(ctx context.Context) (time.Duration, error) {
+// remainTTL is how long until the last hold of the handle's values ends,
+// 0 when none is held.
+func (groupReader) remainTTL(ctx context.Context, l *lockRef) (time.Duration, error) {
 	vals, err := l.groupValues(ctx, "remain ttl")
 	if err != nil {
 		return 0, err
@@ -115,9 +119,9 @@ func (l *lockRef) groupRemainTTL(ctx context.Context) (time.Duration, error) {
 	return left, nil
 }
 
-// groupForceUnlock is ForceUnlock for a group lock: its values are freed
-// whoever holds them, and this client's holds of any of them end.
-func (l *lockRef) groupForceUnlock(ctx context.Context) (bool, error) {
+// forceUnlock frees the handle's values whoever holds them, and ends this
+// client's holds of any of them.
+func (groupReader) forceUnlock(ctx context.Context, l *lockRef) (bool, error) {
 	l.c.holds.lose(func(k holdKey) bool {
 		if k.name != l.name {
 			return false

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/redis/rueidis"
 )
 
 // Lock is a handle on one reentrant lock, Redisson's RLock: a Redis hash at
@@ -17,7 +15,8 @@ import (
 // state of its own; all its methods are safe for concurrent use.
 type Lock struct {
 	r    lockRef
-	wake waker // how its waits are woken (see waker)
+	wake waker  // how its waits are woken (see waker)
+	read reader // what its inspections ask Redis (see reader)
 }
 
 // ref is what the machinery knows of l; nil for a nil Lock.
@@ -175,19 +174,7 @@ func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
 	if err := r.check(ctx, nil); err != nil {
 		return false, err
 	}
-	if r.kind == groupLock {
-		return r.groupLocked(ctx)
-	}
-	t, err := r.c.rdb.Do(ctx, r.c.rdb.B().Type().Key(r.name).Build()).ToString()
-	switch {
-	case err != nil:
-		return false, redisError("is locked", r.name, err)
-	case t == "none":
-		return false, nil
-	case t != "hash":
-		return false, fmt.Errorf("relock: is locked %q: %w (a %s)", r.name, ErrWrongType, t)
-	}
-	return true, nil
+	return l.read.locked(ctx, r)
 }
 
 // IsHeld reports whether ctx's owner holds the lock. A ctx without an owner
@@ -209,17 +196,7 @@ func (l *Lock) HoldCount(ctx context.Context) (int, error) {
 	if !ok {
 		return 0, nil
 	}
-	if r.kind == groupLock {
-		return r.groupHoldCount(ctx, owner)
-	}
-	n, err := r.c.rdb.Do(ctx, r.c.rdb.B().Hget().Key(r.name).Field(r.field(owner)).Build()).AsInt64()
-	if rueidis.IsRedisNil(err) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, redisError("hold count", r.name, err)
-	}
-	return int(n), nil
+	return l.read.holdCount(ctx, r, owner)
 }
 
 // RemainTTL returns how long the lock's key has left to live: 0 when the
@@ -231,28 +208,7 @@ func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) {
 	if err := r.check(ctx, nil); err != nil {
 		return 0, err
 	}
-	if r.kind == groupLock {
-		return r.groupRemainTTL(ctx)
-	}
-	rs := r.c.rdb.DoMulti(ctx, r.c.rdb.B().Type().Key(r.name).Build(), r.c.rdb.B().Pttl().Key(r.name).Build())
-	t, err := rs[0].ToString()
-	if err != nil {
-		return 0, redisError("remain ttl", r.name, err)
-	}
-	if t != "hash" && t != "none" {
-		return 0, fmt.Errorf("relock: remain ttl %q: %w (a %s)", r.name, ErrWrongType, t)
-	}
-	ms, err := rs[1].AsInt64()
-	if err != nil {
-		return 0, redisError("remain ttl", r.name, err)
-	}
-	switch ms {
-	case -2:
-		return 0, nil
-	case -1:
-		return NoExpiry, nil
-	}
-	return time.Duration(ms) * time.Millisecond, nil
+	return l.read.remainTTL(ctx, r)
 }
 
 // ForceUnlock releases the lock whoever holds it and wakes a waiter; it
@@ -270,15 +226,7 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := r.check(ctx, nil); err != nil {
 		return false, err
 	}
-	if r.kind == groupLock {
-		return r.groupForceUnlock(ctx)
-	}
-	r.c.holds.lose(func(k holdKey) bool { return k.name == r.name }, ErrLockLost)
-	deleted, err := r.row.forceUnlock(ctx, r.c.runner.Conn(), r.name, r.c.publish, r.directed())
-	if err != nil {
-		return false, redisError("force unlock", r.name, err)
-	}
-	return deleted, nil
+	return l.read.forceUnlock(ctx, r)
 }
 
 // Lock returns a handle on the reentrant lock stored at key name. It is
@@ -303,7 +251,7 @@ func (c *Client) newLock(name string, k lockKind) *Lock {
 	if row.directed && (c == nil || !c.directed) { // a nil Client fails every call
 		wake = announced{}
 	}
-	return &Lock{r: lockRef{c: c, name: c.key(name), given: name, kind: k, row: row}, wake: wake}
+	return &Lock{r: lockRef{c: c, name: c.key(name), given: name, kind: k, row: row}, wake: wake, read: hashReader{}}
 }
 
 // wakes are how each kind's waits are woken (see waker), on a client whose

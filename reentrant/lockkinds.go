@@ -1,6 +1,10 @@
 package reentrant
 
-import "github.com/relock-go/relock/scripts"
+import (
+	"fmt"
+
+	"github.com/relock-go/relock/scripts"
+)
 
 // The constructors of each kind of Lock but the plain one (lock.go) and
 // the read-write pair (rwlock.go), with what sets each kind apart.
@@ -141,6 +145,9 @@ func (c *Client) SpinLock(name string, b Backoff) *Lock {
 // fails with ErrInvalidArgument.
 func (c *Client) GroupLock(group string, values ...string) *Lock {
 	l := c.newLock(group, groupLock)
-	l.r.fields = scripts.GroupFields(values)
+	l.r.fields, l.read = scripts.GroupFields(values), groupReader{}
+	if len(values) == 0 {
+		l.r.bad = fmt.Errorf("relock: %w: group lock %q has no values", ErrInvalidArgument, l.r.name)
+	}
 	return l
 }

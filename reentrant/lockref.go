@@ -8,7 +8,8 @@ import (
 )
 
 // lockRef is what the machinery knows of a Lock: its client, its key and
-// its kind, whose row is resolved when the handle is made (Client.newLock). Lock's methods (lock.go) hand it to the acquire cycle,
+// its kind, whose row is resolved when the handle is made
+// (Client.newLock). Lock's methods (lock.go) hand it to the acquire cycle,
 // the release and the inspections; a nil Lock's is nil, which check turns
 // into ErrInvalidArgument.
 type lockRef struct {
@@ -19,6 +20,9 @@ type lockRef struct {
 	row    *kind    // kinds[kind]
 	spin   Backoff  // a spin lock's waits (SpinLock)
 	fields []string // a group lock's value fields, sorted (GroupLock)
+	// bad, when set, is why the handle was made with input it cannot use
+	// (a GroupLock with no values): every call fails with it.
+	bad error
 }
 
 // kindOf is the lock's kind; a nil lockRef's is KindLock (the call fails
@@ -61,8 +65,8 @@ func (l *lockRef) check(ctx context.Context, err error) error {
 		return fmt.Errorf("relock: %w: nil context", ErrInvalidArgument)
 	case l.name == "":
 		return fmt.Errorf("relock: %w: empty lock name", ErrInvalidArgument)
-	case l.kind == groupLock && len(l.fields) == 0:
-		return fmt.Errorf("relock: %w: group lock %q has no values", ErrInvalidArgument, l.name)
+	case l.bad != nil:
+		return l.bad
 	case zeroOwner(ctx):
 		return fmt.Errorf("relock: %w: lock %q: the context carries the zero Owner (use one from NewOwner or ParseOwner)", ErrInvalidArgument, l.name)
 	case l.c.cluster && !scripts.SlotSafe(l.name):
@@ -74,9 +78,10 @@ func (l *lockRef) check(ctx context.Context, err error) error {
 }
 
 // field is owner's key in the client's hold table: the hash field that
-// records its holds, and for a group lock its values too (see groupHold).
+// records its holds, and the handle's values with it when it has some (a
+// group lock's: see groupHold).
 func (l *lockRef) field(owner Owner) string {
-	if l.kind == groupLock {
+	if len(l.fields) > 0 {
 		return groupHold(owner.id, l.fields)
 	}
 	if l.row.field == nil {

@@ -11,7 +11,7 @@ import (
 
 // queueTurn is the turn a queued lock's waiter is given (see kind.turn).
 func (l *lockRef) queueTurn(cfg acquireConfig) time.Duration {
-	if turn := l.kind.spec().turn; turn != nil {
+	if turn := l.row.turn; turn != nil {
 		return turn(&l.c.opts, cfg.wait)
 	}
 	return 0
@@ -53,7 +53,7 @@ var leaveBackoff = retry.Backoff{First: 10 * time.Millisecond, Max: time.Second,
 // leftQueue runs the leave script once and reports whether it is done:
 // Redis answered, or no later try could help.
 func (l *lockRef) leftQueue(ctx context.Context, owner Owner, turn time.Duration) bool {
-	err := l.kind.spec().leave(ctx, l.c.runner.Conn(), l.name, owner.id, turn, l.c.publish)
+	err := l.row.leave(ctx, l.c.runner.Conn(), l.name, owner.id, turn, l.c.publish)
 	return scripts.Answered(err) || l.c.checkOpen() != nil
 }
 

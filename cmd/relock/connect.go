@@ -19,10 +19,6 @@ import (
 	"github.com/relock-go/relock/reentrant"
 )
 
-// exitNoPerm is sysexits EX_NOPERM: Redis refused the credentials, or the
-// ACL user may not do what relock needs.
-const exitNoPerm = 77
-
 // connFlags are the flags every command takes to reach Redis.
 type connFlags struct {
 	url, addr, user, sentinelMaster string
@@ -267,3 +263,12 @@ func (d dropLost) Handle(ctx context.Context, r slog.Record) error {
 
 func (d dropLost) WithAttrs(as []slog.Attr) slog.Handler { return dropLost{d.Handler.WithAttrs(as)} }
 func (d dropLost) WithGroup(g string) slog.Handler       { return dropLost{d.Handler.WithGroup(g)} }
+
+// flags returns a flag set for command name, and the connection flags
+// registered on it. What it prints goes to a buffer that parse sends on:
+// to stdout for --help, as relock --help's, to stderr for an error.
+func (e env) flags(name string) (*flag.FlagSet, *connFlags) {
+	fs := flag.NewFlagSet("relock "+name, flag.ContinueOnError)
+	fs.SetOutput(new(strings.Builder))
+	return fs, newConnFlags(fs)
+}

@@ -7,6 +7,14 @@ import (
 	"syscall"
 )
 
+// The exit statuses of a CMD that did not run to its end, as a shell
+// reports them: not runnable, not found, ended by signal n (128+n).
+const (
+	exitCannotExec  = 126
+	exitNoSuchCmd   = 127
+	exitSignalsBase = 128
+)
+
 // command is CMD as run and elect start it: on Linux behind a guard
 // process of relock's own (guard_linux.go), which ends CMD and every
 // process it started the moment relock dies, even by SIGKILL; elsewhere

@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,17 +10,6 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
-
-	"github.com/relock-go/relock/reentrant"
-)
-
-// Exit codes shared by the commands; run adds its own (see doc.go).
-const (
-	exitOK          = 0
-	exitNotFound    = 1
-	exitUsage       = 2
-	exitUnavailable = 69 // sysexits EX_UNAVAILABLE
-	exitConfig      = 78 // sysexits EX_CONFIG: the server is not set up for it
 )
 
 func main() {
@@ -29,15 +17,6 @@ func main() {
 		os.Exit(code)
 	}
 	os.Exit(relock(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
-}
-
-// env is what a command reads and writes besides its arguments.
-type env struct {
-	ctx    context.Context
-	stdin  io.Reader
-	stdout io.Writer
-	stderr io.Writer
-	log    *slog.Logger
 }
 
 // relock runs the command args names and returns its exit code.
@@ -140,56 +119,6 @@ exit status:
   128+n    relock got signal n while waiting for the lock
 `
 
-// flags returns a flag set for command name, and the connection flags
-// registered on it. What it prints goes to a buffer that parse sends on:
-// to stdout for --help, as relock --help's, to stderr for an error.
-func (e env) flags(name string) (*flag.FlagSet, *connFlags) {
-	fs := flag.NewFlagSet("relock "+name, flag.ContinueOnError)
-	fs.SetOutput(new(strings.Builder))
-	return fs, newConnFlags(fs)
-}
-
-// parse parses args into fs, flags before or after the positional
-// arguments, and returns the positional ones. After the leading
-// positionals (0: no limit), or after "--", the rest is returned as it
-// is, "--" first if it was there: a command's own arguments. code is the
-// exit code when ok is false: 0 for --help (its flags printed on stdout),
-// 2 for bad usage (why, on stderr), an empty NAME or PATTERN included.
-func (e env) parse(fs *flag.FlagSet, args []string, leading int) (pos []string, code int, ok bool) {
-	for {
-		if err := fs.Parse(args); err != nil {
-			printed := fs.Output().(*strings.Builder).String()
-			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprint(e.stdout, printed)
-				return nil, exitOK, false
-			}
-			fmt.Fprint(e.stderr, printed)
-			return nil, exitUsage, false
-		}
-		rest := fs.Args()
-		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
-			return append(append(pos, "--"), rest...), 0, true
-		}
-		if len(rest) == 0 {
-			return pos, 0, true
-		}
-		if leading > 0 && len(pos) == leading {
-			return append(pos, rest...), 0, true
-		}
-		if rest[0] == "" {
-			return nil, e.fail(exitUsage, "%s: an empty argument where NAME or PATTERN belongs", strings.TrimPrefix(fs.Name(), "relock ")), false
-		}
-		pos, args = append(pos, rest[0]), rest[1:]
-	}
-}
-
-// fail prints a one-line reason and returns code.
-func (e env) fail(code int, format string, args ...any) int {
-	msg := fmt.Sprintf(format, args...)
-	fmt.Fprintln(e.stderr, "relock: "+strings.TrimPrefix(msg, "relock: "))
-	return code
-}
-
 func (e env) version(args []string) int {
 	if len(args) > 0 {
 		return e.fail(exitUsage, "version takes no arguments")
@@ -224,25 +153,4 @@ func buildVersion() string {
 		}
 	}
 	return v
-}
-
-// errExit carries an exit code with an error.
-type errExit struct {
-	code int
-	err  error
-}
-
-func (e errExit) Error() string { return e.err.Error() }
-
-// exitFor returns err's exit code: its own, 77 for an ACL refusal, or 69
-// (Redis unavailable, or an error reply).
-func exitFor(err error) int {
-	var x errExit
-	switch {
-	case errors.As(err, &x):
-		return x.code
-	case errors.Is(err, reentrant.ErrNoPermission), strings.Contains(err.Error(), "NOPERM"):
-		return exitNoPerm
-	}
-	return exitUnavailable
 }

@@ -17,13 +17,6 @@ import (
 )
 
 // Exit codes of run and hold besides CMD's own (see doc.go).
-const (
-	exitLost        = 75 // sysexits EX_TEMPFAIL: the lock was lost while held
-	exitCannotExec  = 126
-	exitNoSuchCmd   = 127
-	exitSignalsBase = 128
-)
-
 // minWatchdog is the least --watchdog relock takes
 // (reentrant.Options.WatchdogTimeout's least).
 const minWatchdog = 30 * time.Millisecond

@@ -86,9 +86,6 @@ var limits = []struct {
 var knotLimits = map[string]struct{ group, pairs int }{
 	"scripts": {3, 3}, // a script call, its replica sync and its coalescing
 	"pubsub":  {2, 1}, // a connection and its subscriber
-	// package main: every command uses env and the exit codes, which
-	// use the connection flags
-	"cmd/relock": {12, 11},
 }
 
 func main() {

@@ -49,9 +49,11 @@ func (l *Lock) Key() string {
 }
 
 // Lock takes the lock, waiting while another owner holds it, and returns
-// the held context. Do the work under the lock with it, and give it to
-// Unlock: it carries the owner (ctx's, or a new one), and it is cancelled
-// when the hold ends: by Unlock (cause context.Canceled, or the
+// the held context: do the work under it, since it ends when the hold
+// does, and give it to Unlock.
+//
+// The held context carries the owner (ctx's, or a new one). It is
+// cancelled when the hold ends: by Unlock (cause context.Canceled, or the
 // ErrLockLost Unlock returns when it finds the hold gone), by Close
 // (ErrClosed), or the moment the client learns the lock may be lost
 // (ErrLockLost; see context.Cause). An owner that holds the lock already

@@ -28,17 +28,22 @@ type locker interface {
 type lib struct {
 	name, config string
 	connect      func(addr string) (locker, error)
+	// floor: not a lock but a client stack's least cost per pair (see
+	// noopfloor.go); it runs scenarios 1 and 2 only.
+	floor bool
 }
 
 var libs = []lib{
-	{"relock", "defaults (watchdog 30s, pub/sub wake-ups)", newRelock},
-	{"relock, AlwaysPipelining", "the same, on a rueidis client with AlwaysPipelining", newRelockPipelining},
-	{"relock, FairLock", "FairLock, defaults: waiters served in arrival order", newRelockFair},
-	{"relock, PriorityLock", "PriorityLock, defaults, every waiter at priority 0: served in arrival order", newRelockPriority},
-	{"relock, GroupLock", "GroupLock, defaults: each lock name a value of one group, bench:group", newRelockGroup},
-	{"rueidislock", "KeyMajority 1, NoLoopTracking", newRueidislock},
-	{"redsync", "default delays, unlimited tries", newRedsync},
-	{"bsm/redislock", "LinearBackoff(10ms), TTL 30s", newRedislock},
+	{name: "relock", config: "defaults (watchdog 30s, pub/sub wake-ups)", connect: newRelock},
+	{name: "relock, AlwaysPipelining", config: "the same, on a rueidis client with AlwaysPipelining", connect: newRelockPipelining},
+	{name: "relock, FairLock", config: "FairLock, defaults: waiters served in arrival order", connect: newRelockFair},
+	{name: "relock, PriorityLock", config: "PriorityLock, defaults, every waiter at priority 0: served in arrival order", connect: newRelockPriority},
+	{name: "relock, GroupLock", config: "GroupLock, defaults: each lock name a value of one group, bench:group", connect: newRelockGroup},
+	{name: "rueidislock", config: "KeyMajority 1, NoLoopTracking", connect: newRueidislock},
+	{name: "redsync", config: "default delays, unlimited tries", connect: newRedsync},
+	{name: "bsm/redislock", config: "LinearBackoff(10ms), TTL 30s", connect: newRedislock},
+	{name: "floor: no-op pair, rueidis", config: "two EVALSHA of `return 1` per pair on a rueidis client: no lock", connect: newRueidisFloor, floor: true},
+	{name: "floor: no-op pair, go-redis", config: "two EVALSHA of `return 1` per pair on a go-redis client: no lock", connect: newGoredisFloor, floor: true},
 }
 
 // floorLibs are the libraries of -floor: relock and rueidislock beside
@@ -47,8 +52,9 @@ var libs = []lib{
 func floorLibs() []lib {
 	return []lib{
 		*findLib("relock"),
-		{"Redisson's lock scripts", "RedissonLock's lock and unlock scripts, run bare: no waiting, no watchdog", newRedissonScripts},
+		{name: "Redisson's lock scripts", config: "RedissonLock's lock and unlock scripts, run bare: no waiting, no watchdog", connect: newRedissonScripts},
 		*findLib("rueidislock"),
+		*findLib("floor: no-op pair, rueidis"),
 	}
 }
 

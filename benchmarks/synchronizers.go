@@ -22,9 +22,9 @@ import (
 // go-redis's redis_rate.
 
 var semaphoreLibs = []lib{
-	{"relock Lock", "defaults", newRelock},
-	{"relock Semaphore", "1 permit per key", newRelockSemaphore},
-	{"relock PermitExpirableSemaphore", "1 permit per key, kept by the watchdog", newRelockPermits},
+	{name: "relock Lock", config: "defaults", connect: newRelock},
+	{name: "relock Semaphore", config: "1 permit per key", connect: newRelockSemaphore},
+	{name: "relock PermitExpirableSemaphore", config: "1 permit per key, kept by the watchdog", connect: newRelockPermits},
 }
 
 type relockSync struct {
@@ -82,8 +82,8 @@ type rateLib struct {
 const rateLimit = 1000 // per second
 
 var rateLibs = []rateLib{
-	{"relock RateLimiter", "Redisson's sliding window, 1000 per 1s, OVERALL", newRelockLimiter},
-	{"go-redis/redis_rate", "GCRA, PerSecond(1000)", newRedisRate},
+	{name: "relock RateLimiter", config: "Redisson's sliding window, 1000 per 1s, OVERALL", connect: newRelockLimiter},
+	{name: "go-redis/redis_rate", config: "GCRA, PerSecond(1000)", connect: newRedisRate},
 }
 
 type relockLimiter struct {

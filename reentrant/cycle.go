@@ -108,11 +108,12 @@ type sentTry struct {
 	requestID string
 }
 
-// acquire takes the lock, its waits woken by w, and returns the held
-// context. The caller checked the handle and ctx (lockRef.check).
-func (l *lockRef) acquire(ctx context.Context, cfg acquireConfig, w waker) (context.Context, error) {
+// acquire takes the lock for owner, ctx's (zero: ctx carries none), its
+// waits woken by w, and returns the held context. The caller checked the
+// handle and ctx (lockRef.check).
+func (l *lockRef) acquire(ctx context.Context, cfg acquireConfig, owner Owner, w waker) (context.Context, error) {
 	var c cycle
-	l.startCycle(&c, ctx, cfg, w)
+	l.startCycle(&c, ctx, cfg, owner, w)
 	err := c.end(c.run(&c, c.policy, cfg))
 	if err != nil {
 		return nil, err
@@ -120,11 +121,11 @@ func (l *lockRef) acquire(ctx context.Context, cfg acquireConfig, w waker) (cont
 	return c.held, nil
 }
 
-// startCycle readies c for a call with ctx and cfg, woken by w.
-func (l *lockRef) startCycle(c *cycle, ctx context.Context, cfg acquireConfig, w waker) {
+// startCycle readies c for a call with ctx and cfg, for owner (zero: one
+// made for the call), woken by w.
+func (l *lockRef) startCycle(c *cycle, ctx context.Context, cfg acquireConfig, owner Owner, w waker) {
 	given := ctx
-	owner, ok := OwnerFrom(ctx)
-	private := !ok
+	private := owner.IsZero()
 	if private {
 		owner = l.c.NewOwner()
 		ctx = WithOwner(ctx, owner)

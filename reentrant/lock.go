@@ -273,28 +273,28 @@ var wakes = [...]waker{
 }
 
 // acquire takes the lock for a call with cfg (see lockRef.acquire), once
-// the handle and ctx pass their check.
+// the handle and ctx pass their check. ctx's owner is read once, here: it
+// picks the waker and, if there is none, the cycle makes one.
 func (l *Lock) acquire(ctx context.Context, cfg acquireConfig) (context.Context, error) {
 	r := l.ref()
 	if err := r.check(ctx, cfg.err); err != nil {
 		return nil, err
 	}
-	return r.acquire(ctx, cfg, l.wakerFor(ctx, cfg))
+	owner, _ := OwnerFrom(ctx)
+	return r.acquire(ctx, cfg, owner, l.wakerFor(owner, cfg))
 }
 
-// wakerFor is the waker of a call with ctx and cfg: the handle's; its
-// polling one with a retry delay; watching for deadlocks when the call's
-// owner may hold other locks (one made for the call holds nothing, so it
-// cannot close a cycle of waits).
-func (l *Lock) wakerFor(ctx context.Context, cfg acquireConfig) waker {
+// wakerFor is the waker of a call with cfg for owner (zero: one made for
+// the call): the handle's; its polling one with a retry delay; watching
+// for deadlocks when the owner may hold other locks (one made for the call
+// holds nothing, so it cannot close a cycle of waits).
+func (l *Lock) wakerFor(owner Owner, cfg acquireConfig) waker {
 	w := l.wake
 	if cfg.retryDelay != 0 {
 		w = w.polling()
 	}
-	if cfg.wait != 0 && l.r.c.opts.DeadlockTimeout > 0 && !l.r.row.noDeadlocks {
-		if _, given := OwnerFrom(ctx); given {
-			w = watchDeadlocks(w)
-		}
+	if !owner.IsZero() && cfg.wait != 0 && l.r.c.opts.DeadlockTimeout > 0 && !l.r.row.noDeadlocks {
+		w = watchDeadlocks(w)
 	}
 	return w
 }

@@ -64,7 +64,7 @@ func (l *lockRef) leftQueue(ctx context.Context, owner Owner, turn time.Duration
 // leaves the queue, so that those behind it need not wait for its turn to
 // end. Its state for a call is the cycle's waitstate.Grants.
 type queued struct {
-	quiet
+	announced
 	listens bool
 }
 
@@ -75,7 +75,7 @@ func (q queued) begin(c *cycle) {
 	if !q.listens {
 		return
 	}
-	c.announcedOn(c.l.channel(c.owner), pubsub.LockWakes, "")
+	q.announced.begin(c)
 	if c.grants.On = c.takesWhatIsGiven(); !c.grants.On {
 		return
 	}

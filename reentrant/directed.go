@@ -41,21 +41,19 @@ import (
 
 // directedWakes is the waker of a plain, fenced or non-reentrant lock on a
 // client whose scripts can count who hears a channel (Client.directed):
-// directed wakes, and, with offers (a plain lock's, kind.handsOn),
-// handoffs. Its state for a call is the cycle's directed.Wait; the client's
-// side, the offers and what keeps them right, is directed.Handoffs.
-type directedWakes struct {
-	quiet
-	offers bool
-}
+// directed wakes, and, where the kind's releases hand the lock on (a plain
+// lock's: kind.handsOn), handoffs. Its state for a call is the cycle's
+// directed.Wait; the client's side, the offers and what keeps them right,
+// is directed.Handoffs.
+type directedWakes struct{ quiet }
 
 // begin sets up the wait's directed wakes. A channel still live (another
 // waiter's, or lingering after one) is joined before the first attempt: a
 // release after that attempt registered the client is heard, so a failed
 // attempt needs no second one after subscribing.
-func (w directedWakes) begin(c *cycle) {
-	l := c.l
-	c.directed = directed.NewWait(&l.c.handoffs, l.name, c.cfg.wait != 0, w.offers, w.offers && c.takesWhatIsGiven())
+func (directedWakes) begin(c *cycle) {
+	l, offers := c.l, c.l.row.handsOn
+	c.directed = directed.NewWait(&l.c.handoffs, l.name, c.cfg.wait != 0, offers, offers && c.takesWhatIsGiven())
 	c.announcedOn("", pubsub.LockWakes, l.name) // named when needed: wakeChannel
 	if c.cfg.wait == 0 || l.c.sub.Idle() {
 		return

@@ -260,7 +260,7 @@ func (c *Client) newLock(name string, k lockKind) *Lock {
 // scripts can count who hears a channel (Client.newLock resolves the
 // others).
 var wakes = [...]waker{
-	plainLock:            directedWakes{offers: true},
+	plainLock:            directedWakes{},
 	nonReentrantLock:     directedWakes{},
 	fencedLock:           directedWakes{},
 	readLock:             announced{},

@@ -132,7 +132,7 @@ func (l *lockRef) startCycle(c *cycle, ctx context.Context, cfg acquireConfig, o
 	}
 	c.waiting.begin(l.c, ctx, l.row.kind, l.name, cfg)
 	c.l, c.given, c.cfg = l, given, cfg
-	c.owner, c.private, c.key = owner, private, holdKey{l.name, l.field(owner)}
+	c.owner, c.private, c.key = owner, private, l.key(owner)
 	c.policy = sendOnce
 	if private {
 		c.policy = undoable

@@ -170,7 +170,7 @@ func (directedWakes) take(c *cycle, n int64) bool {
 	}
 	var buf [20]byte
 	c.owner = Owner{id: c.l.c.id + ":" + string(strconv.AppendInt(buf[:0], n, 10))}
-	c.key = holdKey{c.l.name, c.l.field(c.owner)}
+	c.key = c.l.key(c.owner)
 	c.ctx = WithOwner(c.ctx, c.owner)
 	c.last.at, c.last.ttl, c.last.token = sent, lease, 0
 	// The release moved the client to the end of the waiters' set. If it

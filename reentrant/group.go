@@ -126,8 +126,7 @@ func (groupReader) forceUnlock(ctx context.Context, l *lockRef) (bool, error) {
 		if k.name != l.name {
 			return false
 		}
-		_, fields := splitHold(k.owner)
-		return slices.ContainsFunc(fields, func(f string) bool {
+		return slices.ContainsFunc(k.values.fields(), func(f string) bool {
 			_, found := slices.BinarySearch(l.fields, f)
 			return found
 		})

@@ -13,8 +13,32 @@ import (
 	"github.com/relock-go/relock/watchdog"
 )
 
+// holdKey names one hold of a client: the lock's (or semaphore's) key, the
+// hash field its holder writes, and, for a group lock, the handle's values,
+// so that one owner's holds of two value sets of one group are two holds,
+// renewed and released apart.
 type holdKey struct {
 	name, owner string
+	values      valueSet
+}
+
+// valueSet is a group lock's value fields as one comparable value: sorted,
+// joined by spaces (fields are base64, which has none); empty for every
+// other kind.
+type valueSet string
+
+func valuesOf(fields []string) valueSet { return valueSet(strings.Join(fields, " ")) }
+
+func (v valueSet) fields() []string { return strings.Fields(string(v)) }
+
+// leaseOwner is the owner the watchdog's lease of k names, which the renewal
+// reads back (heldFor): a group lock's carries the values after the owner.
+// Owners have no spaces.
+func (k holdKey) leaseOwner() string {
+	if k.values == "" {
+		return k.owner
+	}
+	return k.owner + " " + string(k.values)
 }
 
 // holdTable is a client's record of the holds it has (locks and permits):
@@ -163,7 +187,7 @@ func (h *hold) cancelAll(cause error) {
 func (t *holdTable) ended(key holdKey, a acquisition, cause, err error, releasing time.Duration) {
 	if hook := t.opts.Hooks.HoldEnded; hook != nil {
 		hook(a.parent, HoldEnd{
-			Kind: a.kind, Name: key.name, Owner: Owner{id: holdOwner(key.owner)}, Held: time.Since(a.sent),
+			Kind: a.kind, Name: key.name, Owner: Owner{id: key.owner}, Held: time.Since(a.sent),
 			Cause: cause, Err: err, Releasing: releasing,
 		})
 	}
@@ -225,7 +249,7 @@ func (t *holdTable) add(n taken) (context.Context, error) {
 	ctx, cancel := context.WithCancelCause(values)
 	h.acqs = append(h.acqs, acquisition{lease: n.lease, cancel: cancel, parent: n.given, kind: n.kind, sent: n.sent})
 	if h.lease == nil {
-		h.lease = t.watchdog.Add(n.key.name, n.key.owner, n.group.id(), h.renewed(), deadline,
+		h.lease = t.watchdog.Add(n.key.name, n.key.leaseOwner(), n.group.id(), h.renewed(), deadline,
 			func(reason error) { t.lost(h, reason) })
 	} else {
 		t.watchdog.Update(h.lease, h.renewed(), deadline)
@@ -251,7 +275,7 @@ func (t *holdTable) keep(n taken) (context.Context, error) {
 	}
 	late := time.Since(n.sent)
 	n.sent = time.Now()
-	confirm := [][]scripts.Held{{heldFor(n.key.name, n.key.owner, n.group.renewer)}}
+	confirm := [][]scripts.Held{{heldFor(n.key.name, n.key.leaseOwner(), n.group.renewer)}}
 	confirm[0][0].Token = n.token
 	renewed, errs := renewers[n.group.renewer](n.parent, t.conn(), n.ttl, confirm)
 	switch c := confirm[0][0]; {
@@ -266,7 +290,7 @@ func (t *holdTable) keep(n taken) (context.Context, error) {
 		n.token = c.Token
 		held, err = t.add(n)
 	}
-	t.opts.Logger.Warn("relock: an acquire's reply came after its hold's deadline", "lock", n.key.name, "owner", holdOwner(n.key.owner),
+	t.opts.Logger.Warn("relock: an acquire's reply came after its hold's deadline", "lock", n.key.name, "owner", n.key.owner,
 		"reply after", late.Round(time.Millisecond), "ttl", n.ttl, "kept", err == nil, "error", err)
 	return held, err
 }
@@ -329,7 +353,7 @@ func (t *holdTable) goneCause(ctx context.Context, key holdKey) error {
 // lost ends a hold the watchdog gave up on: every held context of it is
 // cancelled with a cause that wraps ErrLockLost and the reason.
 func (t *holdTable) lost(h *hold, reason error) {
-	owner := holdOwner(h.key.owner)
+	owner := h.key.owner
 	ended := errors.Is(reason, ErrLeaseEnded)
 	cause := fmt.Errorf("relock: %w: %q held by %s: %w", ErrLockLost, h.key.name, owner, reason)
 	if ended {
@@ -495,7 +519,7 @@ func (t *holdTable) tokens(batch []scripts.Held) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for j := range batch {
-		if h := t.holds[holdKey{batch[j].Key, batch[j].Owner}]; h != nil {
+		if h := t.holds[holdKey{name: batch[j].Key, owner: batch[j].Owner}]; h != nil {
 			batch[j].Token = h.token
 		}
 	}
@@ -512,7 +536,7 @@ func (t *holdTable) renewedPermits(leases []*watchdog.Lease, batch []scripts.Hel
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for j, p := range batch {
-		h := t.holds[holdKey{p.Key, p.Owner}]
+		h := t.holds[holdKey{name: p.Key, owner: p.Owner}]
 		if h == nil || h.lease != leases[j] {
 			continue
 		}
@@ -564,33 +588,12 @@ func (h *hold) leased(d time.Duration, sent time.Time) {
 	h.t.watchdog.Update(h.lease, false, watchdog.Deadline(sent, d))
 }
 
-// groupHold is a group lock's owner in the hold table: owner and the
-// handle's value fields, so that one owner's holds of two value sets of
-// one group are two holds, renewed and released apart. Owners have no
-// spaces; fields are base64.
-func groupHold(owner string, fields []string) string {
-	return owner + " " + strings.Join(fields, " ")
-}
-
-// splitHold splits a hold table owner into the owner and, for a group
-// lock, its value fields (see groupHold).
-func splitHold(s string) (owner string, fields []string) {
-	owner, rest, _ := strings.Cut(s, " ")
-	return owner, strings.Fields(rest)
-}
-
-// holdOwner is the owner of a hold table owner: for a group lock, without
-// its values.
-func holdOwner(s string) string {
-	owner, _, _ := strings.Cut(s, " ")
-	return owner
-}
-
-// heldFor is the renewal's view of a hold key and owner that r renews.
+// heldFor is the renewal's view of the hold whose lease names key and
+// owner (holdKey.leaseOwner), which r renews.
 func heldFor(key, owner string, r renewer) scripts.Held {
 	if r != renewGroupLock {
 		return scripts.Held{Key: key, Owner: owner}
 	}
-	owner, fields := splitHold(owner)
-	return scripts.Held{Key: key, Owner: owner, Fields: fields}
+	owner, values, _ := strings.Cut(owner, " ")
+	return scripts.Held{Key: key, Owner: owner, Fields: valueSet(values).fields()}
 }

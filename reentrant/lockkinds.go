@@ -146,6 +146,7 @@ func (c *Client) SpinLock(name string, b Backoff) *Lock {
 func (c *Client) GroupLock(group string, values ...string) *Lock {
 	l := c.newLock(group, groupLock)
 	l.r.fields, l.read = scripts.GroupFields(values), groupReader{}
+	l.r.values = valuesOf(l.r.fields)
 	if len(values) == 0 {
 		l.r.bad = fmt.Errorf("relock: %w: group lock %q has no values", ErrInvalidArgument, l.r.name)
 	}

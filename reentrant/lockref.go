@@ -20,6 +20,7 @@ type lockRef struct {
 	row    *kind    // kinds[kind]
 	spin   Backoff  // a spin lock's waits (SpinLock)
 	fields []string // a group lock's value fields, sorted (GroupLock)
+	values valueSet // the same, as a hold's key has them
 	// bad, when set, is why the handle was made with input it cannot use
 	// (a GroupLock with no values): every call fails with it.
 	bad error
@@ -77,13 +78,13 @@ func (l *lockRef) check(ctx context.Context, err error) error {
 	return l.c.checkOpen()
 }
 
-// field is owner's key in the client's hold table: the hash field that
-// records its holds, and the handle's values with it when it has some (a
-// group lock's: see groupHold).
+// key names owner's hold of the lock in the client's hold table.
+func (l *lockRef) key(owner Owner) holdKey {
+	return holdKey{name: l.name, owner: l.field(owner), values: l.values}
+}
+
+// field is the hash field that records owner's holds.
 func (l *lockRef) field(owner Owner) string {
-	if len(l.fields) > 0 {
-		return groupHold(owner.id, l.fields)
-	}
 	if l.row.field == nil {
 		return owner.id
 	}

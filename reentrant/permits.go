@@ -278,7 +278,7 @@ func (s *PermitExpirableSemaphore) hold(ctx context.Context, ids []string, score
 	}
 	permits := make([]*Permit, len(ids))
 	for i, id := range ids {
-		held, err := s.c.holds.keep(taken{parent: ctx, given: ctx, kind: KindPermitSemaphore, key: holdKey{s.name, id},
+		held, err := s.c.holds.keep(taken{parent: ctx, given: ctx, kind: KindPermitSemaphore, key: holdKey{name: s.name, owner: id},
 			group: renewGroupOf(s.name, renewPermit), lease: lease, ttl: ttl, sent: sent, token: score})
 		if err != nil {
 			// A reply so late that this permit's lease may have ended (see
@@ -326,9 +326,9 @@ func (s *PermitExpirableSemaphore) Release(ctx context.Context, ids ...string) (
 	}
 	start := time.Now()
 	for _, id := range ids {
-		if a, _, _, found := s.c.holds.drop(holdKey{s.name, id}); found {
+		if a, _, _, found := s.c.holds.drop(holdKey{name: s.name, owner: id}); found {
 			defer func() {
-				s.c.holds.ended(holdKey{s.name, id}, a, nil, err, time.Since(start))
+				s.c.holds.ended(holdKey{name: s.name, owner: id}, a, nil, err, time.Since(start))
 				a.cancel(context.Canceled)
 			}()
 		}
@@ -406,7 +406,7 @@ func (s *PermitExpirableSemaphore) UpdateLease(ctx context.Context, id string, d
 	case !ok:
 		return fmt.Errorf("relock: semaphore %q: %w: permit %s is not taken", s.name, ErrNotHeld, id)
 	}
-	s.c.holds.setLease(holdKey{s.name, id}, d, sent)
+	s.c.holds.setLease(holdKey{name: s.name, owner: id}, d, sent)
 	return nil
 }
 

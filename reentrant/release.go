@@ -19,7 +19,7 @@ func (l *lockRef) unlock(ctx context.Context, window time.Duration) (err error) 
 	if err != nil {
 		return err
 	}
-	key := holdKey{l.name, l.field(owner)}
+	key := l.key(owner)
 	a, restore, lease, found := l.c.holds.drop(key)
 	if !found {
 		// This client gave the hold up already (its key vanished, no

@@ -28,8 +28,9 @@ type locker interface {
 type lib struct {
 	name, config string
 	connect      func(addr string) (locker, error)
-	// floor: not a lock but a client stack's least cost per pair (see
-	// noopfloor.go); it runs scenarios 1 and 2 only.
+	// floor: not a lock library but the least a pair costs on a client
+	// stack (noopfloor.go) or with Redisson's lock layout
+	// (redissonscripts.go); it runs scenarios 1 and 2 only.
 	floor bool
 }
 
@@ -44,6 +45,7 @@ var libs = []lib{
 	{name: "bsm/redislock", config: "LinearBackoff(10ms), TTL 30s", connect: newRedislock},
 	{name: "floor: no-op pair, rueidis", config: "two EVALSHA of `return 1` per pair on a rueidis client: no lock", connect: newRueidisFloor, floor: true},
 	{name: "floor: no-op pair, go-redis", config: "two EVALSHA of `return 1` per pair on a go-redis client: no lock", connect: newGoredisFloor, floor: true},
+	{name: "floor: Redisson's lock scripts", config: "RedissonLock's lock and unlock scripts, run bare on a rueidis client: what Redisson's lock layout costs, without waiting or a watchdog", connect: newRedissonScripts, floor: true},
 }
 
 // floorLibs are the libraries of -floor: relock and rueidislock beside
@@ -52,7 +54,7 @@ var libs = []lib{
 func floorLibs() []lib {
 	return []lib{
 		*findLib("relock"),
-		{name: "Redisson's lock scripts", config: "RedissonLock's lock and unlock scripts, run bare: no waiting, no watchdog", connect: newRedissonScripts},
+		*findLib("floor: Redisson's lock scripts"),
 		*findLib("rueidislock"),
 		*findLib("floor: no-op pair, rueidis"),
 	}

@@ -7,21 +7,18 @@
 package main
 
 import (
-	"cmp"
-	"context"
 	"flag"
 	"fmt"
 	"log"
 	"os"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
 
 func main() {
-	rounds := flag.Int("rounds", 3, "rounds; each runs every library once per scenario, in turn")
+	rounds := flag.Int("rounds", 5, "rounds; each runs every library once per scenario, in turn")
 	pairs := flag.Int("pairs", 2000, "acquire+release pairs per uncontended run")
 	par := flag.Duration("parallel", 2*time.Second, "length of each 64-goroutine run")
 	acqs := flag.Int("handoff", 1000, "acquisitions per forced-handoff run")
@@ -31,26 +28,42 @@ func main() {
 	keep := flag.Duration("watchdog", 0, "instead of the other scenarios, hold 10,000 locks and measure keeping them alive over this window")
 	syncs := flag.Bool("synchronizers", false, "instead of the other scenarios, measure semaphores beside the lock, and rate limiters")
 	herd := flag.String("herd", "", "instead of the other scenarios, run the forced handoff with each of these numbers of waiting clients (comma-separated, e.g. 8,64,256)")
-	ctxKind := flag.String("ctx", "request", `the context scenarios 1 and 2 pass to every call: "request", one that can be cancelled and has a deadline, as a request handler's, or "background", context.Background()`)
+	ctxKinds := flag.String("ctx", "background,cancel,deadline", `the contexts scenarios 1 and 2 pass to every call, each its own scenario (comma-separated): "background", context.Background(); "cancel", one that can be cancelled and has no deadline, as a net/http request's; "deadline", one with a deadline as well`)
+	raw := flag.String("raw", "", "also write every round's figures to this file (JSON), for -merge")
+	merge := flag.String("merge", "", "run nothing: print the tables of the rounds in these -raw files (comma-separated), taken together")
 	elect := flag.Bool("election", false, "instead of the other scenarios, measure an election's takeover (after Resign, after the leader died), relock's and, if installed, etcd's")
 	floor := flag.Bool("floor", false, "instead of the other scenarios, run scenarios 1 and 2 for relock, rueidislock and Redisson's own lock scripts")
+	cpuProfile := flag.String("cpuprofile", "", "write the runner's CPU profile to this file")
+	memProfile := flag.String("memprofile", "", "write the runner's allocation profile to this file")
 	flag.Parse()
-	var callCtx func() (context.Context, context.CancelFunc)
-	switch *ctxKind {
-	case "request":
-		callCtx = func() (context.Context, context.CancelFunc) {
-			return context.WithTimeout(context.Background(), time.Hour)
+	if *cpuProfile != "" {
+		stop, err := profileCPU(*cpuProfile)
+		if err != nil {
+			log.Fatal(err)
 		}
-	case "background":
-		callCtx = func() (context.Context, context.CancelFunc) { return context.Background(), func() {} }
-	default:
-		log.Fatalf("-ctx %q: want request or background", *ctxKind)
+		defer stop()
 	}
+	if *memProfile != "" {
+		runtime.MemProfileRate = 512
+		defer profileAllocs(*memProfile)
+	}
+	ctxs, err := contextKinds(*ctxKinds)
+	if err != nil {
+		log.Fatal(err)
+	}
+	callCtx := ctxs[0].make
 	if *floor {
 		libs = floorLibs()
 	}
 	if *only != "" {
 		libs = slices.DeleteFunc(libs, func(l lib) bool { return l.name != *only })
+	}
+
+	if *merge != "" {
+		if err := printMerged(strings.Split(*merge, ",")); err != nil {
+			log.Fatal(err)
+		}
+		return
 	}
 
 	s, err := startRedis()
@@ -102,18 +115,19 @@ func main() {
 		return
 	}
 
-	type scenario struct {
-		name, unit string
-		run        func(lib) (result, error)
+	var scenarios []scenario
+	for _, k := range ctxs {
+		scenarios = append(scenarios, scenario{fmt.Sprintf("1. Uncontended: 1 goroutine, 1 key, %s ctx", k.name), "pair",
+			func(l lib) (result, error) { return uncontended(l, s, *pairs, k.make) }})
 	}
-	scenarios := []scenario{
-		{"1. Uncontended: 1 goroutine, 1 key", "pair", func(l lib) (result, error) { return uncontended(l, s, *pairs, callCtx) }},
-		{"2. Parallel: 64 goroutines, one client, own keys", "pair", func(l lib) (result, error) { return parallel(l, s, *par, callCtx) }},
-		{"3. Forced handoff: 8 clients, one lock, 1 ms hold", "acquisition", func(l lib) (result, error) { return handoff(l, s, 8, *acqs, *limit) }},
-		{fmt.Sprintf("4. Crowd: %s waiters on one lock across 4 clients", thousands(*crowdSize)), "acquisition", func(l lib) (result, error) { return crowd(l, s, *crowdSize, *limit) }},
+	for _, k := range ctxs {
+		scenarios = append(scenarios, scenario{fmt.Sprintf("2. Parallel: 64 goroutines, one client, own keys, %s ctx", k.name), "pair",
+			func(l lib) (result, error) { return parallel(l, s, *par, k.make) }})
 	}
-	if *floor { // Redisson's scripts alone cannot wait
-		scenarios = scenarios[:2]
+	if !*floor { // Redisson's scripts alone cannot wait
+		scenarios = append(scenarios,
+			scenario{"3. Forced handoff: 8 clients, one lock, 1 ms hold", "acquisition", func(l lib) (result, error) { return handoff(l, s, 8, *acqs, *limit) }},
+			scenario{fmt.Sprintf("4. Crowd: %s waiters on one lock across 4 clients", thousands(*crowdSize)), "acquisition", func(l lib) (result, error) { return crowd(l, s, *crowdSize, *limit) }})
 	}
 	// results[scenario][lib][metric] = one value per round
 	results := make([]map[string]map[string][]float64, len(scenarios))
@@ -127,7 +141,7 @@ func main() {
 			// scenario's cleanup).
 			for j := range libs {
 				l := libs[(j+r-1)%len(libs)]
-				if l.floor && i >= 2 {
+				if l.floor && sc.unit != "pair" {
 					continue // a floor does not wait: scenarios 1 and 2 only
 				}
 				s.do("FLUSHALL")
@@ -150,86 +164,16 @@ func main() {
 	if err != nil {
 		fatalf("%v", err)
 	}
-
-	fmt.Printf("relock beside its peers, %s, redis-server %s on loopback, %s %s/%s, %d CPUs, %d alternating rounds, medians; scenarios 1 and 2 on a %s ctx.\n\n",
-		time.Now().Format("2006-01-02"), s.version(), runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), *rounds, *ctxKind)
-	fmt.Println("| library | configured to block until acquired |\n|---|---|")
-	for _, l := range libs {
-		fmt.Printf("| %s | %s |\n", l.name, l.config)
-	}
-	defer fmt.Printf("\n### 6. Server ceiling\n\n`redis-benchmark -n 200000 -c 50 -r 1000000 EVAL <scripts/acquire.lua> 1 bench:ceiling:__rand_int__ ...`: %.0f lock scripts/s on this Redis.\n", ceil)
+	run := newRawRun(*rounds, ceil, libs)
+	run.Redis = s.version()
+	run.Platform = fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
 	for i, sc := range scenarios {
-		var metrics, perCommand []string
-		for k := range results[i][libs[0].name] {
-			if name, ok := strings.CutPrefix(k, "cmd:"); ok {
-				perCommand = append(perCommand, name)
-				continue
-			}
-			metrics = append(metrics, k)
-		}
-		slices.Sort(metrics)
-		fmt.Printf("\n### %s\n\n", sc.name)
-		printTable(results[i], "", metrics)
-		fmt.Printf("\nRedis commands per %s by name (INFO commandstats; a script's own commands included):\n\n", sc.unit)
-		printTable(results[i], "cmd:", commandNames(results[i]))
+		run.Scenarios = append(run.Scenarios, rawScenario{Name: sc.name, Unit: sc.unit, Results: results[i]})
 	}
-}
-
-// printTable prints one row per library: the medians of the metrics named
-// prefix+column.
-func printTable(results map[string]map[string][]float64, prefix string, columns []string) {
-	fmt.Printf("| library | %s |\n|---|%s\n", strings.Join(columns, " | "), strings.Repeat("---|", len(columns)))
-	for _, l := range libs {
-		if results[l.name] == nil {
-			continue // a floor, past scenario 2
-		}
-		row := []string{l.name}
-		for _, c := range columns {
-			row = append(row, fmt.Sprintf("%.2f", median(results[l.name][prefix+c])))
-		}
-		fmt.Printf("| %s |\n", strings.Join(row, " | "))
-	}
-}
-
-// commandNames returns the commands some library sent at least 0.01 times
-// per unit (median of its rounds), most sent first.
-func commandNames(results map[string]map[string][]float64) []string {
-	most := map[string]float64{}
-	for _, r := range results {
-		for k, v := range r {
-			if name, ok := strings.CutPrefix(k, "cmd:"); ok {
-				most[name] = max(most[name], median(v))
-			}
+	if *raw != "" {
+		if err := writeRaw(*raw, run); err != nil {
+			fatalf("%v", err)
 		}
 	}
-	var names []string
-	for name, m := range most {
-		if m >= 0.01 {
-			names = append(names, name)
-		}
-	}
-	slices.SortFunc(names, func(a, b string) int {
-		if c := cmp.Compare(most[b], most[a]); c != 0 {
-			return c
-		}
-		return strings.Compare(a, b)
-	})
-	return names
-}
-func median(v []float64) float64 {
-	v = slices.Clone(v)
-	slices.Sort(v)
-	if len(v) == 0 {
-		return 0
-	}
-	return v[len(v)/2]
-}
-
-// thousands writes n with a comma between thousands: 1,000.
-func thousands(n int) string {
-	s := strconv.Itoa(n)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
+	printRuns([]rawRun{run})
 }

@@ -111,8 +111,9 @@ func (s *server) usedMemory() int64 {
 // FLUSHALL and DBSIZE left out), CPU seconds, and memory.
 type snapshot struct {
 	calls map[string]int64
-	cpu   float64 // used_cpu_user + used_cpu_sys
-	mem   int64   // used_memory
+	usec  map[string]int64 // time spent in each command, µs
+	cpu   float64          // used_cpu_user + used_cpu_sys
+	mem   int64            // used_memory
 }
 
 // harness are the commands this program sends itself.
@@ -121,14 +122,18 @@ var harness = map[string]bool{"info": true, "config": true, "flushall": true, "d
 func (s *server) snapshot() snapshot {
 	info, _ := s.do("INFO", "commandstats").ToString()
 	cpu, _ := s.do("INFO", "cpu").ToString()
-	snap := snapshot{calls: map[string]int64{}, mem: s.usedMemory()}
+	snap := snapshot{calls: map[string]int64{}, usec: map[string]int64{}, mem: s.usedMemory()}
 	sc := bufio.NewScanner(strings.NewReader(info + "\n" + cpu))
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if name, rest, ok := strings.Cut(line, ":calls="); ok {
 			name = strings.TrimPrefix(name, "cmdstat_")
 			if !harness[name] {
-				snap.calls[name], _ = strconv.ParseInt(strings.SplitN(rest, ",", 2)[0], 10, 64)
+				fields := strings.Split(rest, ",")
+				snap.calls[name], _ = strconv.ParseInt(fields[0], 10, 64)
+				if len(fields) > 1 {
+					snap.usec[name], _ = strconv.ParseInt(strings.TrimPrefix(fields[1], "usec="), 10, 64)
+				}
 			}
 			continue
 		}
@@ -153,6 +158,7 @@ func (s *server) cost(before, after snapshot, units float64, unit string) result
 	for name, n := range after.calls {
 		if d := n - before.calls[name]; d > 0 {
 			res["cmd:"+name] = float64(d) / units
+			res["µs:"+name] = float64(after.usec[name]-before.usec[name]) / units
 			all += d
 		}
 	}

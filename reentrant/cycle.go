@@ -204,8 +204,12 @@ func (c *cycle) record(ttl time.Duration, sent time.Time, token int64) (context.
 	if token > 0 {
 		ctx = context.WithValue(ctx, tokenKey{}, token)
 	}
-	return c.l.c.holds.keep(taken{parent: ctx, given: c.given, kind: c.kind, key: c.key,
-		group: renewGroupOf(c.l.name, c.l.row.renewer), lease: c.cfg.lease, ttl: ttl, sent: sent})
+	n := taken{parent: ctx, given: c.given, kind: c.kind, key: c.key,
+		group: renewGroupOf(c.l.name, c.l.row.renewer), lease: c.cfg.lease, ttl: ttl, sent: sent}
+	if c.cfg.progress > 0 {
+		n.progress, n.giveBack = c.cfg.progress, c.l.giveBack(c.owner, ttl)
+	}
+	return c.l.c.holds.keep(n)
 }
 
 // end finishes the cycle with err, its result: it ends the wait, and its

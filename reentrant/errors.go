@@ -87,6 +87,14 @@ var errLateReply = errors.New("the acquire's reply came after its hold's deadlin
 // meanwhile.
 var errHoldExpired = fmt.Errorf("%w, and the hold had expired", errLateReply)
 
+// ErrStalled: a hold taken with ProgressWithin went longer than its
+// deadline without a Progress report, so this client stopped renewing it,
+// gave it back, and cancelled its held contexts with a cause that wraps
+// ErrStalled. It is the holder's own silence, not Redis: it does not wrap
+// ErrLockLost, and OnLockLost is not called. An Unlock that comes later
+// returns it.
+var ErrStalled = errors.New("no progress within the hold's progress deadline")
+
 // ErrRateNotSet: the rate limiter has no configuration (TrySetRate or
 // SetRate was never called, or its keys expired with KeepAlive).
 var ErrRateNotSet = errors.New("rate limiter not set")

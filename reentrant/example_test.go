@@ -385,3 +385,33 @@ lockWatchdogTimeout: 20000
 	// watchdog: 20s ignored: [singleServerConfig.connectionPoolSize]
 	// locked: true
 }
+
+// A job that reports progress keeps its lock; one that goes its progress
+// deadline without a report has it given back, and learns why from its
+// held context.
+func ExampleProgressWithin() {
+	rdb, stop := exampleRedis()
+	defer stop()
+	locks, _ := reentrant.New(rdb, reentrant.Options{})
+	defer locks.Close()
+
+	mu := locks.Lock("nightly-import")
+	held, err := mu.Lock(context.Background(), reentrant.ProgressWithin(500*time.Millisecond))
+	if err != nil {
+		log.Fatal(err)
+	}
+	for range 5 { // five steps, each well within the deadline
+		time.Sleep(20 * time.Millisecond)
+		reentrant.Progress(held)
+	}
+	fmt.Println("working:", held.Err() == nil)
+
+	// A step that hangs: no more reports.
+	<-held.Done()
+	fmt.Println("stalled:", errors.Is(context.Cause(held), reentrant.ErrStalled))
+	fmt.Println("unlock:", errors.Is(mu.Unlock(held), reentrant.ErrStalled))
+	// Output:
+	// working: true
+	// stalled: true
+	// unlock: true
+}

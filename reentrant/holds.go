@@ -83,6 +83,7 @@ func (t *holdTable) close(cause error) {
 	t.mu.Unlock()
 	t.watchdog.Close()
 	for _, h := range holds {
+		h.stopWatch()
 		h.cancelAll(cause)
 	}
 }
@@ -97,6 +98,8 @@ type hold struct {
 	acqs  []acquisition
 	lease *watchdog.Lease
 	token string // a permit's lease end as relock last wrote it; guarded by t.mu
+	// stall is its progress deadline (ProgressWithin); nil: none.
+	stall *stallWatch
 	// gone is why the hold left the table without a release (lost, or its
 	// lease ended), set as it leaves; guarded by t.mu. Its held contexts
 	// are cancelled with it only after that, outside the lock: an Unlock
@@ -128,6 +131,19 @@ func (v *heldValues) Value(key any) any {
 		return v.given
 	}
 	return v.Context.Value(key)
+}
+
+// Progress reports that the work under the hold behind ctx (a held context
+// of a Lock taken with ProgressWithin, or one made from it) made progress,
+// which moves the hold's progress deadline to d from now. It reports
+// whether ctx is such a context of a hold still kept. It sends nothing to
+// Redis and is cheap enough to call on every step of a loop.
+func Progress(ctx context.Context) bool {
+	h, ok := ctx.Value(holdCtxKey{}).(*hold)
+	if !ok || h.stall == nil {
+		return false
+	}
+	return h.stall.progressed()
 }
 
 // LeaseDeadline returns the local deadline of the hold behind a held
@@ -172,6 +188,15 @@ func (h *hold) ttl(timeout time.Duration) time.Duration {
 		return timeout
 	}
 	return h.acqs[len(h.acqs)-1].lease
+}
+
+// stopWatch stops the hold's progress deadline, if it has one, as it
+// leaves the table (a test here keeps a hold without one out of
+// progress.go).
+func (h *hold) stopWatch() {
+	if h.stall != nil {
+		h.stall.stop()
+	}
 }
 
 // cancelAll ends every acquisition of the hold with cause.
@@ -220,6 +245,10 @@ type taken struct {
 	lease, ttl    time.Duration
 	sent          time.Time
 	token         string // a permit's lease end, as written (scripts.Held.Token)
+	// progress, for a new hold, is its progress deadline (ProgressWithin),
+	// and giveBack releases it once it stalls; 0 and nil: none.
+	progress time.Duration
+	giveBack func(ctx context.Context, acquisitions int)
 }
 
 // add records acquisition n, hands it to the watchdog, and returns its
@@ -242,6 +271,10 @@ func (t *holdTable) add(n taken) (context.Context, error) {
 		h = &hold{key: n.key, t: t, token: n.token}
 		h.acqs, values = h.firstAcq[:0], &h.firstValues
 		t.holds[n.key] = h
+		if n.progress > 0 {
+			giveBack, within := n.giveBack, n.progress
+			h.stall = watchProgress(within, func() { t.stalled(h, within, giveBack) })
+		}
 	} else {
 		values = new(heldValues)
 	}
@@ -330,6 +363,7 @@ func (t *holdTable) drop(key holdKey) (a acquisition, restore time.Duration, lea
 	if len(h.acqs) == 0 {
 		delete(t.holds, key)
 		t.watchdog.Remove(h.lease)
+		h.stopWatch()
 		return a, restore, h.lease, true
 	}
 	restore = h.ttl(t.opts.WatchdogTimeout)
@@ -368,6 +402,7 @@ func (t *holdTable) lost(h *hold, reason error) {
 	}
 	h.gone = cause
 	t.mu.Unlock()
+	h.stopWatch()
 	h.cancelAll(cause)
 	if ended {
 		t.opts.Logger.Debug("relock: lease ended", "lock", h.key.name, "owner", owner)
@@ -390,6 +425,7 @@ func (t *holdTable) lose(match func(holdKey) bool, cause error) {
 			delete(t.holds, k)
 			h.gone = cause
 			t.watchdog.Remove(h.lease)
+			h.stopWatch()
 		}
 	}
 	t.mu.Unlock()
@@ -596,4 +632,26 @@ func heldFor(key, owner string, r renewer) scripts.Held {
 	}
 	owner, values, _ := strings.Cut(owner, " ")
 	return scripts.Held{Key: key, Owner: owner, Fields: valueSet(values).fields()}
+}
+
+// stalled ends hold h, whose progress deadline passed with no report: it
+// leaves the table and the watchdog, its held contexts are cancelled with
+// ErrStalled, and giveBack releases it in Redis, once for each of its
+// acquisitions, in the background.
+func (t *holdTable) stalled(h *hold, within time.Duration, giveBack func(ctx context.Context, acquisitions int)) {
+	cause := fmt.Errorf("relock: %q held by %s: %w (%v)", h.key.name, h.key.owner, ErrStalled, within)
+	t.mu.Lock()
+	if t.holds[h.key] != h {
+		t.mu.Unlock()
+		return // released or lost meanwhile
+	}
+	delete(t.holds, h.key)
+	t.watchdog.Remove(h.lease)
+	h.gone = cause
+	n := len(h.acqs)
+	t.mu.Unlock()
+	t.opts.Logger.Warn("relock: hold stalled: no progress within its deadline; giving it back", "lock", h.key.name, "owner", h.key.owner,
+		"within", within)
+	h.cancelAll(cause)
+	giveBack(context.Background(), n)
 }

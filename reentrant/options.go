@@ -255,6 +255,7 @@ type acquireConfig struct {
 	timeout     time.Duration // bounds each attempt's script call; 0: only ctx does
 	priority    int           // a priority lock's waiter's, 0 to 255
 	prioritized bool          // the Priority option was given
+	progress    time.Duration // a new hold's progress deadline (ProgressWithin); 0: none
 	err         error
 }
 

@@ -23,9 +23,9 @@ func (l *lockRef) unlock(ctx context.Context, window time.Duration) (err error) 
 	a, restore, lease, found := l.c.holds.drop(key)
 	if !found {
 		// This client gave the hold up already (its key vanished, no
-		// renewal was confirmed in time, or its lease ended): nothing of
-		// it is left to give back, and during an outage trying would only
-		// wait. The table says so as soon as the hold leaves it, before
+		// renewal was confirmed in time, its lease ended, or it stalled
+		// and was given back): nothing of it is left to give back, and
+		// during an outage trying would only wait. The table says so as soon as the hold leaves it, before
 		// its held context is cancelled.
 		cause := l.c.holds.goneCause(ctx, key)
 		if cause == nil && ctx.Err() != nil {
@@ -34,7 +34,7 @@ func (l *lockRef) unlock(ctx context.Context, window time.Duration) (err error) 
 		switch {
 		case errors.Is(cause, ErrLockLost) && strings.HasPrefix(cause.Error(), "relock: unlock "):
 			return cause // the loss an earlier Unlock found, and said
-		case errors.Is(cause, ErrLockLost) || errors.Is(cause, ErrLeaseEnded):
+		case errors.Is(cause, ErrLockLost) || errors.Is(cause, ErrLeaseEnded) || errors.Is(cause, ErrStalled):
 			return fmt.Errorf("relock: unlock %q: %w", l.name, cause)
 		}
 	}
@@ -222,4 +222,22 @@ func (l *lockRef) unsynced(ctx context.Context, owner Owner, ttl time.Duration, 
 		return fmt.Errorf("relock: %w (%v)", ErrSyncUnavailable, syncErr)
 	}
 	return fmt.Errorf("relock: lock %q: %w; acquire rolled back", l.name, syncErr) // wraps ErrNotSynced
+}
+
+// giveBack returns what releases owner's stalled hold of the lock, once
+// for each of its acquisitions, in the background (see
+// holdTable.stalled); a re-entry's release restores ttl.
+func (l *lockRef) giveBack(owner Owner, ttl time.Duration) func(ctx context.Context, acquisitions int) {
+	return func(ctx context.Context, acquisitions int) {
+		l.c.background(func() {
+			ctx, cancel := cleanup(ctx)
+			defer cancel()
+			for range acquisitions {
+				if _, err := l.release(ctx, owner, ttl, l.c.newRequestID(), false, false); err != nil {
+					l.c.opts.Logger.Warn("relock: giving back a stalled hold; it expires with its TTL", "lock", l.name, "owner", owner.id, "error", err)
+					return
+				}
+			}
+		})
+	}
 }

@@ -1,0 +1,146 @@
+package reentrant_test
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/reentrant"
+)
+
+// A holder whose goroutine deadlocks while it holds (it waits for a mutex
+// that it holds itself) lets the lock go: within its progress deadline plus
+// a round trip, another client's waiting Lock gets it, and not before the
+// deadline. The stalled holder's context ends with ErrStalled (not
+// ErrLockLost), and so does its Unlock.
+func TestStalledHolderLetsGo(t *testing.T) {
+	e := onRedis(t)
+	const within = 300 * time.Millisecond
+	var lost []error
+	var mu sync.Mutex
+	a := e.client(t, reentrant.Options{OnLockLost: func(_ string, _ reentrant.Owner, cause error) {
+		mu.Lock()
+		defer mu.Unlock()
+		lost = append(lost, cause)
+	}})
+	b := e.client(t)
+
+	held := make(chan context.Context, 1)
+	var job sync.Mutex
+	job.Lock()
+	t.Cleanup(job.Unlock) // the deadlocked goroutine ends with the test
+	taken := make(chan time.Time, 1)
+	go func() {
+		ctx, err := a.Lock("stalled-job").Lock(bg(), reentrant.ProgressWithin(within))
+		if !assert.NoError(t, err) {
+			close(held)
+			return
+		}
+		taken <- time.Now()
+		held <- ctx
+		reentrant.Progress(ctx)
+		job.Lock() // a deadlock: job is locked already, and nothing here unlocks it
+		job.Unlock()
+	}()
+	ctx, ok := <-held
+	require.True(t, ok)
+	start := <-taken
+
+	got, err := b.Lock("stalled-job").Lock(bg(), reentrant.WaitAtMost(within+3*time.Second))
+	require.NoError(t, err, "the stalled hold was not given back")
+	after := time.Since(start)
+	assert.GreaterOrEqual(t, after, within-10*time.Millisecond, "the lock was given back before its deadline")
+	assert.Less(t, after, within+time.Second, "the lock was free later than its deadline and a round trip")
+	require.NoError(t, b.Lock("stalled-job").Unlock(got))
+
+	<-ctx.Done()
+	assert.ErrorIs(t, context.Cause(ctx), reentrant.ErrStalled)
+	assert.NotErrorIs(t, context.Cause(ctx), reentrant.ErrLockLost, "its own silence, not Redis")
+	assert.ErrorIs(t, a.Lock("stalled-job").Unlock(ctx), reentrant.ErrStalled)
+	assert.False(t, reentrant.Progress(ctx), "a stalled hold takes no more reports")
+	mu.Lock()
+	assert.Empty(t, lost, "a stall is not a loss")
+	mu.Unlock()
+}
+
+// A job that reports progress every second keeps its lock through an hour
+// (of fake time), re-entries included, and a report sends no command;
+// once it stops, the hold and its re-entry end with
+// ErrStalled when the deadline passes, the HoldEnded hook says so for
+// each, and the lock is given back in full.
+func TestProgressKeepsTheHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var ended []error
+		m, c, _ := fakeTimeClient(t, reentrant.Options{Hooks: reentrant.Hooks{
+			HoldEnded: func(_ context.Context, e reentrant.HoldEnd) {
+				mu.Lock()
+				defer mu.Unlock()
+				ended = append(ended, e.Cause)
+			},
+		}})
+		const within = 5 * time.Second
+		lk := c.Lock("long-job")
+		held, err := lk.Lock(bg(), reentrant.ProgressWithin(within))
+		require.NoError(t, err)
+		inner, err := lk.Lock(held, reentrant.ProgressWithin(time.Hour))
+		require.NoError(t, err, "a re-entry")
+		assert.Equal(t, 2, holdCount(t, m, "long-job"))
+
+		commands := m.CommandCount()
+		for range 1000 {
+			reentrant.Progress(held)
+		}
+		assert.Equal(t, commands, m.CommandCount(), "a report sends nothing")
+		for range 3600 {
+			time.Sleep(time.Second)
+			require.True(t, reentrant.Progress(inner), "a report through the re-entry's context")
+		}
+		require.NoError(t, held.Err(), "an hour of reports keeps the hold")
+		require.NoError(t, inner.Err())
+
+		last := time.Now()
+		<-held.Done()
+		assert.Equal(t, within, time.Since(last), "the re-entry shares the outer hold's deadline")
+		assert.ErrorIs(t, context.Cause(held), reentrant.ErrStalled)
+		assert.ErrorIs(t, context.Cause(inner), reentrant.ErrStalled)
+		synctest.Wait()
+		assert.False(t, m.Exists("long-job"), "both acquisitions given back")
+		mu.Lock()
+		assert.Len(t, ended, 2)
+		for _, cause := range ended {
+			assert.ErrorIs(t, cause, reentrant.ErrStalled)
+		}
+		mu.Unlock()
+		assert.ErrorIs(t, lk.Unlock(inner), reentrant.ErrStalled)
+
+		plain, err := c.Lock("no-deadline").Lock(bg())
+		require.NoError(t, err)
+		assert.False(t, reentrant.Progress(plain), "a hold without a progress deadline")
+		assert.False(t, reentrant.Progress(bg()), "no hold at all")
+		time.Sleep(time.Minute)
+		require.NoError(t, plain.Err())
+		require.NoError(t, c.Lock("no-deadline").Unlock(plain))
+
+		_, err = c.Lock("bad").Lock(bg(), reentrant.ProgressWithin(time.Microsecond))
+		assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+	})
+}
+
+// holdCount is the hold count of the lock's only owner.
+func holdCount(t *testing.T, m *miniredis.Miniredis, key string) int {
+	t.Helper()
+	fields, err := m.HKeys(key)
+	require.NoError(t, err)
+	require.Len(t, fields, 1)
+	n, err := strconv.Atoi(m.HGet(key, fields[0]))
+	require.NoError(t, err)
+	return n
+}

@@ -61,9 +61,11 @@ var (
 // Election is a handle on one election. It has no state of its own; its
 // methods are safe for concurrent use.
 type Election struct {
-	lock  *reentrant.Lock
-	rt    addon.Runtime
-	hooks Hooks
+	lock     *reentrant.Lock
+	rt       addon.Runtime
+	hooks    Hooks
+	progress time.Duration
+	healthy  func(context.Context) error
 }
 
 // Options set how New makes an Election. The zero Options are the
@@ -71,6 +73,21 @@ type Election struct {
 type Options struct {
 	// Hooks are told when this process's leadership begins and ends.
 	Hooks Hooks
+	// ProgressWithin, if set, is how often a leader must show that it is
+	// still at work, or stop leading: a leader that goes this long without
+	// a reentrant.Progress on its leading context (or a passing Healthy)
+	// gives leadership up at once, its leading context ending with
+	// reentrant.ErrStalled, and the next candidate leads (see
+	// reentrant.ProgressWithin). So a leader that hangs does not keep
+	// leading for as long as its process lives. At least 1ms.
+	ProgressWithin time.Duration
+	// Healthy, with ProgressWithin, checks the leader's health: a
+	// candidate runs it before it campaigns, and does not campaign while it
+	// fails (Campaign returns its error); a leader runs it every third of
+	// ProgressWithin, with its leading context, and each nil it returns
+	// counts as progress. A check that fails or does not return in time
+	// counts as none. It should return when its ctx ends.
+	Healthy func(ctx context.Context) error
 }
 
 // New returns a handle on the election name, run on c: its lock, its
@@ -81,7 +98,7 @@ type Options struct {
 // reentrant.ErrInvalidArgument.
 func New(c *reentrant.Client, name string, opts Options) *Election {
 	rt, ok := addon.Of(c)
-	e := &Election{rt: rt, hooks: opts.Hooks}
+	e := &Election{rt: rt, hooks: opts.Hooks, progress: opts.ProgressWithin, healthy: opts.Healthy}
 	if ok && name != "" {
 		e.lock = c.FencedLock(name)
 	}
@@ -101,7 +118,8 @@ func (e *Election) Name() string {
 // records value as the leader's and announces it. It returns the leading
 // context, which is cancelled the moment leadership may be lost (cause
 // reentrant.ErrLockLost: the watchdog could not renew the hold in time,
-// or Resign found it lost), on Resign (context.Canceled) or on the
+// or Resign found it lost), when the leader stalls (reentrant.ErrStalled,
+// with Options.ProgressWithin), on Resign (context.Canceled) or on the
 // client's Close (reentrant.ErrClosed); and the term. Give the leading
 // context to Proclaim and Resign, and do the leader's work under it.
 //
@@ -119,7 +137,16 @@ func (e *Election) Campaign(ctx context.Context, value string) (context.Context,
 	if leadershipOf(ctx, e.lock.Key(), true) != nil {
 		return nil, 0, fmt.Errorf("relock: election %q: %w: ctx leads it already (resign first)", e.Name(), reentrant.ErrReentry)
 	}
-	held, err := e.lock.Lock(ctx)
+	var opts []reentrant.LockOption
+	if e.progress != 0 {
+		opts = append(opts, reentrant.ProgressWithin(e.progress))
+		if e.healthy != nil {
+			if err := e.healthy(ctx); err != nil {
+				return nil, 0, fmt.Errorf("relock: election %q: not campaigning: the health check failed: %w", e.Name(), err)
+			}
+		}
+	}
+	held, err := e.lock.Lock(ctx, opts...)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -130,7 +157,28 @@ func (e *Election) Campaign(ctx context.Context, value string) (context.Context,
 		_ = e.lock.Unlock(held)
 		return nil, 0, err
 	}
-	return l.begin(), l.term, nil
+	leading := l.begin()
+	if e.progress > 0 && e.healthy != nil {
+		e.rt.Go(func() { checkHealth(leading, e.healthy, e.progress/3) })
+	}
+	return leading, l.term, nil
+}
+
+// checkHealth runs healthy every period while leading lasts, and counts
+// each nil as the leader's progress.
+func checkHealth(leading context.Context, healthy func(context.Context) error, period time.Duration) {
+	t := time.NewTicker(max(period, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-leading.Done():
+			return
+		case <-t.C:
+			if healthy(leading) == nil {
+				reentrant.Progress(leading)
+			}
+		}
+	}
 }
 
 // Proclaim changes the leader's value without an election: observers see

@@ -62,7 +62,8 @@ func (l *leadership) begin() context.Context {
 		h(l.name, l.term)
 	}
 	context.AfterFunc(l.held, func() {
-		if cause := context.Cause(l.held); errors.Is(cause, reentrant.ErrLockLost) || errors.Is(cause, reentrant.ErrClosed) {
+		if cause := context.Cause(l.held); errors.Is(cause, reentrant.ErrLockLost) || errors.Is(cause, reentrant.ErrClosed) ||
+			errors.Is(cause, reentrant.ErrStalled) {
 			l.ended(cause)
 		}
 	})
@@ -85,7 +86,7 @@ func (l *leadership) ended(cause error) {
 // resign tells the hooks leadership ended by Resign, whose Unlock returned
 // err: a loss found then is told as a loss.
 func (l *leadership) resign(err error) {
-	if errors.Is(err, reentrant.ErrLockLost) {
+	if errors.Is(err, reentrant.ErrLockLost) || errors.Is(err, reentrant.ErrStalled) {
 		l.ended(err)
 		return
 	}

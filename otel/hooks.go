@@ -96,6 +96,7 @@ type instruments struct {
 	holds     metric.Int64UpDownCounter
 	lost      metric.Int64Counter
 	ended     metric.Int64Counter
+	stalled   metric.Int64Counter
 	renewal   metric.Float64Histogram
 	failures  metric.Int64Counter
 	wakes     metric.Int64Counter
@@ -113,6 +114,9 @@ type instruments struct {
 //   - relock.lease.ended: LeaseFor holds whose lease ran its course before
 //     their Unlock, by kind: not a loss, but work past the lease's end was
 //     not protected;
+//   - relock.stalled: holds given back because the work under them went
+//     its progress deadline without a report (reentrant.ProgressWithin,
+//     reentrant.ErrStalled), by kind;
 //   - relock.renewal.duration (s) and relock.renewal.failures: the
 //     watchdog's renewal rounds and the holds they failed to renew;
 //   - relock.wakes: waiters woken by a release message, by kind;
@@ -137,7 +141,7 @@ func NewHooks(opts ...Option) (reentrant.Hooks, error) {
 	v := version()
 	in := &instruments{cfg: cfg, tracer: cfg.tracers.Tracer(scope, trace.WithInstrumentationVersion(v))}
 	meter := cfg.meters.Meter(scope, metric.WithInstrumentationVersion(v))
-	var errs [8]error
+	var errs [9]error
 	in.acquire, errs[0] = meter.Float64Histogram("relock.acquire.duration", metric.WithUnit("s"),
 		metric.WithDescription("How long acquire calls took, waiting included."),
 		metric.WithExplicitBucketBoundaries(DurationBuckets...))
@@ -156,6 +160,8 @@ func NewHooks(opts ...Option) (reentrant.Hooks, error) {
 		metric.WithDescription("LeaseFor holds whose lease ended before they were given back."))
 	in.deadlocks, errs[7] = meter.Int64Counter("relock.deadlocks", metric.WithUnit("{wait}"),
 		metric.WithDescription("Waits given up on a cycle of owners waiting for each other."))
+	in.stalled, errs[8] = meter.Int64Counter("relock.stalled", metric.WithUnit("{hold}"),
+		metric.WithDescription("Holds given back because their work reported no progress within its deadline."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return reentrant.Hooks{}, fmt.Errorf("relockotel: %w", err)
 	}
@@ -221,15 +227,18 @@ func (in *instruments) holdEnded(ctx context.Context, e reentrant.HoldEnd) {
 	end := time.Now()
 	kv := in.attrs(e.Kind, e.Name)
 	lost := errors.Is(e.Cause, reentrant.ErrLockLost)
+	stalled := errors.Is(e.Cause, reentrant.ErrStalled)
 	switch {
 	case lost:
 		kv = append(kv, reasonKey.String(reason(e.Cause)))
 		in.lost.Add(ctx, 1, metric.WithAttributes(kv...))
+	case stalled:
+		in.stalled.Add(ctx, 1, metric.WithAttributes(kv...))
 	case errors.Is(e.Cause, reentrant.ErrLeaseEnded):
 		in.ended.Add(ctx, 1, metric.WithAttributes(kv...))
 	}
 	hctx, hold := in.tracer.Start(ctx, "relock.hold", trace.WithTimestamp(end.Add(-e.Held)), trace.WithAttributes(kv...))
-	if lost {
+	if lost || stalled {
 		hold.SetStatus(codes.Error, e.Cause.Error())
 	}
 	if e.Releasing > 0 {

@@ -112,6 +112,10 @@ func TestHooksOnRealLocks(t *testing.T) {
 	leased, err := locks.Lock("leased").Lock(context.Background(), reentrant.LeaseFor(100*time.Millisecond))
 	require.NoError(t, err)
 	<-leased.Done()
+	// Nor is a hold whose work stalled: it is given back, and counted so.
+	stalled, err := locks.Lock("stalled").Lock(context.Background(), reentrant.ProgressWithin(50*time.Millisecond))
+	require.NoError(t, err)
+	<-stalled.Done()
 
 	m := collect(t, reader)
 	for _, name := range []string{"relock.acquire.duration", "relock.renewal.duration"} {
@@ -121,12 +125,13 @@ func TestHooksOnRealLocks(t *testing.T) {
 	}
 	assert.Equal(t, "(devel)", scopeVersion(t, reader), "the scope carries the module's version")
 	kind := attribute.String("relock.kind", "lock")
-	assert.Equal(t, int64(2), count(m["relock.acquire.duration"], kind, attribute.String("relock.outcome", "acquired")), "the job's and the leased")
+	assert.Equal(t, int64(3), count(m["relock.acquire.duration"], kind, attribute.String("relock.outcome", "acquired")), "the job's, the leased and the stalled")
 	assert.Equal(t, int64(1), count(m["relock.acquire.duration"], kind, attribute.String("relock.outcome", "not_acquired")))
 	assert.Equal(t, int64(0), count(m["relock.holds"]), "nothing held now")
 	assert.Equal(t, int64(1), count(m["relock.lost"], attribute.String("relock.kind", "fenced"), attribute.String("relock.reason", "gone")))
 	assert.Equal(t, int64(1), count(m["relock.lost"]), "the lease that ended is not counted lost")
 	assert.Equal(t, int64(1), count(m["relock.lease.ended"], kind))
+	assert.Equal(t, int64(1), count(m["relock.stalled"], kind))
 	assert.Equal(t, int64(1), count(m["relock.renewal.failures"]), "the round that found it gone")
 	assert.GreaterOrEqual(t, count(m["relock.renewal.duration"]), int64(1))
 	for _, d := range m["relock.acquire.duration"].(metricdata.Histogram[float64]).DataPoints {
@@ -138,8 +143,8 @@ func TestHooksOnRealLocks(t *testing.T) {
 	for _, s := range spans.Ended() {
 		byName[s.Name()] = append(byName[s.Name()], s)
 	}
-	require.Len(t, byName["relock.acquire"], 4)
-	require.Len(t, byName["relock.hold"], 3)
+	require.Len(t, byName["relock.acquire"], 5)
+	require.Len(t, byName["relock.hold"], 4)
 	require.Len(t, byName["relock.release"], 1)
 	job := byName["job"][0].SpanContext()
 	first := byName["relock.acquire"][0]
@@ -150,6 +155,7 @@ func TestHooksOnRealLocks(t *testing.T) {
 	assert.False(t, hold.StartTime().Before(first.StartTime()), "the hold starts when its acquire was sent")
 	assert.Equal(t, "Error", byName["relock.hold"][1].Status().Code.String(), "the lost hold")
 	assert.Equal(t, "Unset", byName["relock.hold"][2].Status().Code.String(), "the lease that ended")
+	assert.Equal(t, "Error", byName["relock.hold"][3].Status().Code.String(), "the stalled hold")
 }
 
 func TestHooksLockNames(t *testing.T) {

@@ -102,6 +102,15 @@
 // Redis unreachable past the timeout), CMD gets SIGTERM, then SIGKILL after
 // --grace (default 10s), and relock exits 75.
 //
+// With --progress-within D, CMD must report progress at least every D
+// with systemd's notify protocol (sd_notify(3)): relock gives it
+// NOTIFY_SOCKET, a socket of its own, and WATCHDOG_USEC, and counts each
+// WATCHDOG=1 as progress, so systemd-notify WATCHDOG=1 and programs that
+// support a systemd watchdog work unchanged. A CMD that goes D without a
+// report gets SIGTERM, then SIGKILL after --grace, the lock is given back
+// at once, and relock exits 124 (see docs/long-jobs.md). elect takes it too,
+// for a leader.
+//
 // On Linux CMD dies with relock: it runs behind a guard process that
 // SIGKILLs it and every process below it the moment relock dies, by
 // SIGKILL too, so it never runs on once the lock may pass to another
@@ -131,6 +140,8 @@
 //	2                bad usage
 //	69               Redis could not be reached, or answered with an error
 //	75               the lock was lost while held; CMD was stopped
+//	124              CMD went --progress-within without reporting
+//	                 progress; it was stopped and the lock given back
 //	77               Redis refused the credentials, or the ACL user may not
 //	                 do what relock needs
 //	126, 127         CMD could not be run (not executable, not found)

@@ -20,11 +20,12 @@ import (
 
 // electFlags are elect's flags.
 type electFlags struct {
-	value   string
-	keep    bool
-	timeout time.Duration
-	grace   time.Duration
-	verbose bool
+	value    string
+	keep     bool
+	timeout  time.Duration
+	grace    time.Duration
+	progress time.Duration
+	verbose  bool
 }
 
 func (f *electFlags) register(fs *flag.FlagSet) {
@@ -33,6 +34,7 @@ func (f *electFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.keep, "keep", false, "after leadership is lost and CMD stopped, campaign again and run CMD again")
 	fs.DurationVar(&f.timeout, "watchdog", 0, "the watchdog's timeout: how long a dead leader keeps leading (default 30s)")
 	fs.DurationVar(&f.grace, "grace", 10*time.Second, "after leadership is lost, how long CMD has between SIGTERM and SIGKILL")
+	fs.DurationVar(&f.progress, "progress-within", 0, "CMD reports progress with sd_notify's WATCHDOG=1 at least this often, or it is stopped and leadership given up (exit 124)")
 	fs.BoolVar(&f.verbose, "v", false, "say when leading starts and ends")
 	fs.BoolVar(&f.verbose, "verbose", false, "the same as -v")
 }
@@ -55,11 +57,11 @@ func (e env) elect(args []string) int {
 	if len(rest) < 2 {
 		return e.fail(exitUsage, "elect needs NAME [--] CMD [ARGS...]")
 	}
-	switch {
-	case f.timeout < 0 || f.grace < 0:
+	if err := checkHolding(f.timeout, f.progress); err != nil {
+		return e.fail(exitUsage, "%v", err)
+	}
+	if f.grace < 0 {
 		return e.fail(exitUsage, "durations must not be negative")
-	case f.timeout > 0 && f.timeout < minWatchdog:
-		return e.fail(exitUsage, "--watchdog %v is below %v", f.timeout, minWatchdog)
 	}
 	name, argv := rest[0], rest[1:]
 	sigs := make(chan os.Signal, 4)
@@ -70,10 +72,10 @@ func (e env) elect(args []string) int {
 		return e.fail(exitFor(err), "%v", err)
 	}
 	defer closeAll()
-	el := election.New(locks, name, election.Options{})
+	el := election.New(locks, name, election.Options{ProgressWithin: f.progress})
 	for {
 		code = e.leadOnce(el, name, argv, f, sigs)
-		if code != exitLost || !f.keep {
+		if code != exitLost && code != exitStalled || !f.keep {
 			return code
 		}
 	}
@@ -100,10 +102,10 @@ func (e env) leadOnce(el *election.Election, name string, argv []string, f *elec
 		term, _ := reentrant.TokenFrom(g.held)
 		e.say("%s: leading in term %d as %s", name, term, g.owner)
 	}
-	code = e.runHeld(g, name, argv, &lockFlags{grace: f.grace}, sigs)
+	code = e.runHeld(g, name, argv, &lockFlags{grace: f.grace, progress: f.progress}, sigs)
 	err := g.release()
 	switch {
-	case code == exitLost:
+	case code == exitLost, code == exitStalled:
 	case errors.Is(err, reentrant.ErrLockLost):
 		e.fail(0, "election %s: %v", name, err)
 	case err != nil:

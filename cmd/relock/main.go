@@ -96,7 +96,8 @@ usage:
   relock CMD --help                            CMD's flags
 
 lock flags (run, hold): -n | -w/--wait DURATION, -E CODE, --lease D | --watchdog D,
-  --fenced | --shared | --permits N | --value V..., --grace D (run), -v/--verbose
+  --fenced | --shared | --permits N | --value V..., --grace D (run),
+  --progress-within D (run, elect: CMD reports with sd_notify's WATCHDOG=1), -v/--verbose
 connection flags (every command, before or after it): --url, --addr, --db,
   --user, --tls, --tls-ca, --tls-cert, --tls-key, --tls-insecure,
   --connect-timeout, --sentinel-master, --redisson-config FILE;
@@ -115,6 +116,7 @@ exit status:
   77       Redis refused the credentials, or the user may not do what relock needs
   78       the server is not set up for it (events: keyspace notifications off,
            or CONFIG refused so they cannot be checked)
+  124      CMD went --progress-within without reporting progress; it was stopped
   126, 127 CMD could not be run (not executable, not found)
   128+n    relock got signal n while waiting for the lock
 `

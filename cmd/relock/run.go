@@ -33,6 +33,7 @@ type lockFlags struct {
 	permitsGiven   bool // --permits 0 is refused, not a plain lock
 	values         valueList
 	grace          time.Duration
+	progress       time.Duration // --progress-within: CMD reports progress this often at least
 	verbose        bool
 }
 
@@ -49,6 +50,7 @@ func (f *lockFlags) register(fs *flag.FlagSet, run bool) {
 	fs.Var(&f.values, "value", "take `V` of group lock NAME (Redisson's getMultiLock(NAME, values)); repeat for more values, all taken at once")
 	if run {
 		fs.DurationVar(&f.grace, "grace", 10*time.Second, "after the lock is lost, how long CMD has between SIGTERM and SIGKILL")
+		fs.DurationVar(&f.progress, "progress-within", 0, "CMD reports progress with sd_notify's WATCHDOG=1 at least this often, or it is stopped and the lock given back (exit 124)")
 	}
 	fs.BoolVar(&f.verbose, "v", false, "say who holds the lock while waiting, and when it is taken and released")
 	fs.BoolVar(&f.verbose, "verbose", false, "the same as -v")
@@ -65,14 +67,28 @@ func (f *lockFlags) check() error {
 	switch {
 	case f.noWait && f.wait > 0:
 		return errors.New("-n and -w exclude each other")
-	case f.wait < 0 || f.lease < 0 || f.grace < 0 || f.timeout < 0:
+	case f.wait < 0 || f.lease < 0 || f.grace < 0:
 		return errors.New("durations must not be negative")
-	case f.timeout > 0 && f.timeout < minWatchdog:
-		return fmt.Errorf("--watchdog %v is below %v", f.timeout, minWatchdog)
+	case f.progress > 0 && f.permits != 0:
+		return errors.New("--progress-within is for a lock, not --permits")
 	case kinds > 1:
 		return errors.New("--fenced, --shared, --permits and --value exclude each other")
 	case f.permits < 0 || f.permitsGiven && f.permits == 0:
 		return errors.New("--permits N takes N of 1 or more")
+	}
+	return checkHolding(f.timeout, f.progress)
+}
+
+// checkHolding checks the flags of run and elect that say how a hold is
+// kept: --watchdog and --progress-within.
+func checkHolding(watchdog, progress time.Duration) error {
+	switch {
+	case watchdog < 0 || progress < 0:
+		return errors.New("durations must not be negative")
+	case watchdog > 0 && watchdog < minWatchdog:
+		return fmt.Errorf("--watchdog %v is below %v", watchdog, minWatchdog)
+	case progress > 0 && progress < time.Millisecond:
+		return fmt.Errorf("--progress-within %v is below 1ms", progress)
 	}
 	return nil
 }
@@ -88,6 +104,9 @@ func (f *lockFlags) lockOptions() []reentrant.LockOption {
 	}
 	if f.lease > 0 {
 		opts = append(opts, reentrant.LeaseFor(f.lease))
+	}
+	if f.progress > 0 {
+		opts = append(opts, reentrant.ProgressWithin(f.progress))
 	}
 	return opts
 }
@@ -262,7 +281,7 @@ func (e env) underLock(conn *connFlags, f *lockFlags, name string, body func(gra
 	code = body(g, sigs)
 	err = g.release()
 	switch {
-	case code == exitLost:
+	case code == exitLost, code == exitStalled:
 	case errors.Is(err, reentrant.ErrLockLost), errors.Is(err, reentrant.ErrLeaseEnded):
 		e.fail(0, "lock %s: %v", name, err)
 	case err != nil:
@@ -336,6 +355,15 @@ func (e env) runHeld(g grant, name string, argv []string, f *lockFlags, sigs <-c
 	if token, ok := reentrant.TokenFrom(g.held); ok {
 		cmd.Env = append(cmd.Env, "RELOCK_TOKEN="+strconv.FormatInt(token, 10))
 	}
+	if f.progress > 0 {
+		sock, err := listenNotify()
+		if err != nil {
+			return e.fail(exitUnavailable, "--progress-within: %v", err)
+		}
+		defer sock.close()
+		cmd.Env = append(cmd.Env, sock.env(f.progress)...)
+		go sock.serve(func() { reentrant.Progress(g.held) })
+	}
 	c, err := startCommand(cmd)
 	if err != nil {
 		return e.fail(startError(err), "%v", err)
@@ -343,7 +371,7 @@ func (e env) runHeld(g grant, name string, argv []string, f *lockFlags, sigs <-c
 	done := make(chan int, 1)
 	go func() { done <- c.wait() }()
 
-	lost := g.held.Done()
+	lost, lostCode := g.held.Done(), exitLost
 	var kill <-chan time.Time
 	for {
 		select {
@@ -351,6 +379,9 @@ func (e env) runHeld(g grant, name string, argv []string, f *lockFlags, sigs <-c
 			c.signal(sig)
 		case <-lost:
 			lost = nil
+			if errors.Is(context.Cause(g.held), reentrant.ErrStalled) {
+				lostCode = exitStalled
+			}
 			e.fail(0, "%v; stopping the command", context.Cause(g.held))
 			c.signal(syscall.SIGTERM)
 			kill = time.After(f.grace)
@@ -358,7 +389,7 @@ func (e env) runHeld(g grant, name string, argv []string, f *lockFlags, sigs <-c
 			c.kill()
 		case status := <-done:
 			if lost == nil {
-				return exitLost
+				return lostCode
 			}
 			return status
 		}

@@ -389,10 +389,12 @@ schedule:
 		workload, total, len(r.log), faultCount, cancelled, len(lost), errs)
 	t.Logf("store: %d writes accepted, %d stale reads or writes refused, %d lost updates, value %d", st.accepted, st.stale, st.lost, st.value)
 	assert.Zero(t, errs["reentry"], "ErrReentry for an owner made for one acquisition")
+	assert.Zero(t, errs["stall late"], "a stalled hold not ended within its progress deadline and 5s")
+	assert.Zero(t, errs["stall cause"], "a stalled hold ended with another cause than ErrStalled or ErrLockLost")
 	// Only a fenced lock (an election's term is its token) can keep a store safe from a holder that lost its
 	// lock without knowing (the inherent faults); without those faults
 	// every lock must.
-	if workload == "fenced" || workload == "election" || linearizable {
+	if workload == "fenced" || workload == "election" || workload == "stall" || linearizable {
 		assert.Zero(t, st.lost, "oracle A: lost or duplicated increments")
 		assert.Equal(t, st.accepted, st.value, "oracle A: every accepted write is one increment")
 	}

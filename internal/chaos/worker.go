@@ -35,7 +35,8 @@ type interval struct {
 	Start  int64  `json:"s"`
 	End    int64  `json:"e"`
 	// Freed is when Unlock returned, having released the hold (the lock
-	// was free from then on, and waiters told); 0 when it did not.
+	// was free from then on, and waiters told), or when a stalled hold's
+	// held context was cancelled, as it was given back; 0 otherwise.
 	Freed int64 `json:"f,omitempty"`
 	Token int64 `json:"t"`
 }
@@ -135,8 +136,27 @@ const (
 // lockName, a set of groupSets at random, of which any two overlap, so
 // that each hold excludes every other as one lock's would; "election"
 // campaigns in election lockName and resigns, its term fencing the store
-// as the fenced lock's token does.
-var workloads = []string{"fenced", "plain", "crowded", "nonreentrant", "rw", "fair", "priority", "deadlock", "ordered", "semaphore", "latch", "herd", "group", "election"}
+// as the fenced lock's token does; "stall" takes the fenced lock with a
+// progress deadline (reentrant.ProgressWithin, stallWithin), and one
+// holder in stallEvery stops reporting and waits for its hold to be given
+// back, then writes to the store again with its old token (see stall).
+var workloads = []string{"fenced", "plain", "crowded", "nonreentrant", "rw", "fair", "priority", "deadlock", "ordered", "semaphore", "latch", "herd", "group", "election", "stall"}
+
+// The stall workload's progress deadline, and how many of its holders
+// stall: one in stallEvery.
+const (
+	stallWithin = 100 * time.Millisecond
+	stallEvery  = 8
+)
+
+// progressing is a lock taken with the stall workload's progress deadline.
+type progressing struct{ l *reentrant.Lock }
+
+func (p progressing) Lock(ctx context.Context, opts ...reentrant.LockOption) (context.Context, error) {
+	return p.l.Lock(ctx, append(opts, reentrant.ProgressWithin(stallWithin))...)
+}
+
+func (p progressing) Unlock(held context.Context) error { return p.l.Unlock(held) }
 
 // groupSets are the group workload's value sets.
 var groupSets = [][]string{{"a", "b"}, {"b", "c"}, {"c", "a"}, {"a", "b", "c"}}
@@ -283,6 +303,8 @@ func pick(c *reentrant.Client, rdb rueidis.Client, w string, rng *rand.Rand) (lo
 	switch w {
 	case "election":
 		return elected{election.New(c, lockName, election.Options{})}, false
+	case "stall":
+		return progressing{c.FencedLock(lockName)}, false
 	case "semaphore":
 		return &permitLocker{s: c.PermitExpirableSemaphore(lockName)}, true
 	case "plain", "herd", "crowded":
@@ -460,6 +482,11 @@ func runLane(c *reentrant.Client, rdb rueidis.Client, st storeClient, workload s
 				sum.Errors["store"]++
 			}
 		}
+		// A holder whose wait had a short deadline has a held context
+		// that ends with it: it does not stall.
+		if workload == "stall" && wait == 5*time.Second && rng.IntN(stallEvery) == 0 {
+			stall(held, st, token, &sum)
+		}
 		// The interval ends at the earliest of now (Unlock is next), the
 		// held context's cancellation, and the local lease deadline: a
 		// process that was starved or paused may see the deadline pass
@@ -479,11 +506,16 @@ func runLane(c *reentrant.Client, rdb rueidis.Client, st storeClient, workload s
 		}
 		rel := op{Worker: id, Acq: q, Kind: "release", Call: call, Ret: ret, Out: "ok"}
 		freed := ret
-		if err != nil {
+		switch {
+		case errors.Is(err, reentrant.ErrStalled):
+			// Given back as the held context was cancelled: the lock is
+			// free from then on, but for a round trip (oracle E's slack).
+			freed = end
+		case err != nil:
 			freed = 0
 		}
 		switch {
-		case errors.Is(err, reentrant.ErrLockLost) || errors.Is(err, reentrant.ErrNotHeld):
+		case errors.Is(err, reentrant.ErrLockLost) || errors.Is(err, reentrant.ErrNotHeld) || errors.Is(err, reentrant.ErrStalled):
 			rel.Out = "notheld"
 		case err != nil:
 			rel.Out, rel.Ret, rel.Done = "unknown", math.MaxInt64, ret
@@ -502,6 +534,28 @@ func runLane(c *reentrant.Client, rdb rueidis.Client, st storeClient, workload s
 		time.Sleep(time.Duration(rng.IntN(4000)) * time.Microsecond)
 	}
 	return sum
+}
+
+// stall is a holder of the stall workload that stops reporting progress:
+// it waits for its hold to end, which must come within stallWithin and a
+// few round trips (the "stall late" error otherwise), with ErrStalled, or
+// ErrLockLost if a fault took the lock first (the "stall cause" error
+// otherwise). Then, as a stalled job still running would, it writes to the
+// store again with its old token: the store must refuse it once the next
+// holder has used the store (oracle A counts what it accepts).
+func stall(held context.Context, st storeClient, token int64, sum *summary) {
+	select {
+	case <-held.Done():
+	case <-time.After(stallWithin + 5*time.Second):
+		sum.Errors["stall late"]++
+		return
+	}
+	if cause := context.Cause(held); !errors.Is(cause, reentrant.ErrStalled) && !errors.Is(cause, reentrant.ErrLockLost) {
+		sum.Errors["stall cause"]++
+	}
+	if v, ok, err := st.read(token); err == nil && ok {
+		_, _ = st.write(token, v)
+	}
 }
 
 // runPrivateLane takes and gives back a lock of the lane's own n times,
@@ -532,6 +586,8 @@ func runPrivateLane(c *reentrant.Client, id, n int, rng *rand.Rand) summary {
 
 func kind(err error) string {
 	switch {
+	case errors.Is(err, reentrant.ErrStalled):
+		return "stalled"
 	case errors.Is(err, reentrant.ErrLockLost):
 		return "lost"
 	case errors.Is(err, reentrant.ErrNotHeld):

@@ -47,6 +47,7 @@ func (m *MultiLock) Lock(ctx context.Context, opts ...LockOption) (context.Conte
 // lock is Lock with cfg, whose wait is the call's default unless the
 // options said otherwise.
 func (m *MultiLock) lock(ctx context.Context, cfg acquireConfig) (context.Context, error) {
+	cfg.noProgress("multi-lock")
 	if cfg.err != nil {
 		return nil, cfg.err
 	}

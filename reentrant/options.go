@@ -277,9 +277,21 @@ func newAcquireConfig(wait time.Duration, k Kind, opts []LockOption) acquireConf
 		if with.prioritized && k != KindPriority {
 			with.invalid("Priority(%d) is for a PriorityLock, not a %s", with.priority, k.described())
 		}
+		switch k {
+		case KindSemaphore, KindPermitSemaphore, KindLatch, KindRate:
+			with.noProgress(k.described())
+		}
 		cfg = with
 	}
 	return cfg
+}
+
+// noProgress refuses ProgressWithin for what cannot keep a progress
+// deadline (see ProgressWithin).
+func (cfg *acquireConfig) noProgress(what string) {
+	if cfg.progress > 0 {
+		cfg.invalid("ProgressWithin is for a lock's hold, not a %s", what)
+	}
 }
 
 func (cfg *acquireConfig) invalid(format string, args ...any) {

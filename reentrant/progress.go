@@ -22,8 +22,9 @@ import (
 // Unlocks would; if Redis cannot be reached then, the lock expires with its
 // TTL. Taken after the stall, the lock's fencing token goes up, so a
 // fenced store refuses the stalled holder's writes once the next holder
-// has written. Not for PermitExpirableSemaphore's permits, whose leases
-// the watchdog keeps without it.
+// has written. It is for a Lock's hold only: a MultiLock, a Redlock, a
+// PermitExpirableSemaphore's permit or another synchronizer given it
+// fails with ErrInvalidArgument.
 func ProgressWithin(d time.Duration) LockOption {
 	return LockOption{func(cfg *acquireConfig) {
 		if d < time.Millisecond {

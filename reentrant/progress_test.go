@@ -144,3 +144,19 @@ func holdCount(t *testing.T, m *miniredis.Miniredis, key string) int {
 	require.NoError(t, err)
 	return n
 }
+
+// ProgressWithin is for a Lock's hold: what cannot keep a progress
+// deadline refuses it, and changes nothing.
+func TestProgressWithinRefused(t *testing.T) {
+	e := onMiniredis(t)
+	c := e.client(t)
+	p := reentrant.ProgressWithin(time.Second)
+	_, err := reentrant.NewMultiLock(c.Lock("a"), c.Lock("b")).Lock(bg(), p)
+	assert.ErrorIs(t, err, reentrant.ErrInvalidArgument, "a multi-lock")
+	_, err = c.PermitExpirableSemaphore("permits").Acquire(bg(), p)
+	assert.ErrorIs(t, err, reentrant.ErrInvalidArgument, "a permit")
+	assert.ErrorIs(t, c.Semaphore("sem").Acquire(bg(), 1, p), reentrant.ErrInvalidArgument, "a semaphore")
+	assert.ErrorIs(t, c.CountDownLatch("latch").Await(bg(), p), reentrant.ErrInvalidArgument, "a latch")
+	assert.ErrorIs(t, c.RateLimiter("rate").Acquire(bg(), 1, p), reentrant.ErrInvalidArgument, "a rate limiter")
+	assert.Equal(t, int64(0), e.int(t, "EXISTS", "a", "b", "permits", "sem", "latch", "rate"), "nothing written")
+}

@@ -53,6 +53,7 @@ type redlockHeld struct {
 // random delay between attempts.
 func (r *Redlock) Lock(ctx context.Context, opts ...LockOption) (context.Context, error) {
 	cfg := newAcquireConfig(-1, KindLock, opts)
+	cfg.noProgress("Redlock")
 	if cfg.err != nil {
 		return nil, cfg.err
 	}

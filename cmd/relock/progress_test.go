@@ -63,11 +63,12 @@ func appendTo(path, s string) {
 	}
 }
 
-// run --progress-within: a command that reports progress keeps the lock
-// for many deadlines; once it stops reporting it gets SIGTERM within the
-// deadline and a round trip, relock exits 124 and the lock is free. The
-// command reports with systemd-notify where it is installed, and with
-// the protocol itself (a Go program) always.
+// run and elect --progress-within: a command that reports progress keeps
+// the lock (leadership) for many deadlines; once it stops reporting it
+// gets SIGTERM within the deadline and a round trip, relock exits 124 and
+// the lock is free (nobody leads). The command reports with
+// systemd-notify where it is installed, and with the protocol itself (a
+// Go program) always.
 func TestRunProgressWithin(t *testing.T) {
 	// Long enough for a test binary built with -race to start and report
 	// on a busy machine: the deadline runs from when the lock is taken.
@@ -81,11 +82,20 @@ while true; do sleep 0.01; done`}
 	} else {
 		t.Log("systemd-notify is not installed: only the Go reporter runs")
 	}
+	type runCase struct {
+		command string
+		argv    []string
+	}
+	cases := map[string]runCase{"elect/go": {"elect", reporters["go"]}}
 	for name, argv := range reporters {
+		cases["run/"+name] = runCase{"run", argv}
+	}
+	for name, rc := range cases {
 		t.Run(name, func(t *testing.T) {
+			argv := rc.argv
 			_, relock := server(t)
 			log := filepath.Join(t.TempDir(), "log")
-			cmd := relock(append([]string{"run", "--progress-within", within.String(), "job", "--"}, argv...)...)
+			cmd := relock(append([]string{rc.command, "--progress-within", within.String(), "job", "--"}, argv...)...)
 			cmd.Env = append(cmd.Env, "LOG="+log, "REPORTS=4", notifierEnv+"=1")
 			stderr := &fileText{path: filepath.Join(t.TempDir(), "stderr")}
 			f, err := os.Create(stderr.path)
@@ -114,8 +124,12 @@ while true; do sleep 0.01; done`}
 			assert.True(t, fileHas(log, "term"), "the command got SIGTERM")
 			assert.Less(t, ended, within+1500*time.Millisecond, "stopped later than the deadline and a round trip")
 			assert.Contains(t, stderr.String(), "no progress within")
-			code, _, errOut := result(t, relock("run", "-n", "job", "--", "true"))
-			assert.Equal(t, 0, code, "the stalled command's lock was given back: %s", errOut)
+			check := relock("run", "-n", "job", "--", "true")
+			if rc.command == "elect" {
+				check = relock("leader", "job") // 1: nobody leads
+			}
+			code, _, errOut := result(t, check)
+			assert.Equal(t, map[string]int{"run": 0, "elect": 1}[rc.command], code, "the stalled command's lock was given back: %s", errOut)
 		})
 	}
 }

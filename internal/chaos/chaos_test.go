@@ -250,6 +250,10 @@ func chaos(t *testing.T, workload string, linearizable bool) {
 		// and up to half of these end in a deadlock, each of which lasts
 		// DeadlockTimeout at least.
 		perWorker = max(perWorker/16, 1)
+	case "stall":
+		// And the stall's: one holder in eight keeps the lock a progress
+		// deadline while the others wait.
+		perWorker = max(perWorker/4, 1)
 	}
 	t.Logf("seed %d (replay with RELOCK_CHAOS_SEED=%d)", seed, seed)
 	defer func() {

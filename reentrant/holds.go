@@ -136,9 +136,13 @@ func (v *heldValues) Value(key any) any {
 // Progress reports that the work under the hold behind ctx (a held context
 // of a Lock taken with ProgressWithin, or one made from it) made progress,
 // which moves the hold's progress deadline to d from now. It reports
-// whether ctx is such a context of a hold still kept. It sends nothing to
-// Redis and is cheap enough to call on every step of a loop.
+// whether ctx is such a context of a hold still kept (false for a nil
+// ctx). It sends nothing to Redis and is cheap enough to call on every
+// step of a loop.
 func Progress(ctx context.Context) bool {
+	if ctx == nil {
+		return false
+	}
 	h, ok := ctx.Value(holdCtxKey{}).(*hold)
 	if !ok || h.stall == nil {
 		return false

@@ -125,6 +125,7 @@ func TestProgressKeepsTheHold(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, reentrant.Progress(plain), "a hold without a progress deadline")
 		assert.False(t, reentrant.Progress(bg()), "no hold at all")
+		assert.False(t, reentrant.Progress(nil), "a nil ctx") //nolint:staticcheck // a nil ctx on purpose
 		time.Sleep(time.Minute)
 		require.NoError(t, plain.Err())
 		require.NoError(t, c.Lock("no-deadline").Unlock(plain))

@@ -49,7 +49,33 @@ type ownerKey struct{}
 // are o's, and o's holds can be re-entered and released with it. The zero
 // Owner is refused by every call given such a ctx (ErrInvalidArgument).
 func WithOwner(ctx context.Context, o Owner) context.Context {
-	return context.WithValue(ctx, ownerKey{}, o)
+	return &ownerCtx{ctx, o}
+}
+
+// ownerCtx is WithOwner's context: context.WithValue's, but in one
+// allocation where WithValue takes two (the owner boxed, then the
+// context), since every Lock without an owner of its own makes one. Its
+// value under ownerKey is itself, which an interface holds without
+// boxing.
+type ownerCtx struct {
+	context.Context
+	o Owner
+}
+
+func (c *ownerCtx) Value(key any) any {
+	if _, ok := key.(ownerKey); ok {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+// ownerOf returns the owner ctx was given by WithOwner, if it was.
+func ownerOf(ctx context.Context) (Owner, bool) {
+	oc, ok := ctx.Value(ownerKey{}).(*ownerCtx)
+	if !ok {
+		return Owner{}, false
+	}
+	return oc.o, true
 }
 
 // givenKey is the key under which a held context keeps the context given
@@ -70,12 +96,12 @@ func caller(ctx context.Context) context.Context {
 
 // OwnerFrom returns the owner ctx carries, if any.
 func OwnerFrom(ctx context.Context) (Owner, bool) {
-	o, ok := ctx.Value(ownerKey{}).(Owner)
+	o, ok := ownerOf(ctx)
 	return o, ok && !o.IsZero()
 }
 
 // zeroOwner reports whether ctx was given the zero Owner by WithOwner.
 func zeroOwner(ctx context.Context) bool {
-	o, ok := ctx.Value(ownerKey{}).(Owner)
+	o, ok := ownerOf(ctx)
 	return ok && o.IsZero()
 }

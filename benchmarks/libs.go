@@ -45,6 +45,7 @@ var libs = []lib{
 	{name: "bsm/redislock", config: "LinearBackoff(10ms), TTL 30s", connect: newRedislock},
 	{name: "floor: no-op pair, rueidis", config: "two EVALSHA of `return 1` per pair on a rueidis client: no lock", connect: newRueidisFloor, floor: true},
 	{name: "floor: no-op pair, go-redis", config: "two EVALSHA of `return 1` per pair on a go-redis client: no lock", connect: newGoredisFloor, floor: true},
+	{name: "floor: relock's scripts", config: "relock's lock and release scripts, with the keys and arguments its Client sends uncontended, run bare through its coalescer on a rueidis client: what they cost, without relock's Client (holds, watchdog, contexts, waiting)", connect: newRelockScripts, floor: true},
 	{name: "floor: Redisson's lock scripts", config: "RedissonLock's lock and unlock scripts, run bare on a rueidis client: what Redisson's lock layout costs, without waiting or a watchdog", connect: newRedissonScripts, floor: true},
 }
 
@@ -54,6 +55,7 @@ var libs = []lib{
 func floorLibs() []lib {
 	return []lib{
 		*findLib("relock"),
+		*findLib("floor: relock's scripts"),
 		*findLib("floor: Redisson's lock scripts"),
 		*findLib("rueidislock"),
 		*findLib("floor: no-op pair, rueidis"),

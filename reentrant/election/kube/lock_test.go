@@ -1,0 +1,171 @@
+package kube_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/reentrant"
+	"github.com/relock-go/relock/reentrant/election"
+	"github.com/relock-go/relock/reentrant/election/kube"
+)
+
+// newClient returns a relock Client on s, closed when the test ends.
+func newClient(t testing.TB, s *redistest.Server) *reentrant.Client {
+	t.Helper()
+	rdb := s.Client()
+	c, err := reentrant.New(rdb, reentrant.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close(); rdb.Close() })
+	return c
+}
+
+func newLock(t testing.TB, s *redistest.Server, name, identity string) *kube.ResourceLock {
+	return kube.NewResourceLock(newClient(t, s), name, resourcelock.ResourceLockConfig{Identity: identity})
+}
+
+// record is an elector's record naming holder, counting transitions.
+func record(holder string, transitions int) resourcelock.LeaderElectionRecord {
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	return resourcelock.LeaderElectionRecord{HolderIdentity: holder, LeaseDurationSeconds: 15,
+		AcquireTime: now, RenewTime: now, LeaderTransitions: transitions}
+}
+
+// TestResourceLockAsAnAPIServer: the errors the elector tells apart are
+// the API server's: NotFound before the first record, AlreadyExists for a
+// second Create, Conflict for an Update over a record another wrote since.
+func TestResourceLockAsAnAPIServer(t *testing.T) {
+	s := redistest.Start(t)
+	ctx := context.Background()
+	a, b := newLock(t, s, "ctrl", "a"), newLock(t, s, "ctrl", "b")
+
+	_, _, err := a.Get(ctx)
+	require.True(t, apierrors.IsNotFound(err), "Get with no record: %v", err)
+	require.Error(t, a.Update(ctx, record("a", 0)), "an Update before any Get or Create")
+
+	require.NoError(t, a.Create(ctx, record("a", 0)))
+	require.True(t, apierrors.IsAlreadyExists(b.Create(ctx, record("b", 0))))
+	assert.Positive(t, int64(a.Term()), "the first holder's term")
+
+	got, raw, err := b.Get(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "a", got.HolderIdentity)
+	assert.Equal(t, int(a.Term()), got.LeaderTransitions, "LeaderTransitions reads the fenced term")
+	assert.Contains(t, string(raw), `"holderIdentity":"a"`)
+	assert.Equal(t, a.Term(), b.Term())
+
+	// a renews; b's Update over the version it read then is a Conflict.
+	require.NoError(t, a.Update(ctx, record("a", got.LeaderTransitions)))
+	err = b.Update(ctx, record("b", got.LeaderTransitions+1))
+	require.True(t, apierrors.IsConflict(err), "an Update over a stale version: %v", err)
+	got2, _, err := b.Get(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "a", got2.HolderIdentity, "the refused Update changed nothing")
+
+	// Read again, b's Update goes through.
+	require.NoError(t, b.Update(ctx, record("b", got2.LeaderTransitions+1)))
+	assert.Greater(t, b.Term(), a.Term(), "a new holder's term")
+
+	// The record gone, an Update is a NotFound.
+	s.Do("DEL", "relock_lease:{ctrl}")
+	require.True(t, apierrors.IsNotFound(b.Update(ctx, record("b", 0))))
+}
+
+// TestResourceLockTerms: renewals keep the term; a new holder, or the
+// same one after the elector counted a transition, draws a larger one; a
+// release keeps the last.
+func TestResourceLockTerms(t *testing.T) {
+	s := redistest.Start(t)
+	ctx := context.Background()
+	a, b := newLock(t, s, "terms", "a"), newLock(t, s, "terms", "b")
+
+	require.NoError(t, a.Create(ctx, record("a", 0)))
+	first := a.Term()
+	for range 3 { // the elector's fast path: Update after Update, no Get
+		require.NoError(t, a.Update(ctx, record("a", int(first))))
+		assert.Equal(t, first, a.Term(), "a renewal keeps the term")
+	}
+	// The fast path right after a takeover counts the old term + 1, which
+	// the new term is at least: still a renewal.
+	require.NoError(t, a.Update(ctx, record("a", int(first))))
+
+	// The same holder after the elector counted a transition (its lease
+	// lapsed, or a restarted process with the same identity).
+	require.NoError(t, a.Update(ctx, record("a", int(first)+1)))
+	second := a.Term()
+	assert.Greater(t, second, first)
+
+	// A release keeps the term; the next holder draws a larger one.
+	require.NoError(t, a.Update(ctx, resourcelock.LeaderElectionRecord{LeaseDurationSeconds: 1, LeaderTransitions: int(second)}))
+	assert.Equal(t, second, a.Term())
+	got, _, err := b.Get(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, got.HolderIdentity)
+	require.NoError(t, b.Update(ctx, record("b", got.LeaderTransitions+1)))
+	assert.Greater(t, b.Term(), second)
+
+	// Terms come from the fenced lock's counter of the same name: an
+	// election there draws past them.
+	held, term, err := election.New(newClient(t, s), "terms", election.Options{}).Campaign(ctx, "x")
+	require.NoError(t, err)
+	assert.Greater(t, term, b.Term())
+	_ = held
+}
+
+// TestResourceLockBadInput: bad input and a key of another type are
+// errors errors.Is can tell, and change nothing.
+func TestResourceLockBadInput(t *testing.T) {
+	s := redistest.Start(t)
+	ctx := context.Background()
+	c := newClient(t, s)
+	for name, l := range map[string]*kube.ResourceLock{
+		"nil client":     kube.NewResourceLock(nil, "x", resourcelock.ResourceLockConfig{Identity: "a"}),
+		"empty name":     kube.NewResourceLock(c, "", resourcelock.ResourceLockConfig{Identity: "a"}),
+		"empty identity": kube.NewResourceLock(c, "x", resourcelock.ResourceLockConfig{}),
+		"nil lock":       nil,
+	} {
+		_, _, err := l.Get(ctx)
+		assert.ErrorIs(t, err, reentrant.ErrInvalidArgument, name)
+		assert.ErrorIs(t, l.Create(ctx, record("a", 0)), reentrant.ErrInvalidArgument, name)
+		assert.ErrorIs(t, l.Update(ctx, record("a", 0)), reentrant.ErrInvalidArgument, name)
+	}
+	l := kube.NewResourceLock(c, "x", resourcelock.ResourceLockConfig{Identity: "a"})
+	//lint:ignore SA1012 a nil context is the point
+	_, _, err := l.Get(nil) //nolint:staticcheck
+	assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+
+	s.Do("SET", "relock_lease:{x}", "not a record")
+	_, _, err = l.Get(ctx)
+	assert.ErrorIs(t, err, reentrant.ErrWrongType)
+	assert.ErrorIs(t, l.Create(ctx, record("a", 0)), reentrant.ErrWrongType)
+	v, err := s.Do("GET", "relock_lease:{x}").ToString()
+	require.NoError(t, err)
+	assert.Equal(t, "not a record", v, "changed nothing")
+
+	require.NoError(t, c.Close())
+	_, _, err = l.Get(ctx)
+	assert.ErrorIs(t, err, reentrant.ErrClosed)
+}
+
+// TestResourceLockUnreachable: with Redis gone, a call fails with the
+// connection's error, not an API error the elector would read as a
+// missing record.
+func TestResourceLockUnreachable(t *testing.T) {
+	s := redistest.Start(t)
+	l := newLock(t, s, "gone", "a")
+	s.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, _, err := l.Get(ctx)
+	require.Error(t, err)
+	var status apierrors.APIStatus
+	assert.False(t, errors.As(err, &status), "not an API error: %v", err)
+}

@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/relock-go/relock/reentrant"
+	"github.com/relock-go/relock/reentrant/election"
 	"github.com/relock-go/relock/reentrant/election/kube"
 )
 
@@ -87,3 +88,46 @@ func ExampleNewResourceLock_controllerRuntime() {
 	}
 }
 
+// A controller-runtime manager run only while leading on relock's own
+// election: a resigned leader is succeeded in milliseconds, a crashed one
+// within the watchdog's timeout.
+func ExampleRun_controllerRuntime() {
+	c, done := locks()
+	defer done()
+	pod, _ := os.Hostname()
+
+	e := election.New(c, "my-controller", election.Options{})
+	err := kube.Run(ctrl.SetupSignalHandler(), e, pod, func(leading context.Context, term election.Term) error {
+		mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+			LeaderElection: false, // relock elects
+			// The controllers' contexts are made from leading: a
+			// reconciler reads the term with reentrant.TokenFrom(ctx), to
+			// fence its writes.
+			BaseContext: func() context.Context { return leading },
+		})
+		if err != nil {
+			return err
+		}
+		// ... set up controllers with mgr ...
+		return mgr.Start(leading)
+	}, kube.RunOptions{})
+	if err != nil {
+		log.Fatal(err) // kube.ErrLeadershipLost: exit, and be restarted
+	}
+}
+
+func ExampleRun() {
+	c, done := locks()
+	defer done()
+
+	e := election.New(c, "my-controller", election.Options{})
+	err := kube.Run(context.Background(), e, "pod-a", func(leading context.Context, term election.Term) error {
+		fenced, _ := reentrant.TokenFrom(leading)
+		fmt.Println("leading, fenced by the term:", fenced == int64(term))
+		return nil // done: resign
+	}, kube.RunOptions{})
+	fmt.Println(err)
+	// Output:
+	// leading, fenced by the term: true
+	// <nil>
+}

@@ -1,4 +1,4 @@
-// Package kube elects Kubernetes controllers on relock.
+// Package kube elects Kubernetes controllers on relock, in two ways.
 //
 // ResourceLock is client-go's resourcelock.Interface on Redis: give it to
 // leaderelection.LeaderElectionConfig.Lock, or to controller-runtime's
@@ -8,6 +8,11 @@
 // a retry), since that elector trusts only its own clock; what it gains is
 // a fenced term for each leadership (Term), which a store can use to turn
 // away a leader that lost its lease while paused.
+//
+// Run is relock's own election for a controller: it runs a manager (or any
+// func) only while leading, cancels it the moment leadership may be lost,
+// and gives its code the term. A resigned leader is succeeded within
+// milliseconds, a crashed one within a watchdog timeout.
 //
 // The package is a Go module of its own, so that client-go never enters
 // relock's main module.

@@ -311,5 +311,9 @@ func TestMain(m *testing.M) {
 		runCandidate(spec)
 		return
 	}
+	if spec := os.Getenv(figureEnv); spec != "" {
+		runFigureCandidate(spec)
+		return
+	}
 	goleak.VerifyTestMain(m)
 }

@@ -242,7 +242,7 @@ func (l *ResourceLock) fail(op string, err error) error {
 	case scripts.IsWrongType(err):
 		return fmt.Errorf("relock: resource lock %q: %s: %w (%w)", l.name, op, reentrant.ErrWrongType, scripts.Tidy(err))
 	case scripts.IsNoPermission(err):
-		return fmt.Errorf("relock: resource lock %q: %s: %w (%w)", l.name, op, reentrant.ErrNoPermission, scripts.Tidy(err))
+		return fmt.Errorf("relock: resource lock %q: %s: %w: a resource lock needs an election's rights, +hmget beside a lock's (docs/deployment.md) (%w)", l.name, op, reentrant.ErrNoPermission, scripts.Tidy(err))
 	case errors.Is(err, rueidis.ErrClosing):
 		return fmt.Errorf("relock: resource lock %q: %s: %w (%w)", l.name, op, reentrant.ErrClosed, err)
 	}

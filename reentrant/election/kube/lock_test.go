@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -168,4 +169,34 @@ func TestResourceLockUnreachable(t *testing.T) {
 	require.Error(t, err)
 	var status apierrors.APIStatus
 	assert.False(t, errors.As(err, &status), "not an API error: %v", err)
+}
+
+// TestDocumentedACLUser: the Redis user docs/deployment.md gives elections
+// runs the resource lock; one with a lock's rights alone is told which
+// right it lacks, as ErrNoPermission.
+func TestDocumentedACLUser(t *testing.T) {
+	s := redistest.Start(t)
+	ctx := context.Background()
+	locks, elections := redistest.DocumentedACL(t, "locks"), redistest.DocumentedACL(t, "elections")
+	l := kube.NewResourceLock(aclClient(t, s, "elector", append(locks, elections...)...), "acl", resourcelock.ResourceLockConfig{Identity: "a"})
+	require.NoError(t, l.Create(ctx, record("a", 0)))
+	got, _, err := l.Get(ctx)
+	require.NoError(t, err)
+	require.NoError(t, l.Update(ctx, record("a", got.LeaderTransitions)))
+
+	short := kube.NewResourceLock(aclClient(t, s, "locksonly", locks...), "acl", resourcelock.ResourceLockConfig{Identity: "b"})
+	_, _, err = short.Get(ctx)
+	assert.ErrorIs(t, err, reentrant.ErrNoPermission)
+	assert.ErrorContains(t, err, "+hmget")
+}
+
+// aclClient is a Client of s that connects as a new ACL user with rules.
+func aclClient(t *testing.T, s *redistest.Server, user string, rules ...string) *reentrant.Client {
+	t.Helper()
+	require.NoError(t, s.Do(append([]string{"ACL", "SETUSER", user, "reset", "on", ">pw"}, rules...)...).Error())
+	rdb := s.Client(func(o *rueidis.ClientOption) { o.Username, o.Password = user, "pw" })
+	c, err := reentrant.New(rdb, reentrant.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close(); rdb.Close() })
+	return c
 }

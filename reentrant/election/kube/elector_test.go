@@ -13,12 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
 
 	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/reentrant"
@@ -315,5 +317,8 @@ func TestMain(m *testing.M) {
 		runFigureCandidate(spec)
 		return
 	}
+	// client-go's elector logs every failed try: the fault tests make
+	// many, on purpose.
+	klog.SetLogger(logr.Discard())
 	goleak.VerifyTestMain(m)
 }

@@ -5,6 +5,8 @@ import (
 	_ "embed"
 	"fmt"
 	"strconv"
+
+	"github.com/redis/rueidis"
 )
 
 // A lease record is relock's stand-in for a Kubernetes Lease, for an
@@ -58,8 +60,11 @@ func LeaseRecordGet(ctx context.Context, c Conn, name string) (rec LeaseRecord, 
 		return LeaseRecord{}, false, fmt.Errorf("leaserecord.lua: unexpected reply of %d values", len(vs))
 	}
 	text, err := vs[0].ToString()
-	if err != nil { // nil: no record
+	switch {
+	case rueidis.IsRedisNil(err): // no record
 		return LeaseRecord{}, false, nil
+	case err != nil:
+		return LeaseRecord{}, false, fmt.Errorf("leaserecord.lua: unexpected record: %w", err)
 	}
 	rec.Record = text
 	rec.Version, _ = vs[1].AsInt64()

@@ -37,8 +37,12 @@ type LeaseWrite int
 
 // The outcomes of a write.
 const (
-	// LeaseWritten: the record was written.
-	LeaseWritten LeaseWrite = iota
+	// LeaseUnknown: the call failed (its error says why); whether it
+	// wrote is not known.
+	LeaseUnknown LeaseWrite = iota
+	// LeaseWritten: the record was written (with an error beside it when
+	// replicas did not confirm the write).
+	LeaseWritten
 	// LeaseExists: a create found a record: nothing was written.
 	LeaseExists
 	// LeaseConflict: an update found another version than the one its
@@ -92,10 +96,10 @@ func leaseRecordWrite(ctx context.Context, c Conn, name string, args []string) (
 	r, syncErr := leaseRecordScript.exec(ctx, c, leaseRecordKeys(name), args)
 	vs, err := r.ToArray()
 	if err != nil {
-		return LeaseRecord{}, 0, err
+		return LeaseRecord{}, LeaseUnknown, err
 	}
 	if len(vs) == 0 {
-		return LeaseRecord{}, 0, fmt.Errorf("leaserecord.lua: empty reply")
+		return LeaseRecord{}, LeaseUnknown, fmt.Errorf("leaserecord.lua: empty reply")
 	}
 	switch n, _ := vs[0].AsInt64(); {
 	case n == 0 && args[0] == "create":
@@ -105,7 +109,7 @@ func leaseRecordWrite(ctx context.Context, c Conn, name string, args []string) (
 	case n == -1:
 		return LeaseRecord{}, LeaseMissing, nil
 	case len(vs) != 3:
-		return LeaseRecord{}, 0, fmt.Errorf("leaserecord.lua: unexpected reply of %d values", len(vs))
+		return LeaseRecord{}, LeaseUnknown, fmt.Errorf("leaserecord.lua: unexpected reply of %d values", len(vs))
 	}
 	rec := LeaseRecord{Record: args[1]}
 	rec.Version, _ = vs[1].AsInt64()

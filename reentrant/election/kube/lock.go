@@ -144,7 +144,7 @@ func (l *ResourceLock) Create(ctx context.Context, ler resourcelock.LeaderElecti
 	}
 	got, outcome, err := scripts.LeaseRecordCreate(ctx, l.rt.Conn(), l.key, string(text), ler.HolderIdentity)
 	switch {
-	case err != nil && outcome == scripts.LeaseWritten && got.Version != 0:
+	case err != nil && outcome == scripts.LeaseWritten:
 		l.saw(got) // written, replicas not confirmed: say so, but know it
 		return l.fail("create", err)
 	case err != nil:
@@ -174,7 +174,7 @@ func (l *ResourceLock) Update(ctx context.Context, ler resourcelock.LeaderElecti
 	}
 	got, outcome, err := scripts.LeaseRecordUpdate(ctx, l.rt.Conn(), l.key, seen, string(text), ler.HolderIdentity, int64(ler.LeaderTransitions))
 	switch {
-	case err != nil && outcome == scripts.LeaseWritten && got.Version != 0:
+	case err != nil && outcome == scripts.LeaseWritten:
 		l.saw(got)
 		return l.fail("update", err)
 	case err != nil:

@@ -116,6 +116,18 @@ func TestHooksOnRealLocks(t *testing.T) {
 	stalled, err := locks.Lock("stalled").Lock(context.Background(), reentrant.ProgressWithin(50*time.Millisecond))
 	require.NoError(t, err)
 	<-stalled.Done()
+	// A stall tells the work first, then gives the hold back: its
+	// HoldEnded, which ends the hold's span and counts it, follows the
+	// give-back's release.
+	require.Eventually(t, func() bool {
+		held := 0
+		for _, s := range spans.Ended() {
+			if s.Name() == "relock.hold" {
+				held++
+			}
+		}
+		return held == 4
+	}, 10*time.Second, time.Millisecond, "the stalled hold's span ended after its give-back")
 
 	m := collect(t, reader)
 	for _, name := range []string{"relock.acquire.duration", "relock.renewal.duration"} {
@@ -145,7 +157,7 @@ func TestHooksOnRealLocks(t *testing.T) {
 	}
 	require.Len(t, byName["relock.acquire"], 5)
 	require.Len(t, byName["relock.hold"], 4)
-	require.Len(t, byName["relock.release"], 1)
+	require.Len(t, byName["relock.release"], 2, "the job's, and the stalled hold's give-back")
 	job := byName["job"][0].SpanContext()
 	first := byName["relock.acquire"][0]
 	assert.Equal(t, job.SpanID(), first.Parent().SpanID(), "the acquire span is the job's child")
@@ -156,6 +168,8 @@ func TestHooksOnRealLocks(t *testing.T) {
 	assert.Equal(t, "Error", byName["relock.hold"][1].Status().Code.String(), "the lost hold")
 	assert.Equal(t, "Unset", byName["relock.hold"][2].Status().Code.String(), "the lease that ended")
 	assert.Equal(t, "Error", byName["relock.hold"][3].Status().Code.String(), "the stalled hold")
+	assert.Equal(t, byName["relock.hold"][3].SpanContext().SpanID(), byName["relock.release"][1].Parent().SpanID(),
+		"the give-back is the stalled hold's release")
 }
 
 func TestHooksLockNames(t *testing.T) {

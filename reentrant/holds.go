@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/relock-go/relock/reentrant/internal/callback"
 	"github.com/relock-go/relock/scripts"
 	"github.com/relock-go/relock/watchdog"
 )
@@ -54,6 +55,9 @@ type holdTable struct {
 	watchdog *watchdog.Watchdog
 	opts     *Options
 	conn     func() scripts.Conn // where renewals run
+	// guard runs the user's hooks that run on relock's goroutines (the
+	// watchdog's loop, a stall's give-back), recovering their panics.
+	guard *callback.Guard
 	// spanSlots: one renewal script may take locks of several hash slots
 	// (see renew). Not on a cluster client, and not once the server
 	// refused it (a cluster proxy).
@@ -63,7 +67,7 @@ type holdTable struct {
 // newHoldTable returns an empty table whose watchdog renews through conn;
 // cluster: conn is a cluster client.
 func newHoldTable(opts *Options, conn func() scripts.Conn, cluster bool) *holdTable {
-	t := &holdTable{holds: make(map[holdKey]*hold), opts: opts, conn: conn}
+	t := &holdTable{holds: make(map[holdKey]*hold), opts: opts, conn: conn, guard: &callback.Guard{Logger: opts.Logger}}
 	t.spanSlots.Store(!cluster)
 	t.watchdog = watchdog.New(watchdog.Config{
 		Timeout:   opts.WatchdogTimeout,
@@ -215,9 +219,11 @@ func (h *hold) cancelAll(cause error) {
 // release that took releasing (err its error), or with cause.
 func (t *holdTable) ended(key holdKey, a acquisition, cause, err error, releasing time.Duration) {
 	if hook := t.opts.Hooks.HoldEnded; hook != nil {
-		hook(a.parent, HoldEnd{
-			Kind: a.kind, Name: key.name, Owner: Owner{id: key.owner}, Held: time.Since(a.sent),
-			Cause: cause, Err: err, Releasing: releasing,
+		_ = t.guard.Run("Hooks.HoldEnded", func() {
+			hook(a.parent, HoldEnd{
+				Kind: a.kind, Name: key.name, Owner: Owner{id: key.owner}, Held: time.Since(a.sent),
+				Cause: cause, Err: err, Releasing: releasing,
+			})
 		})
 	}
 }
@@ -252,7 +258,7 @@ type taken struct {
 	// progress, for a new hold, is its progress deadline (ProgressWithin),
 	// and giveBack releases it once it stalls; 0 and nil: none.
 	progress time.Duration
-	giveBack func(ctx context.Context, acquisitions int)
+	giveBack giveBackFunc
 }
 
 // add records acquisition n, hands it to the watchdog, and returns its
@@ -413,8 +419,8 @@ func (t *holdTable) lost(h *hold, reason error) {
 		return
 	}
 	t.opts.Logger.Warn("relock: lock lost", "lock", h.key.name, "owner", owner, "reason", reason.Error())
-	if t.opts.OnLockLost != nil {
-		t.opts.OnLockLost(h.key.name, Owner{id: owner}, cause)
+	if onLost := t.opts.OnLockLost; onLost != nil {
+		_ = t.guard.Run("Options.OnLockLost", func() { onLost(h.key.name, Owner{id: owner}, cause) })
 	}
 }
 
@@ -497,7 +503,8 @@ func (t *holdTable) renew(ctx context.Context, ttl time.Duration, batches [][]*w
 		}
 	}
 	if hook := t.opts.Hooks.Renewed; hook != nil {
-		hook(renewal(time.Since(start), batches, renewed, errs))
+		r := renewal(time.Since(start), batches, renewed, errs)
+		_ = t.guard.Run("Hooks.Renewed", func() { hook(r) })
 	}
 	return renewed, errs
 }
@@ -639,10 +646,12 @@ func heldFor(key, owner string, r renewer) scripts.Held {
 }
 
 // stalled ends hold h, whose progress deadline passed with no report: it
-// leaves the table and the watchdog, its held contexts are cancelled with
-// ErrStalled, and giveBack releases it in Redis, once for each of its
-// acquisitions, in the background.
-func (t *holdTable) stalled(h *hold, within time.Duration, giveBack func(ctx context.Context, acquisitions int)) {
+// leaves the table and the watchdog; its held contexts are cancelled with
+// ErrStalled first, so the work hears at once that it may no longer act
+// under the lock; then, in the background, giveBack releases it in Redis
+// once for each of its acquisitions, newest first, and HoldEnded is told
+// of each as its release ends, with that release's time and error.
+func (t *holdTable) stalled(h *hold, within time.Duration, giveBack giveBackFunc) {
 	cause := fmt.Errorf("relock: %q held by %s: %w (%v)", h.key.name, h.key.owner, ErrStalled, within)
 	t.mu.Lock()
 	if t.holds[h.key] != h {
@@ -652,10 +661,22 @@ func (t *holdTable) stalled(h *hold, within time.Duration, giveBack func(ctx con
 	delete(t.holds, h.key)
 	t.watchdog.Remove(h.lease)
 	h.gone = cause
-	n := len(h.acqs)
+	acqs := h.acqs
 	t.mu.Unlock()
 	t.opts.Logger.Warn("relock: hold stalled: no progress within its deadline; giving it back", "lock", h.key.name, "owner", h.key.owner,
 		"within", within)
-	h.cancelAll(cause)
-	giveBack(context.Background(), n)
+	for _, a := range acqs {
+		a.cancel(cause)
+	}
+	next := len(acqs)
+	giveBack(context.Background(), len(acqs), func(err error, took time.Duration) {
+		next--
+		t.ended(h.key, acqs[next], cause, err, took)
+	})
 }
+
+// giveBackFunc releases a stalled hold in Redis, once for each of its
+// acquisitions, in the background, and calls released after each release
+// (or, once one failed, for each one left, with that error) with its
+// error and how long it took.
+type giveBackFunc func(ctx context.Context, acquisitions int, released func(err error, took time.Duration))

@@ -31,8 +31,12 @@ type Hooks struct {
 	// reported with Held, when it ends: given back by Unlock or
 	// Permit.Release, lost, or dropped by Close. The holds in progress are
 	// the Held acquisitions not yet ended. It runs before the
-	// acquisition's held context is cancelled; ctx is the one the
-	// acquisition was taken with.
+	// acquisition's held context is cancelled, but for a hold that
+	// stalled (ProgressWithin): its held contexts end first, so the work
+	// stops at once, and each acquisition's HoldEnded follows the release
+	// that gave it back, with that release's time and error. ctx is the
+	// one the acquisition was taken with. A hook that panics on one of
+	// relock's goroutines is recovered and logged.
 	HoldEnded func(ctx context.Context, e HoldEnd)
 
 	// Renewed is called after each renewal round of the watchdog.
@@ -90,10 +94,13 @@ type HoldEnd struct {
 	// Cause is nil when Unlock or Permit.Release gave it back; otherwise
 	// it wraps ErrLockLost (with the reason: ErrNotRenewed or
 	// ErrUnconfirmed), or ErrLeaseEnded (a LeaseFor lease ran its course,
-	// which is not a loss), or is ErrClosed.
+	// which is not a loss), or ErrStalled (its progress deadline passed),
+	// or is ErrClosed.
 	Cause error
 	// Releasing is how long the release that gave it back took (0 when
-	// it was not given back), and Err its error.
+	// it was not given back), and Err its error: Unlock's, or, for a
+	// stall, that of the release that gave it back (or of the first one
+	// that failed, after which the rest expire with their TTL).
 	Releasing time.Duration
 	Err       error
 }

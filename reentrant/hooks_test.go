@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -187,4 +190,44 @@ func TestHooks(t *testing.T) {
 	require.NoError(t, c.Close())
 	assert.Equal(t, []string{"ended lock c: relock: " + reentrant.ErrClosed.Error()}, rec.take())
 	assert.Equal(t, 0, rec.held())
+}
+
+// Hooks and OnLockLost that panic on relock's own goroutines (the
+// watchdog's loop) are recovered: renewals go on, a loss is still told to
+// the held context, and the first panic of each is logged with its stack,
+// the next ones without it.
+func TestPanickingHooksAreRecovered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs syncBuffer
+		m, c, renewals := fakeTimeClient(t, reentrant.Options{
+			Logger:     slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+			OnLockLost: func(string, reentrant.Owner, error) { panic("OnLockLost's bug") },
+			Hooks: reentrant.Hooks{
+				Renewed:   func(reentrant.Renewal) { panic("Renewed's bug") },
+				HoldEnded: func(context.Context, reentrant.HoldEnd) { panic("HoldEnded's bug") },
+			},
+		})
+		held, err := c.Lock("hooked").Lock(bg())
+		require.NoError(t, err)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		require.NoError(t, held.Err(), "renewals go on after the hook's panics")
+		assert.GreaterOrEqual(t, renewals.Load(), int64(5))
+
+		m.Del("hooked") // the hold vanishes: the next renewal finds it lost
+		<-held.Done()
+		assert.ErrorIs(t, context.Cause(held), reentrant.ErrLockLost)
+		synctest.Wait()
+		out := logs.String()
+		for _, name := range []string{"Hooks.Renewed", "Hooks.HoldEnded", "Options.OnLockLost"} {
+			stacks := 0
+			for _, line := range strings.Split(out, "\n") {
+				if strings.Contains(line, "callback="+name+" ") && strings.Contains(line, "stack=") {
+					stacks++
+				}
+			}
+			assert.Equal(t, 1, stacks, name+"'s stack logged once")
+		}
+		assert.Contains(t, out, "a callback panicked again", "later panics of Renewed are logged too, without a stack")
+	})
 }

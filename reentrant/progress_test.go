@@ -161,3 +161,77 @@ func TestProgressWithinRefused(t *testing.T) {
 	assert.ErrorIs(t, c.RateLimiter("rate").Acquire(bg(), 1, p), reentrant.ErrInvalidArgument, "a rate limiter")
 	assert.Equal(t, int64(0), e.int(t, "EXISTS", "a", "b", "permits", "sem", "latch", "rate"), "nothing written")
 }
+
+// A stall tells the work first, then gives the hold back: each of its
+// three acquisitions' held contexts has ended before any of them is
+// released, and HoldEnded reports each as its release ends, newest first,
+// with the release's own time and outcome, the hash counting one
+// acquisition fewer each time.
+func TestStallTellsTheWorkFirst(t *testing.T) {
+	e := onRedis(t)
+	type end struct {
+		e         reentrant.HoldEnd
+		told      bool  // every held context had ended when it was reported
+		remaining int64 // the hold count in Redis when it was reported
+	}
+	ends := make(chan end, 3)
+	var helds []context.Context
+	var mu sync.Mutex
+	c := e.client(t, reentrant.Options{Hooks: reentrant.Hooks{HoldEnded: func(_ context.Context, he reentrant.HoldEnd) {
+		mu.Lock()
+		told := true
+		for _, h := range helds {
+			told = told && h.Err() != nil
+		}
+		mu.Unlock()
+		n, _ := e.do(t, "HGETALL", "stall-order").AsIntMap()
+		var count int64
+		for _, v := range n {
+			count += v
+		}
+		ends <- end{he, told, count}
+	}}})
+	lk := c.Lock("stall-order")
+	held, err := lk.Lock(bg(), reentrant.ProgressWithin(100*time.Millisecond))
+	require.NoError(t, err)
+	second, err := lk.Lock(held)
+	require.NoError(t, err)
+	third, err := lk.Lock(second)
+	require.NoError(t, err)
+	mu.Lock()
+	helds = []context.Context{held, second, third}
+	mu.Unlock()
+
+	for want := int64(2); want >= 0; want-- {
+		got := recv(t, ends)
+		assert.True(t, got.told, "the work is told before the give-back")
+		assert.Equal(t, want, got.remaining, "reported after its own release")
+		assert.ErrorIs(t, got.e.Cause, reentrant.ErrStalled)
+		assert.NoError(t, got.e.Err, "each release succeeded")
+		assert.Positive(t, got.e.Releasing, "the release's own time")
+	}
+	assert.Equal(t, int64(0), e.int(t, "EXISTS", "stall-order"))
+}
+
+// A progress deadline counts from the last report, not from the check
+// that found it: a hold reported once at 3 s of a 5 s deadline stalls at
+// 8 s exactly, not at 10 s (a check that re-armed for a whole deadline),
+// and not never (one that found the report and forgot to re-arm).
+func TestProgressDeadlineCountsFromTheLastReport(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, c, _ := fakeTimeClient(t, reentrant.Options{})
+		const within = 5 * time.Second
+		held, err := c.Lock("once").Lock(bg(), reentrant.ProgressWithin(within))
+		require.NoError(t, err)
+		time.Sleep(3 * time.Second)
+		require.True(t, reentrant.Progress(held))
+		last := time.Now()
+		select {
+		case <-held.Done():
+			assert.Equal(t, within, time.Since(last), "stalled a deadline after the last report")
+			assert.ErrorIs(t, context.Cause(held), reentrant.ErrStalled)
+		case <-time.After(3 * within):
+			t.Fatal("a hold reported once, then silent, never stalled")
+		}
+	})
+}

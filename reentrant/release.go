@@ -224,20 +224,31 @@ func (l *lockRef) unsynced(ctx context.Context, owner Owner, ttl time.Duration, 
 	return fmt.Errorf("relock: lock %q: %w; acquire rolled back", l.name, syncErr) // wraps ErrNotSynced
 }
 
-// giveBack returns what releases owner's stalled hold of the lock, once
-// for each of its acquisitions, in the background (see
-// holdTable.stalled); a re-entry's release restores ttl.
-func (l *lockRef) giveBack(owner Owner, ttl time.Duration) func(ctx context.Context, acquisitions int) {
-	return func(ctx context.Context, acquisitions int) {
-		l.c.background(func() {
+// giveBack returns what releases owner's stalled hold of the lock (see
+// holdTable.stalled); a re-entry's release restores ttl. After a release
+// that fails, the rest are not sent: the lock expires with its TTL. On a
+// Client that is closing, nothing is sent, and each acquisition is told
+// ErrClosed.
+func (l *lockRef) giveBack(owner Owner, ttl time.Duration) giveBackFunc {
+	return func(ctx context.Context, acquisitions int, released func(err error, took time.Duration)) {
+		started := l.c.background(func() {
 			ctx, cancel := cleanup(ctx)
 			defer cancel()
+			var err error
 			for range acquisitions {
-				if _, err := l.release(ctx, owner, ttl, l.c.newRequestID(), false, false); err != nil {
-					l.c.opts.Logger.Warn("relock: giving back a stalled hold; it expires with its TTL", "lock", l.name, "owner", owner.id, "error", err)
-					return
+				start := time.Now()
+				if err == nil {
+					if _, err = l.release(ctx, owner, ttl, l.c.newRequestID(), false, false); err != nil {
+						l.c.opts.Logger.Warn("relock: giving back a stalled hold; it expires with its TTL", "lock", l.name, "owner", owner.id, "error", err)
+					}
 				}
+				released(err, time.Since(start))
 			}
 		})
+		if !started {
+			for range acquisitions {
+				released(errClosed, 0)
+			}
+		}
 	}
 }

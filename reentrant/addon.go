@@ -21,6 +21,7 @@ func init() {
 			Go:      c.background,
 			Repoll:  c.opts.RepollInterval,
 			Logger:  c.opts.Logger,
+			Guard:   c.holds.guard,
 			Key:     c.key,
 		}, true
 	}

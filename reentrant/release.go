@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relock-go/relock/reentrant/internal/errtext"
 	"github.com/relock-go/relock/reentrant/internal/retry"
 	"github.com/relock-go/relock/scripts"
 	"github.com/relock-go/relock/watchdog"
@@ -35,7 +36,7 @@ func (l *lockRef) unlock(ctx context.Context, window time.Duration) (err error) 
 		case errors.Is(cause, ErrLockLost) && strings.HasPrefix(cause.Error(), "relock: unlock "):
 			return cause // the loss an earlier Unlock found, and said
 		case errors.Is(cause, ErrLockLost) || errors.Is(cause, ErrLeaseEnded) || errors.Is(cause, ErrStalled):
-			return fmt.Errorf("relock: unlock %q: %w", l.name, cause)
+			return errtext.Wrap(fmt.Sprintf("relock: unlock %q", l.name), cause)
 		}
 	}
 	if found {

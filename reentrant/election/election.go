@@ -37,6 +37,7 @@ import (
 
 	"github.com/relock-go/relock/reentrant"
 	"github.com/relock-go/relock/reentrant/internal/addon"
+	"github.com/relock-go/relock/reentrant/internal/errtext"
 	"github.com/relock-go/relock/scripts"
 )
 
@@ -52,10 +53,10 @@ type Leader struct {
 // Errors an Election returns, besides reentrant's and the connection's.
 var (
 	// ErrNoLeader: nobody leads the election now.
-	ErrNoLeader = errors.New("relock: no leader")
+	ErrNoLeader = errors.New("no leader")
 	// ErrNotLeader: the context passed as leading does not lead (it never
 	// did, it resigned, or its leadership was lost to a newer term).
-	ErrNotLeader = errors.New("relock: not the leader")
+	ErrNotLeader = errors.New("not the leader")
 )
 
 // Election is a handle on one election. It has no state of its own; its
@@ -66,6 +67,7 @@ type Election struct {
 	hooks    Hooks
 	progress time.Duration
 	healthy  func(context.Context) error
+	invalid  error // why the Options were refused; every call returns it
 }
 
 // Options set how New makes an Election. The zero Options are the
@@ -86,7 +88,11 @@ type Options struct {
 	// fails (Campaign returns its error); a leader runs it every third of
 	// ProgressWithin, with its leading context, and each nil it returns
 	// counts as progress. A check that fails or does not return in time
-	// counts as none. It should return when its ctx ends.
+	// counts as none; one that panics while leading is recovered and
+	// logged, and no check runs after it, so the leader stalls within
+	// ProgressWithin. It should return when its ctx ends. Healthy without
+	// ProgressWithin has no period to run at: every call of the Election
+	// then fails with reentrant.ErrInvalidArgument.
 	Healthy func(ctx context.Context) error
 }
 
@@ -95,10 +101,14 @@ type Options struct {
 // replica sync and channel rights, and c's Close ends what the handle
 // started. It is cheap and does nothing on Redis. A nil c or an empty
 // name gives a handle whose every call fails with
-// reentrant.ErrInvalidArgument.
+// reentrant.ErrInvalidArgument, and so do Options with Healthy but no
+// ProgressWithin.
 func New(c *reentrant.Client, name string, opts Options) *Election {
 	rt, ok := addon.Of(c)
 	e := &Election{rt: rt, hooks: opts.Hooks, progress: opts.ProgressWithin, healthy: opts.Healthy}
+	if opts.Healthy != nil && opts.ProgressWithin == 0 {
+		e.invalid = fmt.Errorf("relock: election %q: %w: Options.Healthy needs Options.ProgressWithin, the deadline its checks keep", name, reentrant.ErrInvalidArgument)
+	}
 	if ok && name != "" {
 		e.lock = c.FencedLock(name)
 	}
@@ -152,29 +162,35 @@ func (e *Election) Campaign(ctx context.Context, value string) (context.Context,
 	}
 	token, _ := reentrant.TokenFrom(held)
 	owner, _ := reentrant.OwnerFrom(held)
-	l := &leadership{name: e.Name(), hooks: e.hooks, key: e.lock.Key(), owner: owner.String(), term: Term(token), held: held, outer: leadershipOf(ctx, "", true)}
+	l := &leadership{name: e.Name(), hooks: e.hooks, rt: e.rt, key: e.lock.Key(), owner: owner.String(), term: Term(token), held: held, outer: leadershipOf(ctx, "", true)}
 	if err := e.proclaim(ctx, l, value); err != nil {
 		_ = e.lock.Unlock(held)
 		return nil, 0, err
 	}
 	leading := l.begin()
 	if e.progress > 0 && e.healthy != nil {
-		e.rt.Go(func() { checkHealth(leading, e.healthy, e.progress/3) })
+		e.rt.Go(func() { e.checkHealth(leading) })
 	}
 	return leading, l.term, nil
 }
 
-// checkHealth runs healthy every period while leading lasts, and counts
-// each nil as the leader's progress.
-func checkHealth(leading context.Context, healthy func(context.Context) error, period time.Duration) {
-	t := time.NewTicker(max(period, time.Millisecond))
+// checkHealth runs Healthy every third of ProgressWithin while leading
+// lasts, and counts each nil as the leader's progress. A check that
+// panics ends the checks: no progress is reported after it, and the
+// leader stalls.
+func (e *Election) checkHealth(leading context.Context) {
+	t := time.NewTicker(max(e.progress/3, time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
 		case <-leading.Done():
 			return
 		case <-t.C:
-			if healthy(leading) == nil {
+			var err error
+			if e.rt.Guard.Run("election Options.Healthy", func() { err = e.healthy(leading) }) != nil {
+				return
+			}
+			if err == nil {
 				reentrant.Progress(leading)
 			}
 		}
@@ -210,10 +226,10 @@ func (e *Election) proclaim(ctx context.Context, l *leadership, value string) er
 // Resign ends leading's leadership at once: the record says nobody leads,
 // observers are told, and the lock is released, which wakes the next
 // candidate. It fails with ErrNotLeader when leading does not lead this
-// election (it never did, or resigned already), and with
-// reentrant.ErrLockLost when the leadership had been lost before (work
-// done after the loss was not protected); the leading context is then
-// cancelled with that cause.
+// election (it never did, or resigned already), and with an error wrapping
+// reentrant.ErrLockLost or reentrant.ErrStalled when the leadership had
+// ended before (work done after that was not protected); the leading
+// context is then cancelled with that cause.
 func (e *Election) Resign(leading context.Context) error {
 	if err := e.check(leading); err != nil {
 		return err
@@ -233,10 +249,17 @@ func (e *Election) Resign(leading context.Context) error {
 	err = e.lock.Unlock(l.held)
 	l.resign(err)
 	if err != nil {
+		if cause := context.Cause(l.held); errors.Is(cause, reentrant.ErrStalled) {
+			// Given back when it stalled: the error says so, not the
+			// Unlock that found nothing left to give back.
+			return errtext.Wrap(fmt.Sprintf("relock: election %q", e.Name()), cause)
+		}
 		return err
 	}
 	if rerr != nil {
-		return e.fail("resign", rerr)
+		// The lock was released: leadership has ended, only the record
+		// could not say so (Leader reads it as no leader all the same).
+		return e.fail("resigned, but clearing the leader's record failed", rerr)
 	}
 	return nil
 }
@@ -280,6 +303,8 @@ func (e *Election) check(ctx context.Context) error {
 	switch {
 	case e == nil || e.lock == nil:
 		return fmt.Errorf("relock: %w: an Election of a nil Client, of one not made by reentrant.New, or with an empty name", reentrant.ErrInvalidArgument)
+	case e.invalid != nil:
+		return e.invalid
 	case ctx == nil:
 		return fmt.Errorf("relock: election %q: %w: nil context", e.Name(), reentrant.ErrInvalidArgument)
 	}

@@ -12,7 +12,7 @@ import (
 
 // ErrStaleTerm: a fenced read or write was refused, because the resource
 // has seen a larger term (or token): a newer leader has used it.
-var ErrStaleTerm = errors.New("relock: stale term")
+var ErrStaleTerm = errors.New("stale term")
 
 // Fenced guards Redis string keys with terms (or a fenced lock's tokens,
 // as Term): each key remembers the largest term that read or wrote it

@@ -5,20 +5,25 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/relock-go/relock/reentrant"
+	"github.com/relock-go/relock/reentrant/internal/addon"
+	"github.com/relock-go/relock/scripts"
 )
 
 // Hooks are told when this process's leadership of an election begins and
 // ends: once Elected per Campaign, then once Lost or Resigned. Any may be
 // nil. They must not block: Elected and Resigned run on the campaigning
-// and resigning goroutines, Lost on one of its own. relockotel's
-// NewElectionHooks makes them report to OpenTelemetry.
+// and resigning goroutines, Lost on one of its own. A hook that panics is
+// recovered and logged with its stack. relockotel's NewElectionHooks makes
+// them report to OpenTelemetry.
 type Hooks struct {
 	// Elected: this process leads name, in term.
 	Elected func(name string, term Term)
 	// Lost: leadership ended without Resign: lost (cause wraps
-	// reentrant.ErrLockLost), or the client closed (reentrant.ErrClosed).
+	// reentrant.ErrLockLost), stalled (reentrant.ErrStalled, with
+	// Options.ProgressWithin), or the client closed (reentrant.ErrClosed).
 	Lost func(name string, term Term, cause error)
 	// Resigned: Resign gave leadership up.
 	Resigned func(name string, term Term)
@@ -31,6 +36,7 @@ type Hooks struct {
 type leadership struct {
 	name     string // the election's
 	hooks    Hooks
+	rt       addon.Runtime
 	key      string // the election's lock key
 	owner    string
 	term     Term
@@ -59,15 +65,35 @@ func leadershipOf(ctx context.Context, key string, live bool) *leadership {
 // and returns the leading context.
 func (l *leadership) begin() context.Context {
 	if h := l.hooks.Elected; h != nil {
-		h(l.name, l.term)
+		_ = l.rt.Guard.Run("election Hooks.Elected", func() { h(l.name, l.term) })
 	}
 	context.AfterFunc(l.held, func() {
-		if cause := context.Cause(l.held); errors.Is(cause, reentrant.ErrLockLost) || errors.Is(cause, reentrant.ErrClosed) ||
-			errors.Is(cause, reentrant.ErrStalled) {
+		cause := context.Cause(l.held)
+		lost := errors.Is(cause, reentrant.ErrLockLost) || errors.Is(cause, reentrant.ErrStalled)
+		if lost && !l.resigned.Load() {
+			l.rt.Go(l.announceEnd)
+		}
+		if lost || errors.Is(cause, reentrant.ErrClosed) {
 			l.ended(cause)
 		}
 	})
 	return context.WithValue(l.held, leadershipKey{}, l)
+}
+
+// announceWindow bounds how long announcing a leadership's end may take.
+const announceWindow = 5 * time.Second
+
+// announceEnd takes a leadership that ended without Resign (it stalled, or
+// was lost) off the record and announces it, as Resign does, so that
+// observers see nobody lead at once, not when the hold's TTL would have
+// run out. The record changes only if it still names this leadership: a
+// successor's record stays.
+func (l *leadership) announceEnd() {
+	ctx, cancel := context.WithTimeout(l.rt.Closing, announceWindow)
+	defer cancel()
+	if _, err := scripts.ElectionResign(ctx, l.rt.Conn(), l.key, l.owner, int64(l.term), l.rt.Publish); err != nil {
+		l.rt.Logger.Warn("relock: announcing the end of a leadership; observers see it when its hold's TTL runs out", "election", l.name, "term", l.term, "error", err)
+	}
 }
 
 // ended tells the hooks leadership ended: lost with cause, or resigned
@@ -76,9 +102,9 @@ func (l *leadership) ended(cause error) {
 	l.once.Do(func() {
 		switch h := l.hooks; {
 		case cause != nil && h.Lost != nil:
-			h.Lost(l.name, l.term, cause)
+			_ = l.rt.Guard.Run("election Hooks.Lost", func() { h.Lost(l.name, l.term, cause) })
 		case cause == nil && h.Resigned != nil:
-			h.Resigned(l.name, l.term)
+			_ = l.rt.Guard.Run("election Hooks.Resigned", func() { h.Resigned(l.name, l.term) })
 		}
 	})
 }

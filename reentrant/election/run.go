@@ -10,8 +10,9 @@ import (
 
 // Run campaigns with value, runs fn while leading, and resigns when fn
 // returns; when leadership is lost under fn (the leading context was
-// cancelled with reentrant.ErrLockLost), it waits for fn to return and
-// campaigns again, until ctx ends. It is the shape a service's main wants:
+// cancelled with reentrant.ErrLockLost, or with reentrant.ErrStalled: a
+// leader that stalls past Options.ProgressWithin has lost it too), it
+// waits for fn to return and campaigns again, until ctx ends. It is the shape a service's main wants:
 //
 //	err := e.Run(ctx, hostname, func(leading context.Context, term election.Term) error {
 //		return serve(leading, term) // return when leading is done
@@ -57,10 +58,17 @@ func (e *Election) lead(leading context.Context, term Term, fn func(context.Cont
 	}()
 	ferr := fn(leading, term)
 	returned = true
-	lost = errors.Is(context.Cause(leading), reentrant.ErrLockLost)
+	lost = endedUnder(leading)
 	rerr := e.Resign(leading)
-	if lost || errors.Is(rerr, reentrant.ErrLockLost) {
+	if lost || errors.Is(rerr, reentrant.ErrLockLost) || errors.Is(rerr, reentrant.ErrStalled) {
 		rerr = nil // lost as fn returned: fn's answer stands
 	}
 	return lost, errors.Join(ferr, rerr)
+}
+
+// endedUnder reports whether leading's leadership ended without a Resign:
+// lost, or given up when it stalled.
+func endedUnder(leading context.Context) bool {
+	cause := context.Cause(leading)
+	return errors.Is(cause, reentrant.ErrLockLost) || errors.Is(cause, reentrant.ErrStalled)
 }

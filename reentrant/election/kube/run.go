@@ -4,16 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/relock-go/relock/reentrant"
 	"github.com/relock-go/relock/reentrant/election"
+	"github.com/relock-go/relock/reentrant/internal/errtext"
 )
 
 // ErrLeadershipLost is what Run returns when leadership was lost under fn
 // (the watchdog could not renew it, or it stalled): a controller's main
 // exits on it, as one whose client-go elector stopped leading does, and is
 // restarted to campaign again with a fresh manager.
-var ErrLeadershipLost = errors.New("relock: leadership lost")
+var ErrLeadershipLost = errors.New("leadership lost")
 
 // RunOptions set how Run campaigns. The zero RunOptions are the defaults.
 type RunOptions struct {
@@ -56,8 +58,11 @@ type RunOptions struct {
 // cause once fn has returned, or, with Recampaign, campaigns again. A panic
 // in fn resigns, then goes on.
 func Run(ctx context.Context, e *election.Election, value string, fn func(leading context.Context, term election.Term) error, opts RunOptions) error {
-	if fn == nil {
+	switch {
+	case fn == nil:
 		return fmt.Errorf("relock: %w: Run with a nil func", reentrant.ErrInvalidArgument)
+	case ctx == nil:
+		return fmt.Errorf("relock: %w: Run with a nil context", reentrant.ErrInvalidArgument)
 	}
 	if opts.Recampaign {
 		return e.Run(ctx, value, fn)
@@ -78,8 +83,17 @@ func Run(ctx context.Context, e *election.Election, value string, fn func(leadin
 	if lost == nil {
 		return err
 	}
-	return errors.Join(fmt.Errorf("relock: election %q: %w: %w", e.Name(), ErrLeadershipLost, lost), ferr)
+	return errors.Join(errtext.Wrap(fmt.Sprintf("relock: election %q", e.Name()), &leadershipLost{lost}), ferr)
 }
 
 // errStopped ends election.Run after a loss; Run reports the loss instead.
 var errStopped = errors.New("relock: leadership lost: not campaigning again")
+
+// leadershipLost is ErrLeadershipLost with its cause, saying "relock: "
+// once.
+type leadershipLost struct{ cause error }
+
+func (l *leadershipLost) Error() string {
+	return ErrLeadershipLost.Error() + ": " + strings.TrimPrefix(l.cause.Error(), "relock: ")
+}
+func (l *leadershipLost) Unwrap() []error { return []error{ErrLeadershipLost, l.cause} }

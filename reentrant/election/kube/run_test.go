@@ -3,6 +3,7 @@ package kube_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,4 +114,52 @@ func TestRunBadInput(t *testing.T) {
 	err := kube.Run(context.Background(), election.New(nil, "x", election.Options{}), "a",
 		func(context.Context, election.Term) error { return nil }, kube.RunOptions{})
 	assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+}
+
+// TestRunNilContext: a nil ctx is ErrInvalidArgument, not a panic.
+func TestRunNilContext(t *testing.T) {
+	s := redistest.Start(t)
+	e := newElection(t, s, "nilctx", 0)
+	//lint:ignore SA1012 a nil context is the point
+	err := kube.Run(nil, e, "a", func(context.Context, election.Term) error { return nil }, kube.RunOptions{}) //nolint:staticcheck
+	assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+}
+
+// TestRunAfterAStall: a leader that stalls past ProgressWithin has lost
+// leadership: Run returns ErrLeadershipLost (with ErrStalled) once fn has
+// returned, saying "relock: " once and no "unlock"; with Recampaign it
+// campaigns again and leads with a new term.
+func TestRunAfterAStall(t *testing.T) {
+	s := redistest.Start(t)
+	for _, recampaign := range []bool{false, true} {
+		rdb := s.Client()
+		c, err := reentrant.New(rdb, reentrant.Options{})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close(); rdb.Close() })
+		e := election.New(c, "stall", election.Options{ProgressWithin: 100 * time.Millisecond})
+		ctx, cancel := context.WithCancel(context.Background())
+		terms := make(chan election.Term, 4)
+		ended := make(chan error, 1)
+		go func() {
+			ended <- kube.Run(ctx, e, "a", func(leading context.Context, term election.Term) error {
+				terms <- term
+				<-leading.Done() // never reports progress: stalls
+				return leading.Err()
+			}, kube.RunOptions{Recampaign: recampaign})
+		}()
+		first := redistest.Recv(t, terms)
+		if !recampaign {
+			err := redistest.Recv(t, ended)
+			require.ErrorIs(t, err, kube.ErrLeadershipLost)
+			require.ErrorIs(t, err, reentrant.ErrStalled)
+			assert.NotContains(t, err.Error(), "unlock")
+			assert.Equal(t, 1, strings.Count(strings.Split(err.Error(), "\n")[0], "relock:"), err.Error())
+			cancel()
+			continue
+		}
+		second := redistest.Recv(t, terms)
+		assert.Greater(t, second, first, "led again after the stall, with a new term")
+		cancel()
+		require.ErrorIs(t, redistest.Recv(t, ended), context.Canceled)
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/relock-go/relock/reentrant/internal/callback"
 	"github.com/relock-go/relock/scripts"
 )
 
@@ -35,6 +36,9 @@ type Runtime struct {
 	// (Options.RepollInterval).
 	Repoll time.Duration
 	Logger *slog.Logger
+	// Guard runs the user's callbacks on the add-on's own goroutines,
+	// recovering their panics (logged with the Client's).
+	Guard *callback.Guard
 	// Key maps a name to its key (Options.NameMapper).
 	Key func(name string) string
 }

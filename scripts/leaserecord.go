@@ -17,7 +17,7 @@ import (
 var (
 	//go:embed leaserecord.lua
 	leaseRecordLua    string
-	leaseRecordScript = newScript(clockLib, leaseRecordLua)
+	leaseRecordScript = newScript(clockLib, tokenLib, leaseRecordLua)
 )
 
 // leaseRecordKey returns the key of name's lease record:

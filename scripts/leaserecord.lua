@@ -28,8 +28,11 @@
 -- is no record). create: {1, version, term}, or {0} when a record exists.
 -- update: {1, version, term}; {0, version} when the version is not the one
 -- seen (another wrote first); {-1} when there is no record. Nothing
--- changes unless the first element is 1. A key of another type fails with
--- a WRONGTYPE reply before anything changes.
+-- changes unless the first element is 1. A key of another type, a hash
+-- that is not a lease record (a field of another's, no record or version,
+-- a version or term that is not an integer), or, for a write, a counter
+-- that is not an integer, fails with a WRONGTYPE reply before anything
+-- changes.
 local key, counter = KEYS[1], KEYS[2]
 local op, text, holder, seen, counted = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 
@@ -38,8 +41,23 @@ if kind ~= 'none' and kind ~= 'hash' then
 	return redis.error_reply('WRONGTYPE ' .. key .. ' holds a ' .. kind .. ', where a lease record belongs')
 end
 local old = redis.call('hmget', key, 'record', 'version', 'holder', 'term')
+if kind == 'hash' then
+	local ours = {record = true, version = true, holder = true, term = true}
+	local fine = old[1] and old[2] and string.match(old[2], '^%d+$') and (not old[4] or string.match(old[4], '^%d+$'))
+	for _, field in ipairs(redis.call('hkeys', key)) do
+		fine = fine and ours[field]
+	end
+	if not fine then
+		return redis.error_reply('WRONGTYPE ' .. key .. ' holds a hash that is not a lease record')
+	end
+end
 if op == 'get' then
 	return {old[1] or false, tonumber(old[2] or '0'), tonumber(old[4] or '0')}
+end
+local refused, draw = tokenLib()
+local bad = refused(counter)
+if bad then
+	return bad
 end
 local exists = old[2] ~= false
 if op == 'create' and exists then
@@ -56,16 +74,7 @@ end
 
 local term = tonumber(old[4] or '0')
 if holder ~= '' and (holder ~= old[3] or tonumber(counted or '0') > term) then
-	-- As fencedacquire.lua draws a token: the counter, raised to the
-	-- server's clock in microseconds, so that a counter lost with the
-	-- data does not start again below the terms given before.
-	term = redis.call('incr', counter)
-	local _, _, nowMicros = clockLib()
-	local floor = tonumber(nowMicros())
-	if term < floor then
-		redis.call('set', counter, floor)
-		term = floor
-	end
+	term = draw(counter)
 	redis.call('persist', counter)
 end
 local version = tonumber(old[2] or '0') + 1

@@ -38,7 +38,7 @@ var (
 
 	//go:embed fencedacquire.lua
 	fencedAcquireLua    string
-	fencedAcquireScript = coalescible([]string{clockLib, wakeLib}, fencedAcquireLua)
+	fencedAcquireScript = coalescible([]string{clockLib, tokenLib, wakeLib}, fencedAcquireLua)
 
 	//go:embed renew.lua
 	renewLua    string

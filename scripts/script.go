@@ -221,6 +221,12 @@ var countLib string
 //go:embed clocklib.lua
 var clockLib string
 
+// tokenLib checks and draws fencing tokens (tokenlib.lua); it needs
+// clockLib.
+//
+//go:embed tokenlib.lua
+var tokenLib string
+
 // latchLib reads and writes Redisson's unlock latch, for every release
 // script (latchlib.lua).
 //

@@ -134,8 +134,10 @@ type versioned struct {
 }
 
 // Create writes the first record: an AlreadyExists error if there is one.
+// A record with a LeaseDurationSeconds below 1 is refused with
+// reentrant.ErrInvalidArgument, as Update refuses it.
 func (l *ResourceLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
-	if err := l.check(ctx); err != nil {
+	if err := l.checkWrite(ctx, ler); err != nil {
 		return err
 	}
 	text, err := json.Marshal(ler)
@@ -159,7 +161,7 @@ func (l *ResourceLock) Create(ctx context.Context, ler resourcelock.LeaderElecti
 // Update writes ler over the record this lock last read or wrote: a
 // Conflict error if another wrote since, a NotFound if the record is gone.
 func (l *ResourceLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
-	if err := l.check(ctx); err != nil {
+	if err := l.checkWrite(ctx, ler); err != nil {
 		return err
 	}
 	l.mu.Lock()
@@ -199,16 +201,29 @@ func (l *ResourceLock) RecordEvent(s string) {
 	l.events.Eventf(subject, corev1.EventTypeNormal, "LeaderElection", "%v %v", l.identity, s)
 }
 
-// Identity returns the candidate's identity.
-func (l *ResourceLock) Identity() string { return l.identity }
+// Identity returns the candidate's identity ("" for a nil lock).
+func (l *ResourceLock) Identity() string {
+	if l == nil {
+		return ""
+	}
+	return l.identity
+}
 
 // Describe names the lock in the elector's logs.
-func (l *ResourceLock) Describe() string { return "relock/" + l.name }
+func (l *ResourceLock) Describe() string {
+	if l == nil {
+		return "relock/<nil>"
+	}
+	return "relock/" + l.name
+}
 
 // Term returns the fenced term of the record this lock last read or
 // wrote: in the elector's OnStartedLeading, the term of the leadership
-// that began. 0 before any read or write.
+// that began. 0 before any read or write, and for a nil lock.
 func (l *ResourceLock) Term() election.Term {
+	if l == nil {
+		return 0
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.term
@@ -230,6 +245,18 @@ func (l *ResourceLock) check(ctx context.Context) error {
 		return fmt.Errorf("relock: resource lock %q: %w: a nil context", l.name, reentrant.ErrInvalidArgument)
 	case l.rt.Closing.Err() != nil:
 		return fmt.Errorf("relock: resource lock %q: %w", l.name, reentrant.ErrClosed)
+	}
+	return nil
+}
+
+// checkWrite is check for a write of ler: a lease of less than a second
+// would make every candidate's elector take the lease at once.
+func (l *ResourceLock) checkWrite(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	if err := l.check(ctx); err != nil {
+		return err
+	}
+	if ler.LeaseDurationSeconds < 1 {
+		return fmt.Errorf("relock: resource lock %q: %w: LeaseDurationSeconds %d (at least 1)", l.name, reentrant.ErrInvalidArgument, ler.LeaseDurationSeconds)
 	}
 	return nil
 }

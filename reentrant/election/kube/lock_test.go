@@ -154,6 +154,64 @@ func TestResourceLockBadInput(t *testing.T) {
 	require.NoError(t, c.Close())
 	_, _, err = l.Get(ctx)
 	assert.ErrorIs(t, err, reentrant.ErrClosed)
+
+	var none *kube.ResourceLock
+	assert.Empty(t, none.Identity(), "a nil lock's methods do not panic")
+	assert.Equal(t, "relock/<nil>", none.Describe())
+	assert.Zero(t, none.Term())
+}
+
+// TestResourceLockCorruptedState: what is not a lease record, or a term
+// counter that is not an integer, is ErrWrongType naming the key, and
+// nothing changes; a lease below a second is ErrInvalidArgument.
+func TestResourceLockCorruptedState(t *testing.T) {
+	s := redistest.Start(t)
+	ctx := context.Background()
+	c := newClient(t, s)
+	l := kube.NewResourceLock(c, "k", resourcelock.ResourceLockConfig{Identity: "a"})
+	const key, counter = "relock_lease:{k}", "redisson_lock_token:{k}"
+
+	s.Do("SET", counter, "abc")
+	err := l.Create(ctx, record("a", 0))
+	assert.ErrorIs(t, err, reentrant.ErrWrongType)
+	assert.ErrorContains(t, err, counter)
+	assert.NotContains(t, err.Error(), "@user_script", "no raw script error")
+	assert.Equal(t, int64(0), mustInt(t, s.Do("EXISTS", key)), "nothing written")
+	assert.Equal(t, "abc", mustString(t, s.Do("GET", counter)))
+	s.Do("DEL", counter)
+
+	for what, fields := range map[string][]string{
+		"a version that is not an integer": {"record", "{}", "version", "x1", "holder", "a", "term", "1"},
+		"a term that is not an integer":    {"record", "{}", "version", "1", "holder", "a", "term", "1.5"},
+		"a field of another's":             {"record", "{}", "version", "1", "holder", "a", "term", "1", "foreign", "1"},
+		"no record":                        {"version", "1"},
+		"another's hash alone":             {"foreign", "1"},
+	} {
+		s.Do("DEL", key)
+		s.Do(append([]string{"HSET", key}, fields...)...)
+		_, _, err := l.Get(ctx)
+		assert.ErrorIs(t, err, reentrant.ErrWrongType, what)
+		assert.ErrorContains(t, err, key, what)
+		assert.ErrorIs(t, l.Create(ctx, record("a", 0)), reentrant.ErrWrongType, what)
+		assert.Equal(t, int64(len(fields)/2), mustInt(t, s.Do("HLEN", key)), what+": nothing written beside it")
+	}
+	s.Do("DEL", key)
+
+	for _, secs := range []int{0, -1} {
+		bad := record("a", 0)
+		bad.LeaseDurationSeconds = secs
+		assert.ErrorIs(t, l.Create(ctx, bad), reentrant.ErrInvalidArgument)
+		assert.ErrorIs(t, l.Update(ctx, bad), reentrant.ErrInvalidArgument)
+	}
+	assert.Equal(t, int64(0), mustInt(t, s.Do("EXISTS", key)))
+
+	// The election on the same name draws from the same counter: a counter
+	// that is not an integer fails Campaign as ErrWrongType, not taken.
+	s.Do("SET", counter, "12abc")
+	_, _, err = election.New(c, "k", election.Options{}).Campaign(ctx, "a")
+	assert.ErrorIs(t, err, reentrant.ErrWrongType)
+	assert.NotContains(t, err.Error(), "@user_script")
+	assert.Equal(t, int64(0), mustInt(t, s.Do("EXISTS", "k")), "the lock was not taken")
 }
 
 // TestResourceLockUnreachable: with Redis gone, a call fails with the
@@ -199,4 +257,18 @@ func aclClient(t *testing.T, s *redistest.Server, user string, rules ...string) 
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close(); rdb.Close() })
 	return c
+}
+
+func mustInt(t *testing.T, r rueidis.RedisResult) int64 {
+	t.Helper()
+	n, err := r.AsInt64()
+	require.NoError(t, err)
+	return n
+}
+
+func mustString(t *testing.T, r rueidis.RedisResult) string {
+	t.Helper()
+	v, err := r.ToString()
+	require.NoError(t, err)
+	return v
 }

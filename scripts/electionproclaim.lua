@@ -24,11 +24,14 @@ local nowMs = clockLib()
 if redis.call('hexists', lock, owner) == 0 then
 	return 0
 end
-local current = redis.call('hget', record, 'term')
+-- HMGET, as every election script reads the record: a user without the
+-- rights an election needs (docs/deployment.md) is refused here, as the
+-- leadership begins, not at its Resign.
+local r = redis.call('hmget', record, 'term', 'since')
+local current, since = r[1], r[2]
 if current and tonumber(current) > tonumber(term) then
 	return -1
 end
-local since = redis.call('hget', record, 'since')
 if current ~= term or not since then
 	since = nowMs()
 end

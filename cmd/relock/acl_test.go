@@ -42,6 +42,17 @@ func TestDocumentedACLUserInTheCLI(t *testing.T) {
 	assert.Equal(t, exitNotFound, code, stderr)
 	assert.Equal(t, "jobs: nobody leads\n", stdout)
 
+	// Refused as it campaigns, before CMD runs, and the lock given back:
+	// not told at the Resign, after CMD ran as leader.
+	code, stdout, stderr = result(t, as("locksonly", "elect", "jobs", "--", "echo", "ran"))
+	assert.Equal(t, exitNoPerm, code, stderr)
+	assert.Empty(t, stdout, "CMD did not run")
+	assert.Contains(t, stderr, "+hmget")
+	assert.NotContains(t, stderr, "resigning")
+	n, err := s.Do("EXISTS", "jobs").AsInt64()
+	require.NoError(t, err)
+	assert.Zero(t, n, "the lock was given back")
+
 	code, _, stderr = result(t, as("locksonly", "leader", "jobs"))
 	assert.Equal(t, exitNoPerm, code)
 	assert.Contains(t, stderr, "+hmget")

@@ -106,10 +106,8 @@ func (e env) leadOnce(el *election.Election, name string, argv []string, f *elec
 	err := g.release()
 	switch {
 	case code == exitLost, code == exitStalled:
-	case errors.Is(err, reentrant.ErrLockLost):
-		e.fail(0, "election %s: %v", name, err)
 	case err != nil:
-		e.fail(0, "resigning %s failed; leadership ends with its TTL: %v", name, err)
+		e.fail(0, "%v", err)
 	case f.verbose:
 		e.say("%s: resigned", name)
 	}
@@ -154,12 +152,40 @@ func (e env) leader(args []string) int {
 	l, err := el.Leader(e.ctx)
 	switch {
 	case errors.Is(err, election.ErrNoLeader):
-		show(election.Observed{Leader: l})
-		return exitNotFound
+		return e.leaseLeader(locks, name, l, *asJSON)
 	case err != nil:
 		return e.fail(exitFor(err), "%v", err)
 	}
 	show(election.Observed{Leader: l})
+	return exitOK
+}
+
+// leaseLeader shows who leads name by its client-go lease record, where
+// relock's election has no leader: a controller elected by client-go's
+// elector on kube.NewResourceLock keeps no election record.
+func (e env) leaseLeader(locks *reentrant.Client, name string, l election.Leader, asJSON bool) int {
+	lease, err := leaseOf(e.ctx, locks, name)
+	switch {
+	case err != nil:
+		return e.fail(exitFor(err), "%v", err)
+	case lease == nil:
+		writeLeader(e.stdout, name, election.Observed{Leader: l}, asJSON)
+		return exitNotFound
+	}
+	if asJSON {
+		j := leaderJSON{Name: name, Leading: lease.Live, Value: lease.Holder, Term: lease.Term, Lease: lease}
+		if !lease.Live {
+			j.Value = ""
+		}
+		b, _ := json.Marshal(j)
+		fmt.Fprintln(e.stdout, string(b))
+	} else {
+		fmt.Fprintf(e.stdout, "%s: ", name)
+		lease.write(e.stdout)
+	}
+	if !lease.Live {
+		return exitNotFound
+	}
 	return exitOK
 }
 
@@ -192,6 +218,9 @@ type leaderJSON struct {
 	Term    int64  `json:"term"`
 	Since   string `json:"since,omitempty"`
 	Error   string `json:"error,omitempty"` // why who leads cannot be seen now
+	// Lease: the election is a client-go elector's, on kube's resource
+	// lock; Value is then its holder identity.
+	Lease *leaseJSON `json:"client_go_lease,omitempty"`
 }
 
 func leaderJSONOf(name string, o election.Observed) leaderJSON {

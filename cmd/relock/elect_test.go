@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/scripts"
 )
 
 // terms reads the terms the commands appended to path, one per line.
@@ -183,4 +187,56 @@ func TestElectPausedLeader(t *testing.T) {
 	at, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 	require.NoError(t, err)
 	t.Logf("the resumed leader's command got SIGTERM %v after SIGCONT (its shell sleeps 1ms at a time)", time.Unix(0, at).Sub(resumed).Round(time.Microsecond))
+}
+
+// A controller elected by client-go's elector on kube.NewResourceLock
+// keeps a lease record, not an election record: leader and inspect read
+// it, say it is a client-go lease, and who holds it while it is live.
+// (The record is written here as the resource lock writes it, in
+// client-go's JSON: the main module does not import client-go; the kube
+// module's tests run the real elector.)
+func TestLeaderReadsAClientGoLease(t *testing.T) {
+	s, relock := server(t)
+	write := func(holder string, renewed time.Time) {
+		rec := fmt.Sprintf(`{"holderIdentity":%q,"leaseDurationSeconds":15,"acquireTime":%q,"renewTime":%q,"leaderTransitions":0}`,
+			holder, renewed.UTC().Format(time.RFC3339), renewed.UTC().Format(time.RFC3339))
+		ctx := context.Background()
+		conn := scripts.Conn{Client: s.Client()}
+		got, found, err := scripts.LeaseRecordGet(ctx, conn, "ctrl")
+		require.NoError(t, err)
+		if !found {
+			_, _, err = scripts.LeaseRecordCreate(ctx, conn, "ctrl", rec, holder)
+		} else {
+			_, _, err = scripts.LeaseRecordUpdate(ctx, conn, "ctrl", got.Version, rec, holder, 0)
+		}
+		require.NoError(t, err)
+	}
+	write("pod-a", time.Now())
+	code, stdout, stderr := result(t, relock("leader", "ctrl"))
+	assert.Equal(t, 0, code, stderr)
+	assert.Regexp(t, `^ctrl: client-go lease: pod-a leads in term \d+, renewed .*, lease 15s\n$`, stdout)
+
+	code, stdout, stderr = result(t, relock("leader", "--json", "ctrl"))
+	assert.Equal(t, 0, code, stderr)
+	var l leaderJSON
+	require.NoError(t, json.Unmarshal([]byte(stdout), &l), stdout)
+	assert.True(t, l.Leading)
+	assert.Equal(t, "pod-a", l.Value)
+	require.NotNil(t, l.Lease)
+	assert.Positive(t, l.Lease.Term)
+	assert.Equal(t, 15, l.Lease.LeaseDuration)
+
+	code, stdout, stderr = result(t, relock("inspect", "ctrl"))
+	assert.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "client-go lease: pod-a leads in term")
+
+	write("pod-a", time.Now().Add(-time.Minute)) // not renewed for a minute
+	code, stdout, _ = result(t, relock("leader", "ctrl"))
+	assert.Equal(t, exitNotFound, code)
+	assert.Contains(t, stdout, "nobody leads: pod-a's lease of 15s ran out")
+
+	write("", time.Now()) // released
+	code, stdout, _ = result(t, relock("leader", "ctrl"))
+	assert.Equal(t, exitNotFound, code)
+	assert.Contains(t, stdout, "client-go lease: nobody leads (released")
 }

@@ -29,6 +29,9 @@ type keyReport struct {
 	Rate      *rate   `json:"rate,omitempty"`
 	// An election whose lock this is (see leaderOf): who leads it.
 	Election *leaderJSON `json:"election,omitempty"`
+	// A client-go elector's lease record of the same name (kube's
+	// resource lock).
+	Lease *leaseJSON `json:"client_go_lease,omitempty"`
 }
 
 type entry struct {
@@ -113,6 +116,9 @@ func (e env) inspect(args []string) int {
 	if r.Election, err = leaderOf(e.ctx, locks, info); err != nil {
 		return e.fail(exitFor(err), "%v", err)
 	}
+	if r.Lease, err = leaseOf(e.ctx, locks, rest[0]); err != nil {
+		return e.fail(exitFor(err), "%v", err)
+	}
 	if len(values) > 0 {
 		r.Holders = namedValues(r.Holders, values)
 	}
@@ -121,7 +127,7 @@ func (e env) inspect(args []string) int {
 	} else {
 		r.write(e.stdout)
 	}
-	if info.Kind == "" {
+	if info.Kind == "" && r.Lease == nil {
 		return exitNotFound
 	}
 	return exitOK
@@ -187,6 +193,10 @@ func (r keyReport) write(w io.Writer) {
 		fmt.Fprintf(w, "  election: %s leads in term %d since %s\n", l.Value, l.Term, l.Since)
 	} else if l != nil {
 		fmt.Fprintf(w, "  election: nobody leads (last term %d)\n", l.Term)
+	}
+	if r.Lease != nil {
+		fmt.Fprint(w, "  ")
+		r.Lease.write(w)
 	}
 	for _, h := range r.Holders {
 		fmt.Fprintf(w, "  %s\n", h.holding())

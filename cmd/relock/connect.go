@@ -251,11 +251,11 @@ func withRedisson(opts, r reentrant.Options) reentrant.Options {
 }
 
 // dropLost is a log handler that leaves out the library's "lock lost"
-// warning.
+// and "hold stalled" warnings: run and elect say it in a line of their own.
 type dropLost struct{ slog.Handler }
 
 func (d dropLost) Handle(ctx context.Context, r slog.Record) error {
-	if r.Message == "relock: lock lost" {
+	if r.Message == "relock: lock lost" || strings.HasPrefix(r.Message, "relock: hold stalled") {
 		return nil
 	}
 	return d.Handler.Handle(ctx, r)

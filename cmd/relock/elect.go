@@ -57,11 +57,11 @@ func (e env) elect(args []string) int {
 	if len(rest) < 2 {
 		return e.fail(exitUsage, "elect needs NAME [--] CMD [ARGS...]")
 	}
-	if err := checkHolding(f.timeout, f.progress); err != nil {
+	if err := checkHolding(f.timeout, f.progress, given(fs, "progress-within")); err != nil {
 		return e.fail(exitUsage, "%v", err)
 	}
-	if f.grace < 0 {
-		return e.fail(exitUsage, "durations must not be negative")
+	if err := nonNegative(map[string]time.Duration{"--grace": f.grace}); err != nil {
+		return e.fail(exitUsage, "%v", err)
 	}
 	name, argv := rest[0], rest[1:]
 	sigs := make(chan os.Signal, 4)
@@ -91,7 +91,7 @@ func (e env) leadOnce(el *election.Election, name string, argv []string, f *elec
 			return grant{}, false, err
 		}
 		owner, _ := reentrant.OwnerFrom(leading)
-		return grant{held: leading, owner: owner.String(), release: func() error { return el.Resign(leading) },
+		return grant{held: leading, owner: owner.String(), release: func() error { return el.Resign(leading) }, leads: true,
 			env: []string{"RELOCK_TERM=" + strconv.FormatInt(int64(term), 10)}}, true, nil
 	}
 	g, code := e.take(ctx, cancel, name, exitNotFound, campaign, sigs)

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -123,7 +124,14 @@ while true; do sleep 0.01; done`}
 			assert.Equal(t, exitStalled, exit.ExitCode(), stderr.String())
 			assert.True(t, fileHas(log, "term"), "the command got SIGTERM")
 			assert.Less(t, ended, within+1500*time.Millisecond, "stopped later than the deadline and a round trip")
-			assert.Contains(t, stderr.String(), "no progress within")
+			// One line for the stall, naming what was given up.
+			assert.Equal(t, 1, strings.Count(stderr.String(), "no progress"), stderr.String())
+			assert.NotContains(t, stderr.String(), "level=WARN", stderr.String())
+			if rc.command == "elect" {
+				assert.Contains(t, stderr.String(), `relock: election "job": no progress from the command within 1.5s: leadership given up`)
+			} else {
+				assert.Contains(t, stderr.String(), `relock: lock "job": no progress from the command within 1.5s: the lock given back`)
+			}
 			check := relock("run", "-n", "job", "--", "true")
 			if rc.command == "elect" {
 				check = relock("leader", "job") // 1: nobody leads

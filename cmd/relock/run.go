@@ -5,9 +5,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,6 +33,7 @@ type lockFlags struct {
 	fenced, shared bool
 	permits        int64
 	permitsGiven   bool // --permits 0 is refused, not a plain lock
+	progressGiven  bool // --progress-within 0 is refused, not "none"
 	values         valueList
 	grace          time.Duration
 	progress       time.Duration // --progress-within: CMD reports progress this often at least
@@ -67,8 +70,6 @@ func (f *lockFlags) check() error {
 	switch {
 	case f.noWait && f.wait > 0:
 		return errors.New("-n and -w exclude each other")
-	case f.wait < 0 || f.lease < 0 || f.grace < 0:
-		return errors.New("durations must not be negative")
 	case f.progress > 0 && f.permits != 0:
 		return errors.New("--progress-within is for a lock, not --permits")
 	case kinds > 1:
@@ -76,19 +77,42 @@ func (f *lockFlags) check() error {
 	case f.permits < 0 || f.permitsGiven && f.permits == 0:
 		return errors.New("--permits N takes N of 1 or more")
 	}
-	return checkHolding(f.timeout, f.progress)
+	if err := nonNegative(map[string]time.Duration{"--wait": f.wait, "--lease": f.lease, "--grace": f.grace}); err != nil {
+		return err
+	}
+	return checkHolding(f.timeout, f.progress, f.progressGiven)
+}
+
+// nonNegative returns an error naming the first flag, in name order, whose
+// duration is negative.
+func nonNegative(flags map[string]time.Duration) error {
+	for _, name := range slices.Sorted(maps.Keys(flags)) {
+		if d := flags[name]; d < 0 {
+			return fmt.Errorf("%s %v: durations must not be negative", name, d)
+		}
+	}
+	return nil
+}
+
+// given reports whether the flag name was set on the command line.
+func given(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(fl *flag.Flag) { set = set || fl.Name == name })
+	return set
 }
 
 // checkHolding checks the flags of run and elect that say how a hold is
-// kept: --watchdog and --progress-within.
-func checkHolding(watchdog, progress time.Duration) error {
+// kept: --watchdog and --progress-within (progressGiven: it was given, so
+// 0 is not "none" but a deadline too short to keep, as the Go API has it).
+func checkHolding(watchdog, progress time.Duration, progressGiven bool) error {
+	if err := nonNegative(map[string]time.Duration{"--watchdog": watchdog, "--progress-within": progress}); err != nil {
+		return err
+	}
 	switch {
-	case watchdog < 0 || progress < 0:
-		return errors.New("durations must not be negative")
 	case watchdog > 0 && watchdog < minWatchdog:
 		return fmt.Errorf("--watchdog %v is below %v", watchdog, minWatchdog)
-	case progress > 0 && progress < time.Millisecond:
-		return fmt.Errorf("--progress-within %v is below 1ms", progress)
+	case progressGiven && progress < time.Millisecond:
+		return fmt.Errorf("--progress-within %v is below 1ms (leave it out for no progress deadline)", progress)
 	}
 	return nil
 }
@@ -117,6 +141,22 @@ type grant struct {
 	owner   string          // the owner, or the permit's id
 	release func() error
 	env     []string // more of CMD's environment (elect: RELOCK_TERM)
+	leads   bool     // the hold is an election's leadership (elect)
+}
+
+// ended is run's and elect's one line for a hold that ended under CMD:
+// a stall says whose silence it was and what was given up.
+func (g grant) ended(name string, progress time.Duration) string {
+	cause := context.Cause(g.held)
+	switch {
+	case errors.Is(cause, reentrant.ErrStalled) && g.leads:
+		return fmt.Sprintf("election %q: no progress from the command within %v: leadership given up; stopping the command", name, progress)
+	case errors.Is(cause, reentrant.ErrStalled):
+		return fmt.Sprintf("lock %q: no progress from the command within %v: the lock given back; stopping the command", name, progress)
+	case g.leads:
+		return fmt.Sprintf("election %q: leadership lost: %v; stopping the command", name, strings.TrimPrefix(cause.Error(), "relock: "))
+	}
+	return fmt.Sprintf("%v; stopping the command", cause)
 }
 
 // taker takes NAME as the flags say.
@@ -196,7 +236,7 @@ func (e env) lockCommand(name string, args []string, leading int) (conn *connFla
 	if rest, code, ok = e.parse(fs, args, leading); !ok {
 		return nil, nil, nil, code, false
 	}
-	fs.Visit(func(fl *flag.Flag) { f.permitsGiven = f.permitsGiven || fl.Name == "permits" })
+	f.permitsGiven, f.progressGiven = given(fs, "permits"), given(fs, "progress-within")
 	if err := f.check(); err != nil {
 		return nil, nil, nil, e.fail(exitUsage, "%v", err), false
 	}
@@ -382,7 +422,7 @@ func (e env) runHeld(g grant, name string, argv []string, f *lockFlags, sigs <-c
 			if errors.Is(context.Cause(g.held), reentrant.ErrStalled) {
 				lostCode = exitStalled
 			}
-			e.fail(0, "%v; stopping the command", context.Cause(g.held))
+			e.fail(0, "%s", g.ended(name, f.progress))
 			c.signal(syscall.SIGTERM)
 			kill = time.After(f.grace)
 		case <-kill:

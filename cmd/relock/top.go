@@ -98,8 +98,12 @@ func (e env) topFlags(args []string) (f topFlags, conn *connFlags, code int, ok 
 		return f, nil, code, false
 	case len(rest) > 1:
 		return f, nil, e.fail(exitUsage, "top takes at most one PATTERN"), false
-	case !slices.Contains([]string{"waiting", "ttl", "name"}, f.sortBy) || f.interval <= 0 || f.limit <= 0:
-		return f, nil, e.fail(exitUsage, "--sort takes waiting, ttl or name, and --interval and --limit positive values"), false
+	case !slices.Contains(sortOrders, f.sortBy):
+		return f, nil, e.fail(exitUsage, "--sort %q: it takes %s", f.sortBy, strings.Join(sortOrders, ", ")), false
+	case f.interval <= 0:
+		return f, nil, e.fail(exitUsage, "--interval %v: it must be positive", f.interval), false
+	case f.limit <= 0:
+		return f, nil, e.fail(exitUsage, "--limit %d: it must be 1 or more", f.limit), false
 	}
 	f.pattern = "*"
 	if len(rest) == 1 {

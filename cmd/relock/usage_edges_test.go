@@ -25,7 +25,27 @@ func TestUsageNamesWhatWasTyped(t *testing.T) {
 		assert.Equal(t, exitUsage, code, cmd)
 		assert.Contains(t, stderr, "--watchdog 1ms is below", cmd)
 		assert.NotContains(t, stderr, "WatchdogTimeout", cmd)
+		for _, flag := range []string{"--progress-within", "--watchdog", "--grace"} {
+			code, _, stderr = result(t, relock(cmd, flag, "-1s", "job", "--", "true"))
+			assert.Equal(t, exitUsage, code, cmd+" "+flag)
+			assert.Contains(t, stderr, flag+" -1s: durations must not be negative", cmd)
+		}
+		code, _, stderr = result(t, relock(cmd, "--progress-within", "0", "job", "--", "true"))
+		assert.Equal(t, exitUsage, code, cmd+": --progress-within 0 is not \"none\"")
+		assert.Contains(t, stderr, "--progress-within 0s is below 1ms", cmd)
 	}
+	for _, flag := range []string{"--wait", "--lease"} {
+		code, _, stderr = result(t, relock("run", flag, "-1s", "job", "--", "true"))
+		assert.Equal(t, exitUsage, code, flag)
+		assert.Contains(t, stderr, flag+" -1s: durations must not be negative")
+	}
+	code, _, stderr = result(t, relock("top", "--limit", "-1"))
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "--limit -1: it must be 1 or more")
+	code, _, stderr = result(t, relock("top", "--sort", "bogus"))
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, `--sort "bogus": it takes waiting, ttl, name`)
+	assert.NotContains(t, stderr, "--limit", "says what is wrong, not everything that could be")
 }
 
 // leader --watch --json says "leading": false in so many words when

@@ -24,10 +24,13 @@ import (
 // fenced store refuses the stalled holder's writes once the next holder
 // has written. It is for a Lock's hold only: a MultiLock, a Redlock, a
 // PermitExpirableSemaphore's permit or another synchronizer given it
-// fails with ErrInvalidArgument.
+// fails with ErrInvalidArgument, and so does a call given it twice.
 func ProgressWithin(d time.Duration) LockOption {
 	return LockOption{func(cfg *acquireConfig) {
-		if d < time.Millisecond {
+		switch {
+		case cfg.progress != 0:
+			cfg.invalid("two progress deadlines given (ProgressWithin twice): give one")
+		case d < time.Millisecond:
 			cfg.invalid("ProgressWithin(%v): a progress deadline must be at least 1ms", d)
 		}
 		cfg.progress = d

@@ -132,6 +132,10 @@ func TestProgressKeepsTheHold(t *testing.T) {
 
 		_, err = c.Lock("bad").Lock(bg(), reentrant.ProgressWithin(time.Microsecond))
 		assert.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+		_, err = c.Lock("bad").Lock(bg(), reentrant.ProgressWithin(time.Second), reentrant.ProgressWithin(time.Minute))
+		assert.ErrorIs(t, err, reentrant.ErrInvalidArgument, "two deadlines: refused, as two waits are")
+		assert.ErrorContains(t, err, "twice")
+		assert.False(t, m.Exists("bad"), "nothing written")
 	})
 }
 

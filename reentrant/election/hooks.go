@@ -92,7 +92,7 @@ func (l *leadership) announceEnd() {
 	ctx, cancel := context.WithTimeout(l.rt.Closing, announceWindow)
 	defer cancel()
 	if _, err := scripts.ElectionResign(ctx, l.rt.Conn(), l.key, l.owner, int64(l.term), l.rt.Publish); err != nil {
-		l.rt.Logger.Warn("relock: announcing the end of a leadership; observers see it when its hold's TTL runs out", "election", l.name, "term", l.term, "error", err)
+		l.rt.Logger.Debug("relock: announcing the end of a leadership failed; observers see it when its hold's TTL runs out", "election", l.name, "term", l.term, "error", err)
 	}
 }
 

@@ -415,3 +415,28 @@ func ExampleProgressWithin() {
 	// stalled: true
 	// unlock: true
 }
+
+// One long step says so, rather than every step getting a deadline that
+// long; a step that finds it cannot go on gives the lock back at once.
+func ExampleProgressDue() {
+	rdb, stop := exampleRedis()
+	defer stop()
+	locks, _ := reentrant.New(rdb, reentrant.Options{})
+	defer locks.Close()
+
+	mu := locks.Lock("migration")
+	held, err := mu.Lock(context.Background(), reentrant.ProgressWithin(50*time.Millisecond))
+	if err != nil {
+		log.Fatal(err)
+	}
+	reentrant.ProgressDue(held, time.Second) // the next step is a long one
+	time.Sleep(200 * time.Millisecond)       // four deadlines' worth
+	fmt.Println("still held:", held.Err() == nil)
+
+	reentrant.ProgressDue(held, 0) // it cannot go on: give the lock back now
+	<-held.Done()
+	fmt.Println("stalled:", errors.Is(context.Cause(held), reentrant.ErrStalled))
+	// Output:
+	// still held: true
+	// stalled: true
+}

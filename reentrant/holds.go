@@ -144,14 +144,34 @@ func (v *heldValues) Value(key any) any {
 // ctx). It sends nothing to Redis and is cheap enough to call on every
 // step of a loop.
 func Progress(ctx context.Context) bool {
+	w := stallWatchOf(ctx)
+	return w != nil && w.progressed()
+}
+
+// ProgressDue reports progress, as Progress does, and says when the next
+// report is due: within d from now, for this report only (the reports
+// after it are due within ProgressWithin again). So work about to do one
+// long step (a migration, a large upload) can say so without a deadline
+// that long for every step. A d of 0 or less stalls the hold at once: the
+// work declares that it cannot go on, and the hold is given back as after
+// a missed deadline (systemd's WATCHDOG=trigger). It reports what
+// Progress reports.
+func ProgressDue(ctx context.Context, d time.Duration) bool {
+	w := stallWatchOf(ctx)
+	return w != nil && w.reported(d)
+}
+
+// stallWatchOf returns the progress deadline of the hold behind ctx, or
+// nil.
+func stallWatchOf(ctx context.Context) *stallWatch {
 	if ctx == nil {
-		return false
+		return nil
 	}
 	h, ok := ctx.Value(holdCtxKey{}).(*hold)
-	if !ok || h.stall == nil {
-		return false
+	if !ok {
+		return nil
 	}
-	return h.stall.progressed()
+	return h.stall
 }
 
 // LeaseDeadline returns the local deadline of the hold behind a held

@@ -38,51 +38,72 @@ func ProgressWithin(d time.Duration) LockOption {
 }
 
 // stallWatch is a hold's progress deadline: a timer that, when it fires,
-// finds either a report within the deadline (and waits for the rest of
-// it) or none (and stalls the hold). A report stores a time and touches
-// no timer.
+// finds either the deadline moved on by a report (and waits for the rest
+// of it) or passed (and stalls the hold). A report stores the new deadline
+// and touches no timer, unless it brings the deadline before the timer's.
 type stallWatch struct {
 	within time.Duration
-	start  time.Time    // what last counts from
-	last   atomic.Int64 // the last report, as time since start
+	start  time.Time    // what due counts from
+	due    atomic.Int64 // the deadline, as time since start
 	ended  atomic.Bool  // the hold stalled or left the table
 	mu     sync.Mutex   // guards timer, which the timer's own call re-arms
 	timer  *time.Timer
+	armed  atomic.Int64 // when the timer fires, as time since start; written under mu
+	stall  func()
 }
 
 // watchProgress starts a progress deadline of d; stall ends the hold when
 // it passes with no report.
 func watchProgress(d time.Duration, stall func()) *stallWatch {
-	w := &stallWatch{within: d, start: time.Now()}
+	w := &stallWatch{within: d, start: time.Now(), stall: stall}
+	w.due.Store(int64(d))
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.timer = time.AfterFunc(d, func() { w.fire(stall) })
+	w.armed.Store(int64(d))
+	w.timer = time.AfterFunc(d, w.fire)
 	return w
 }
 
-// fire is the timer's call: it waits for the rest of the deadline after
-// the last report, or stalls the hold.
-func (w *stallWatch) fire(stall func()) {
+// fire is the timer's call: it waits for the rest of the deadline, or
+// stalls the hold.
+func (w *stallWatch) fire() {
 	w.mu.Lock()
 	if w.ended.Load() {
 		w.mu.Unlock()
 		return
 	}
-	if left := w.within - (time.Since(w.start) - time.Duration(w.last.Load())); left > 0 {
+	now := time.Since(w.start)
+	if left := time.Duration(w.due.Load()) - now; left > 0 {
+		w.armed.Store(int64(now + left))
 		w.timer.Reset(left)
 		w.mu.Unlock()
 		return
 	}
 	w.ended.Store(true)
 	w.mu.Unlock()
-	stall()
+	w.stall()
 }
 
-func (w *stallWatch) progressed() bool {
+// progressed is a report with the next due within the hold's deadline.
+func (w *stallWatch) progressed() bool { return w.reported(w.within) }
+
+// reported moves the deadline to d from now; one earlier than the timer's
+// re-arms it (at once, for d <= 0).
+func (w *stallWatch) reported(d time.Duration) bool {
 	if w.ended.Load() {
 		return false
 	}
-	w.last.Store(int64(time.Since(w.start)))
+	due := time.Since(w.start) + max(d, 0)
+	w.due.Store(int64(due))
+	if int64(due) >= w.armed.Load() {
+		return true // the common case: the timer fires first, and finds it
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.ended.Load() && int64(due) < w.armed.Load() {
+		w.armed.Store(int64(due))
+		w.timer.Reset(max(d, 0))
+	}
 	return true
 }
 

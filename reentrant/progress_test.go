@@ -239,3 +239,47 @@ func TestProgressDeadlineCountsFromTheLastReport(t *testing.T) {
 		}
 	})
 }
+
+// ProgressDue sets when the next report is due, for that report only: a
+// long step keeps the hold past the deadline, a short one brings the stall
+// forward, and the reports after it are due within ProgressWithin again;
+// a due of 0 stalls the hold at once.
+func TestProgressDue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, c, _ := fakeTimeClient(t, reentrant.Options{})
+		const within = 5 * time.Second
+		stalledAfter := func(held context.Context) time.Duration {
+			t.Helper()
+			from := time.Now()
+			select {
+			case <-held.Done():
+				require.ErrorIs(t, context.Cause(held), reentrant.ErrStalled)
+				return time.Since(from)
+			case <-time.After(2 * time.Hour):
+				t.Fatal("never stalled")
+				return 0
+			}
+		}
+
+		long, err := c.Lock("long-step").Lock(bg(), reentrant.ProgressWithin(within))
+		require.NoError(t, err)
+		require.True(t, reentrant.ProgressDue(long, time.Hour))
+		time.Sleep(30 * time.Minute)
+		require.NoError(t, long.Err(), "the long step's report keeps the hold past the deadline")
+		require.True(t, reentrant.Progress(long))
+		assert.Equal(t, within, stalledAfter(long), "the next report is due within ProgressWithin again")
+
+		short, err := c.Lock("short-step").Lock(bg(), reentrant.ProgressWithin(within))
+		require.NoError(t, err)
+		require.True(t, reentrant.ProgressDue(short, time.Second))
+		assert.Equal(t, time.Second, stalledAfter(short), "a short due brings the stall forward")
+
+		now, err := c.Lock("give-up").Lock(bg(), reentrant.ProgressWithin(within))
+		require.NoError(t, err)
+		require.True(t, reentrant.ProgressDue(now, 0))
+		assert.Zero(t, stalledAfter(now), "a due of 0 stalls at once")
+		assert.False(t, reentrant.ProgressDue(now, time.Second), "a stalled hold takes no more reports")
+		assert.False(t, reentrant.ProgressDue(bg(), time.Second), "no hold")
+		assert.False(t, reentrant.ProgressDue(nil, time.Second), "a nil ctx") //nolint:staticcheck // a nil ctx on purpose
+	})
+}

@@ -35,6 +35,10 @@ func TestMain(m *testing.M) {
 		notifier()
 		os.Exit(0)
 	}
+	if script := os.Getenv(notifyScriptEnv); script != "" {
+		notifyScript(script)
+		os.Exit(0)
+	}
 	dir, err := os.MkdirTemp("", "relock-e2e")
 	if err != nil {
 		panic(err)

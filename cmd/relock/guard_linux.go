@@ -15,7 +15,7 @@ import (
 )
 
 // On Linux, run and elect start CMD behind a guard: relock itself, run
-// again as "relock <guardArg> PATH ARGV...", between relock and CMD. The
+// again as "relock <guardArg> CLEANUP PATH ARGV...", between relock and CMD. The
 // guard is a child subreaper (PR_SET_CHILD_SUBREAPER), so what CMD starts
 // and leaves behind becomes the guard's child rather than init's; and it
 // holds the read end of a pipe whose write end only relock holds. When
@@ -23,7 +23,9 @@ import (
 // EOF, and it SIGKILLs CMD and every process below it, then exits: CMD
 // dies with relock, within milliseconds, long before the lock can pass on
 // (the hold's TTL is a watchdog timeout). That is flock(1)'s promise: the
-// lock lives as long as the command, and no longer.
+// lock lives as long as the command, and no longer. CLEANUP, unless "",
+// is a directory of relock's (its notify socket's) that the guard removes
+// then, since relock cannot.
 //
 // relock sends the guard SIGINT and SIGTERM to forward to CMD, and
 // SIGUSR1 to SIGKILL CMD and everything below it (the end of --grace).
@@ -35,9 +37,10 @@ const guardArg = "__relock-guard"
 // guardKill is the signal that asks the guard to kill CMD's whole tree.
 const guardKill = syscall.SIGUSR1
 
-// startCommand starts cmd behind a guard. Without the path of relock's
-// own executable (an unusual system) it starts cmd directly.
-func startCommand(cmd *exec.Cmd) (command, error) {
+// startCommand starts cmd behind a guard, which removes the directory
+// cleanup (unless "") if relock dies. Without the path of relock's own
+// executable (an unusual system) it starts cmd directly.
+func startCommand(cmd *exec.Cmd, cleanup string) (command, error) {
 	if cmd.Err != nil {
 		return nil, cmd.Err
 	}
@@ -52,7 +55,7 @@ func startCommand(cmd *exec.Cmd) (command, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := exec.Command(self, append([]string{guardArg, cmd.Path}, cmd.Args...)...)
+	g := exec.Command(self, append([]string{guardArg, cleanup, cmd.Path}, cmd.Args...)...)
 	g.Stdin, g.Stdout, g.Stderr, g.Env = cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.Env
 	g.ExtraFiles = []*os.File{r} // fd 3 in the guard
 	err = g.Start()
@@ -82,17 +85,18 @@ func (c *guarded) wait() int {
 // guardMain runs the guard when relock was started as one, and reports
 // whether it was.
 func guardMain(args []string) (int, bool) {
-	if len(args) < 3 || args[0] != guardArg {
+	if len(args) < 4 || args[0] != guardArg {
 		return 0, false
 	}
-	return guard(args[1], args[2:]), true
+	return guard(args[1], args[2], args[3:]), true
 }
 
 const prSetChildSubreaper = 36
 
 // guard runs PATH with argv as CMD, and ends it and everything below it
-// when relock (fd 3) dies or asks.
-func guard(path string, argv []string) int {
+// when relock (fd 3) dies or asks; when relock dies it removes cleanup
+// too.
+func guard(cleanup, path string, argv []string) int {
 	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
 		fmt.Fprintf(os.Stderr, "relock: the command's guard cannot be a subreaper (%v); a background process of it may outlive relock\n", errno)
 	}
@@ -125,6 +129,9 @@ func guard(path string, argv []string) int {
 			_ = cmd.Process.Signal(sig)
 		case <-gone:
 			killTree()
+			if cleanup != "" {
+				_ = os.RemoveAll(cleanup)
+			}
 			return exitLost
 		case <-done:
 			if cmd.ProcessState == nil { // reaped by killTree

@@ -5,8 +5,9 @@ package main
 import "os/exec"
 
 // startCommand starts cmd directly: without Linux's child subreaper, a
-// relock killed by SIGKILL leaves CMD running (docs/operations.md).
-func startCommand(cmd *exec.Cmd) (command, error) {
+// relock killed by SIGKILL leaves CMD running (docs/operations.md), and
+// cleanup behind.
+func startCommand(cmd *exec.Cmd, _ string) (command, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -76,4 +77,48 @@ func anyAlive(pids []int) bool {
 		}
 	}
 	return false
+}
+
+// A command that daemonises (a grandchild in a session of its own, its
+// parent gone, as a double fork leaves it) does not outlive a relock
+// killed with SIGKILL: the guard is its subreaper, so it is the guard's
+// to end, where a kill of CMD's process group would miss it. And the
+// notify socket's directory of a relock run --progress-within goes with
+// relock: the guard removes it.
+func TestKilledRelockTakesItsDaemons(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("setsid(1) is not installed (util-linux)")
+	}
+	_, relock := server(t)
+	tmp, pids := t.TempDir(), filepath.Join(t.TempDir(), "pids")
+	cmd := relock("run", "--progress-within", "30s", "job", "--", "sh", "-c",
+		`echo $$ > "$PIDS"; setsid sh -c 'sleep 30 & echo $! >> "$PIDS"' </dev/null >/dev/null 2>&1; while :; do sleep 0.05; done`)
+	cmd.Env = append(cmd.Env, "PIDS="+pids, "TMPDIR="+tmp)
+	require.NoError(t, cmd.Start())
+	var procs []int
+	eventually(t, "the command and its daemon run", func() bool {
+		procs = pidsIn(pids)
+		return len(procs) == 2
+	})
+	sid := func(pid int) uintptr {
+		s, _, errno := syscall.RawSyscall(syscall.SYS_GETSID, uintptr(pid), 0, 0)
+		require.Zero(t, errno)
+		return s
+	}
+	require.NotEqual(t, sid(procs[0]), sid(procs[1]), "the daemon is in a session of its own")
+	notifyDirs, _ := filepath.Glob(filepath.Join(tmp, "relock-notify-*"))
+	require.Len(t, notifyDirs, 1, "relock's notify socket is in TMPDIR")
+
+	require.NoError(t, cmd.Process.Kill())
+	killed := time.Now()
+	_ = cmd.Wait()
+	for anyAlive(procs) && time.Since(killed) < 10*time.Second {
+		time.Sleep(time.Millisecond)
+	}
+	require.False(t, anyAlive(procs), "the daemon outlived relock")
+	assert.Less(t, time.Since(killed), 100*time.Millisecond)
+	eventually(t, "the notify directory removed", func() bool {
+		left, _ := filepath.Glob(filepath.Join(tmp, "relock-notify-*"))
+		return len(left) == 0
+	})
 }

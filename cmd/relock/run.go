@@ -395,16 +395,17 @@ func (e env) runHeld(g grant, name string, argv []string, f *lockFlags, sigs <-c
 	if token, ok := reentrant.TokenFrom(g.held); ok {
 		cmd.Env = append(cmd.Env, "RELOCK_TOKEN="+strconv.FormatInt(token, 10))
 	}
+	var cleanup string // what the guard removes if relock dies
 	if f.progress > 0 {
-		sock, err := listenNotify()
+		sock, err := listenNotify(f.progress)
 		if err != nil {
 			return e.fail(exitUnavailable, "--progress-within: %v", err)
 		}
 		defer sock.close()
-		cmd.Env = append(cmd.Env, sock.env(f.progress)...)
-		go sock.serve(func() { reentrant.Progress(g.held) })
+		cmd.Env, cleanup = sock.env(cmd.Env), sock.dir
+		go sock.serve(g.held)
 	}
-	c, err := startCommand(cmd)
+	c, err := startCommand(cmd, cleanup)
 	if err != nil {
 		return e.fail(startError(err), "%v", err)
 	}

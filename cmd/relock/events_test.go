@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -108,4 +109,23 @@ func watching(t *testing.T, cmd *exec.Cmd) (next func() eventJSON) {
 		require.NoError(t, json.Unmarshal(lines.Bytes(), &ev), lines.Text())
 		return ev
 	}
+}
+
+// events --db N hears the locks of database N, where its keyspace
+// notifications are published: not database 0's channel.
+func TestEventsOnANonZeroDatabase(t *testing.T) {
+	s, relock := server(t)
+	s.Do("CONFIG", "SET", "notify-keyspace-events", "KEA")
+	cmd := relock("events", "--json", "--db", "3", "job")
+	next := watching(t, cmd)
+	locks, err := reentrant.New(s.Client(func(o *rueidis.ClientOption) { o.SelectDB = 3 }), reentrant.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { locks.Close() })
+	held, err := locks.Lock("job").Lock(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, "acquired", next().Kind)
+	require.NoError(t, locks.Lock("job").Unlock(held))
+	assert.Equal(t, "released", next().Kind)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	require.NoError(t, cmd.Wait())
 }

@@ -168,3 +168,34 @@ func TestWatchReadsAgainAfterItsConnection(t *testing.T) {
 	require.NoError(t, s.Do("ACL", "SETUSER", "w", "+subscribe", "+psubscribe").Error())
 	expect(t, ch, events.Acquired, ownerOf(t, held))
 }
+
+// A watch follows the lock where the Client's own locks are: on a Client
+// whose NameMapper prefixes names, the mapped key; on a Client of a
+// database other than 0, that database's notifications. A watch of the
+// bare name, or of database 0's channel, would hear nothing of either.
+func TestWatchFollowsTheClientsKeys(t *testing.T) {
+	s := notifying(t)
+	for name, opts := range map[string]struct {
+		db     int
+		mapper func(string) string
+	}{
+		"NameMapper": {mapper: func(n string) string { return "tenant-7:" + n }},
+		"database 3": {db: 3},
+		"both":       {db: 5, mapper: func(n string) string { return "tenant-7:" + n }},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rdb := s.Client(func(o *rueidis.ClientOption) { o.SelectDB = opts.db })
+			c, err := reentrant.New(rdb, reentrant.Options{NameMapper: opts.mapper})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = c.Close() })
+			ctx := t.Context()
+			ch, err := events.Watch(ctx, c, "job", events.Options{})
+			require.NoError(t, err)
+			held, err := c.Lock("job").Lock(ctx)
+			require.NoError(t, err)
+			expect(t, ch, events.Acquired, ownerOf(t, held))
+			require.NoError(t, c.Lock("job").Unlock(held))
+			expect(t, ch, events.Released, ownerOf(t, held))
+		})
+	}
+}

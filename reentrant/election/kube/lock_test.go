@@ -272,3 +272,54 @@ func mustString(t *testing.T, r rueidis.RedisResult) string {
 	require.NoError(t, err)
 	return v
 }
+
+// TestResourceLockFollowsNameMapper: on a Client whose NameMapper prefixes
+// names, the record and its terms are at the mapped name's keys, as the
+// Client's locks are; the fenced lock of the same name draws past its
+// terms.
+func TestResourceLockFollowsNameMapper(t *testing.T) {
+	s := redistest.Start(t)
+	ctx := context.Background()
+	rdb := s.Client()
+	c, err := reentrant.New(rdb, reentrant.Options{NameMapper: func(n string) string { return "tenant-7:" + n }})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close(); rdb.Close() })
+	l := kube.NewResourceLock(c, "ctrl", resourcelock.ResourceLockConfig{Identity: "a"})
+	require.NoError(t, l.Create(ctx, record("a", 0)))
+	assert.Equal(t, int64(1), mustInt(t, s.Do("EXISTS", "relock_lease:{tenant-7:ctrl}")), "the mapped name's record")
+	assert.Equal(t, int64(0), mustInt(t, s.Do("EXISTS", "relock_lease:{ctrl}")), "not the bare name's")
+	held, err := c.FencedLock("ctrl").Lock(ctx)
+	require.NoError(t, err)
+	token, _ := reentrant.TokenFrom(held)
+	assert.Greater(t, token, int64(l.Term()), "one counter for the lock and the record")
+	require.NoError(t, c.FencedLock("ctrl").Unlock(held))
+}
+
+// TestResourceLockUpdateOverAnyOtherVersion: an update is a Conflict over
+// any version but the one last read, a lower one included: after Redis
+// lost its data and another candidate made the record again (its version
+// starting over), a writer that never read the new record must not write
+// over it.
+func TestResourceLockUpdateOverAnyOtherVersion(t *testing.T) {
+	s := redistest.Start(t)
+	ctx := context.Background()
+	a, b := newLock(t, s, "lost", "a"), newLock(t, s, "lost", "b")
+	require.NoError(t, a.Create(ctx, record("a", 0)))
+	require.NoError(t, a.Update(ctx, record("a", 0)))
+	require.NoError(t, a.Update(ctx, record("a", 0))) // a saw version 3
+
+	s.Do("DEL", "relock_lease:{lost}")                // the data lost
+	require.NoError(t, b.Create(ctx, record("b", 0))) // version 1, b's
+	err := a.Update(ctx, record("a", 0))
+	assert.True(t, apierrors.IsConflict(err), "a stale writer over a lower version: %v", err)
+	rec, _, err := b.Get(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "b", rec.HolderIdentity, "b's record stands")
+
+	require.NoError(t, b.Update(ctx, record("b", 0))) // version 2
+	c := newLock(t, s, "lost", "c")
+	_, _, err = c.Get(ctx)
+	require.NoError(t, err)
+	require.NoError(t, b.Update(ctx, record("b", 0))) // version 3: c saw 2
+	assert.True(t, apierrors.IsConflict(c.Update(ctx, record("c", 0))), "a writer over a higher version")
+}

@@ -133,3 +133,28 @@ func slicesAny[T any](s []T, f func(T) bool) bool {
 	}
 	return false
 }
+
+// A fence that holds anything but a whole, unsigned number of digits is
+// corrupted: a read or write through it is ErrWrongType, naming the fence,
+// with no raw script error and nothing changed. A check that matched only
+// the fence's start ("12abc") or tolerated signs, spaces or a fraction
+// would let Lua's tonumber fail, or compare what is not a term.
+func TestFencedRefusesCorruptedFences(t *testing.T) {
+	s := start(t)
+	f := election.NewFenced(newNode(t, s, 0).c)
+	ctx := context.Background()
+	for _, bad := range []string{"12abc", "12 ", " 12", "+12", "-12", "1.5", "1e3", "0x10", ""} {
+		s.Do("SET", "relock_fence:{config}", bad)
+		s.Do("SET", "config", "before")
+		err := f.Set(ctx, "config", 99, "after")
+		assert.ErrorIs(t, err, reentrant.ErrWrongType, "fence %q", bad)
+		assert.ErrorContains(t, err, "relock_fence:{config}", "fence %q", bad)
+		assert.NotContains(t, err.Error(), "@user_script", "fence %q", bad)
+		_, _, err = f.Get(ctx, "config", 99)
+		assert.ErrorIs(t, err, reentrant.ErrWrongType, "fence %q", bad)
+		v, _ := s.Do("GET", "config").ToString()
+		fence, _ := s.Do("GET", "relock_fence:{config}").ToString()
+		assert.Equal(t, "before", v, "fence %q: nothing written", bad)
+		assert.Equal(t, bad, fence, "fence %q: the fence unchanged", bad)
+	}
+}

@@ -127,7 +127,7 @@ func StartSentinels(t testing.TB, master *Server, n, replicas int) *Sentinels {
 }
 
 func (s *Sentinels) start(t testing.TB, host, masterPort string, quorum int) error {
-	p, err := freePort()
+	p, err := FreePort()
 	if err != nil {
 		return err
 	}

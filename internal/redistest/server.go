@@ -88,7 +88,7 @@ func start(t testing.TB, s *Server, tlsArgs []string, extra []string) *Server {
 	var err error
 	for attempt := 0; attempt < 5; attempt++ {
 		var port int
-		if port, err = freePort(); err != nil {
+		if port, err = FreePort(); err != nil {
 			continue
 		}
 		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
@@ -113,9 +113,8 @@ func start(t testing.TB, s *Server, tlsArgs []string, extra []string) *Server {
 	return nil
 }
 
-// freePort finds a loopback port that is free now. Another process may take
-// it before redis-server binds it; Start then tries another.
-func freePort() (int, error) {
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

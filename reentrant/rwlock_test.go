@@ -1,7 +1,10 @@
 package reentrant_test
 
 import (
+	"bufio"
 	"context"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -260,4 +263,55 @@ func TestShortReaderKeepsLongerTTL(t *testing.T) {
 	assert.False(t, ok, "no writer while a reader holds")
 	require.NoError(t, context.Cause(held))
 	require.NoError(t, long.ReadWriteLock("readers").ReadLock().Unlock(held))
+}
+
+// A reader whose process dies (SIGKILL) is not kept alive by a live
+// reader's renewals (Redisson #1458, fixed by Redisson 4.4's #7098): its
+// read hold's timeout key expires a TTL (1 s, its own watchdog's) after its
+// death, though reader B goes on reading and renewing every 500 ms, before
+// that key would expire; so when B releases, writer C, waiting all along,
+// gets the lock within a wake-up, not after B's renewals' TTL of the dead
+// reader's key. (Renewing every reader's keys, B would keep the dead one's
+// for as long as it reads.)
+func TestCrashedReaderLetsGo(t *testing.T) {
+	e := onRedis(t)
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), holderEnv+"="+e.server.Addr+"|crashed-reader|read")
+	out, err := child.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, child.Start())
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "held\n", line)
+
+	const ttl = 1500 * time.Millisecond
+	b := e.client(t, reentrant.Options{WatchdogTimeout: ttl}).ReadWriteLock("crashed-reader")
+	reading, err := b.ReadLock().Lock(bg())
+	require.NoError(t, err)
+	require.NoError(t, child.Process.Kill()) // reader A dies holding
+	_ = child.Wait()
+	died := time.Now()
+
+	c := e.client(t, reentrant.Options{WatchdogTimeout: ttl}).ReadWriteLock("crashed-reader")
+	written := make(chan time.Time, 1)
+	go func() {
+		held, err := c.WriteLock().Lock(bg(), reentrant.WaitAtMost(30*time.Second))
+		if assert.NoError(t, err) {
+			written <- time.Now()
+			assert.NoError(t, c.WriteLock().Unlock(held))
+		}
+	}()
+	// B reads on past A's TTL, renewing its own hold every second.
+	eventually(t, "the dead reader's timeout key expired", func() bool {
+		keys, err := e.do(t, "KEYS", "{crashed-reader}:*:rwlock_timeout:*").AsStrSlice()
+		return err == nil && len(keys) == 1
+	})
+	assert.Greater(t, time.Since(died), 500*time.Millisecond, "A's key outlived a renewal period of its own")
+	time.Sleep(ttl / 3) // and B renewed again since
+	released := time.Now()
+	require.NoError(t, b.ReadLock().Unlock(reading))
+	got := recv(t, written)
+	assert.Less(t, got.Sub(released), ttl/2, "C waited on the dead reader's key after B's release")
+	t.Logf("C wrote %v after B's release", got.Sub(released).Round(time.Millisecond))
 }

@@ -260,6 +260,7 @@ const holderEnv = "RELOCK_TEST_HOLDER"
 // killed. It runs in a child process made by TestHolderCrashed.
 func runHolder(spec string) {
 	addr, name, _ := strings.Cut(spec, "|")
+	name, how, _ := strings.Cut(name, "|")
 	rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
 	if err != nil {
 		panic(err)
@@ -268,7 +269,11 @@ func runHolder(spec string) {
 	if err != nil {
 		panic(err)
 	}
-	if _, err := c.Lock(name).Lock(context.Background()); err != nil {
+	lk := c.Lock(name)
+	if how == "read" {
+		lk = c.ReadWriteLock(name).ReadLock()
+	}
+	if _, err := lk.Lock(context.Background()); err != nil {
 		panic(err)
 	}
 	os.Stdout.WriteString("held\n")

@@ -5,10 +5,14 @@
 -- ttl  ARGV[1]: the new TTL in milliseconds
 -- ARGV[i+1]  the owner field that must hold KEYS[i] for reading
 --
--- For each lock whose owner field is there, the hash and every read hold's
--- timeout key ({N}:<field>:rwlock_timeout:<k>, for every reading owner) get
--- the TTL. Reply: one integer per key, 1 renewed, 0 the hold is gone
--- (nothing changed).
+-- For each lock whose owner field is there, the hash and the owner's own
+-- read holds' timeout keys ({N}:<owner>:rwlock_timeout:<k>) get the TTL;
+-- other readers' keys are theirs to renew. So a reader whose process died
+-- is not kept alive by the live readers' renewals: its keys expire a TTL
+-- after its last renewal, and the last live reader's release, which reads
+-- the timeout keys left, frees the lock at once (Redisson #1458, fixed the
+-- same way by Redisson 4.4's #7098). Reply: one integer per key, 1
+-- renewed, 0 the hold is gone (nothing changed).
 
 local ttl = ARGV[1]
 
@@ -21,12 +25,10 @@ for i = 1, #KEYS do
 			prefix = '{' .. prefix .. '}'
 		end
 		redis.call('pexpire', KEYS[i], ttl)
-		for _, field in ipairs(redis.call('hkeys', KEYS[i])) do
-			local holds = tonumber(redis.call('hget', KEYS[i], field))
-			if holds ~= nil then
-				for k = holds, 1, -1 do
-					redis.call('pexpire', prefix .. ':' .. field .. ':rwlock_timeout:' .. k, ttl)
-				end
+		local holds = tonumber(n)
+		if holds ~= nil then
+			for k = holds, 1, -1 do
+				redis.call('pexpire', prefix .. ':' .. ARGV[i + 1] .. ':rwlock_timeout:' .. k, ttl)
 			end
 		end
 		renewed[i] = 1

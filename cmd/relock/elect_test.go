@@ -190,8 +190,8 @@ func TestElectPausedLeader(t *testing.T) {
 }
 
 // A controller elected by client-go's elector on kube.NewResourceLock
-// keeps a lease record, not an election record: leader and inspect read
-// it, say it is a client-go lease, and who holds it while it is live.
+// keeps a lease record, not an election record: leader, inspect and top
+// read it, say it is a client-go lease, and who holds it while it is live.
 // (The record is written here as the resource lock writes it, in
 // client-go's JSON: the main module does not import client-go; the kube
 // module's tests run the real elector.)
@@ -229,11 +229,16 @@ func TestLeaderReadsAClientGoLease(t *testing.T) {
 	code, stdout, stderr = result(t, relock("inspect", "ctrl"))
 	assert.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "client-go lease: pod-a leads in term")
+	code, stdout, stderr = result(t, relock("top", "--once"))
+	assert.Equal(t, 0, code, stderr)
+	assert.Regexp(t, `(?m)^ctrl +client-go-lease +1\d(\.\d)?s +0 +0 +pod-a×1$`, stdout, "top shows the live lease, its time left")
 
 	write("pod-a", time.Now().Add(-time.Minute)) // not renewed for a minute
 	code, stdout, _ = result(t, relock("leader", "ctrl"))
 	assert.Equal(t, exitNotFound, code)
 	assert.Contains(t, stdout, "nobody leads: pod-a's lease of 15s ran out")
+	_, stdout, _ = result(t, relock("top", "--once"))
+	assert.NotContains(t, stdout, "client-go-lease", "a lease that ran out is not held")
 
 	write("", time.Now()) // released
 	code, stdout, _ = result(t, relock("leader", "ctrl"))

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/relock-go/relock/reentrant"
@@ -48,12 +50,42 @@ func leaseOf(ctx context.Context, locks *reentrant.Client, name string) (*leaseJ
 	if err := json.Unmarshal([]byte(got.Record), &rec); err != nil {
 		return nil, fmt.Errorf("relock: lease record of %q: %w: not a client-go election record: %v", name, reentrant.ErrWrongType, err)
 	}
-	l := &leaseJSON{Holder: rec.HolderIdentity, Term: got.Term, LeaseDuration: rec.LeaseDurationSeconds}
+	return rec.lease(got.Term), nil
+}
+
+// lease is the record, with its term, as leader, inspect and top show it.
+func (rec electorRecord) lease(term int64) *leaseJSON {
+	l := &leaseJSON{Holder: rec.HolderIdentity, Term: term, LeaseDuration: rec.LeaseDurationSeconds}
 	if !rec.RenewTime.IsZero() {
 		l.RenewTime = rec.RenewTime.UTC().Format(time.RFC3339)
 	}
-	l.Live = l.Holder != "" && time.Since(rec.RenewTime) < time.Duration(rec.LeaseDurationSeconds)*time.Second
-	return l, nil
+	l.Live = l.Holder != "" && rec.left() > 0
+	return l
+}
+
+// left is how long the lease has to run, by this machine's clock.
+func (rec electorRecord) left() time.Duration {
+	return time.Duration(rec.LeaseDurationSeconds)*time.Second - time.Since(rec.RenewTime)
+}
+
+// liveLease reads the hash at key as a client-go lease record
+// (relock_lease:{name}, as kube's resource lock keeps it), for top: the
+// lease's name, the lease, and the time it has left; ok is false for any
+// other hash, and for a lease that is not held now.
+func liveLease(key string, fields map[string]string) (name string, l *leaseJSON, left time.Duration, ok bool) {
+	name, ok = strings.CutPrefix(key, "relock_lease:")
+	var rec electorRecord
+	if !ok || fields["record"] == "" || json.Unmarshal([]byte(fields["record"]), &rec) != nil {
+		return "", nil, 0, false
+	}
+	term, _ := strconv.ParseInt(fields["term"], 10, 64)
+	if l = rec.lease(term); !l.Live {
+		return "", nil, 0, false
+	}
+	if inner, braced := strings.CutPrefix(name, "{"); braced && strings.HasSuffix(inner, "}") {
+		name = strings.TrimSuffix(inner, "}")
+	}
+	return name, l, rec.left(), true
 }
 
 // write prints the lease for people, after "name: ".

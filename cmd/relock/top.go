@@ -345,6 +345,11 @@ func (t *topReader) read(ctx context.Context, names []string, waiting map[string
 		if err != nil && !rueidis.IsRedisNil(err) {
 			continue // not a hash now, or unreadable: not shown
 		}
+		if name, l, left, ok := liveLease(n, fields); ok {
+			rows = append(rows, topRow{keyReport: keyReport{Name: name, Kind: "client-go-lease", RedisType: "hash",
+				TTLMillis: left.Milliseconds(), Token: l.Term, Holders: []entry{{Owner: l.Holder, Count: 1}}, Lease: l}})
+			continue
+		}
 		kind, mode, holders := reentrant.HoldersOf(fields)
 		if len(holders) == 0 || kind == reentrant.KindOther {
 			continue

@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -492,6 +493,16 @@ func runLane(c *reentrant.Client, rdb rueidis.Client, st storeClient, workload s
 		// process that was starved or paused may see the deadline pass
 		// before its watchdog could cancel anything.
 		end := mono()
+		if held.Err() != nil {
+			// Cancelled already (a stalled hold, whose give-back follows the
+			// cancellation at once): its AfterFunc has the time, but runs on
+			// a goroutine of its own that a busy machine may not have run
+			// yet. Wait for it rather than take now, which comes after the
+			// stalled holder's late store calls, for the hold's end.
+			for cancelledAt.Load() == 0 {
+				runtime.Gosched()
+			}
+		}
 		if at := cancelledAt.Load(); at != 0 && at < end {
 			end = at
 		}

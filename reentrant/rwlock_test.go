@@ -298,8 +298,9 @@ func TestCrashedReaderLetsGo(t *testing.T) {
 	go func() {
 		held, err := c.WriteLock().Lock(bg(), reentrant.WaitAtMost(30*time.Second))
 		if assert.NoError(t, err) {
-			written <- time.Now()
+			at := time.Now()
 			assert.NoError(t, c.WriteLock().Unlock(held))
+			written <- at // after the release: the test's end closes Redis
 		}
 	}()
 	// B reads on past A's TTL, renewing its own hold every second.

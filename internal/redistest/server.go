@@ -65,6 +65,9 @@ type Server struct {
 
 	// tls, for a server from StartTLS, is how its clients connect.
 	tls *tls.Config
+	// env, for a server from StartClocked, preloads its clock's shift.
+	env   []string
+	clock string // the shift's file (see ShiftClock)
 
 	mu    sync.Mutex
 	cmd   *exec.Cmd
@@ -139,6 +142,9 @@ func (s *Server) start() error {
 	s.mu.Unlock()
 	cmd := exec.Command(s.path, s.args...)
 	cmd.Dir = s.Dir
+	if s.env != nil {
+		cmd.Env = append(os.Environ(), s.env...)
+	}
 	// Own process group, so signals to the test do not reach it; killed if
 	// the test binary dies before its cleanup runs.
 	cmd.SysProcAttr = procAttr()

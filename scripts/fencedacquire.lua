@@ -8,10 +8,12 @@
 -- owner       ARGV[2]: owner field
 -- counterTTL  ARGV[3]: the counter's TTL in milliseconds after this draw; -1: none
 --          (PERSIST), as Redisson keeps it, for names Java shares
--- client, settle, register  ARGV[4..6]: directed wakes, as in acquire.lua
+-- clock       ARGV[4]: the client's clock in microseconds, a floor of the token
+--          beside the server's (tokenlib.lua's draw)
+-- client, settle, register  ARGV[5..7]: directed wakes, as in acquire.lua
 --
 -- Reply: {1, token} when the owner now holds the lock, the token drawn as
--- tokenlib.lua's draw does. Its clock floor lets the counter expire
+-- tokenlib.lua's draw does. Its clock floors let the counter expire
 -- (counterTTL) with no token going back: a counter made again a day later
 -- starts at the clock, past every token drawn a day before.
 -- {0, pttl} when another owner holds it, pttl as in acquire.lua. A key of
@@ -19,7 +21,7 @@
 -- before anything changes.
 
 local lock, counter, waiters = KEYS[1], KEYS[2], KEYS[3]
-local lease, owner, counterTTL, client, settle, register = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local lease, owner, counterTTL, clock, client, settle, register = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 
 local pttl = redis.call('pttl', lock)
 if pttl == -2 or redis.call('hexists', lock, owner) == 1 then
@@ -30,7 +32,7 @@ if pttl == -2 or redis.call('hexists', lock, owner) == 1 then
 	end
 	redis.call('hincrby', lock, owner, 1)
 	redis.call('pexpire', lock, lease)
-	local token = draw(counter)
+	local token = draw(counter, clock)
 	if counterTTL == '-1' then
 		redis.call('persist', counter)
 	else

@@ -74,7 +74,7 @@ end
 
 local term = tonumber(old[4] or '0')
 if holder ~= '' and (holder ~= old[3] or tonumber(counted or '0') > term) then
-	term = draw(counter)
+	term = draw(counter, nil)
 	redis.call('persist', counter)
 end
 local version = tonumber(old[2] or '0') + 1

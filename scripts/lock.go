@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -183,9 +184,10 @@ func tokenCounter(name string) string {
 // FencedAcquire runs fencedacquire.lua (RFencedLock) for a: LockAcquire,
 // plus a fencing token drawn from the lock's counter on every success.
 func FencedAcquire(ctx context.Context, c Conn, a Acquire) (Acquired, error) {
-	keys, args := keysArgs(3, 3, 6)
+	keys, args := keysArgs(3, 3, 7)
 	keys[0], keys[1] = a.Key, tokenCounter(a.Key)
 	args[0], args[1], args[2] = millis(a.Lease), a.Owner, "-1"
+	args[3] = strconv.FormatInt(time.Now().UnixMicro(), 10) // see tokenlib.lua's draw
 	if a.CounterTTL >= 0 {
 		args[2] = millis(a.CounterTTL)
 	}

@@ -1,6 +1,8 @@
 package reentrant
 
 import (
+	"context"
+
 	"github.com/redis/rueidis"
 
 	"github.com/relock-go/relock/reentrant/internal/addon"
@@ -23,6 +25,9 @@ func init() {
 			Logger:  c.opts.Logger,
 			Guard:   c.holds.guard,
 			Key:     c.key,
+			WithToken: func(ctx context.Context, token int64) context.Context {
+				return context.WithValue(ctx, tokenKey{}, token)
+			},
 		}, true
 	}
 }

@@ -47,6 +47,16 @@ func fenceKey(key string) string { return prefixed(fencePrefix, key) }
 
 const fencePrefix = "relock_fence"
 
+// FenceSeen returns the largest token that has read or written key
+// through Fenced, 0 for none.
+func FenceSeen(ctx context.Context, c Conn, key string) (int64, error) {
+	n, err := c.Do(ctx, c.B().Get().Key(fenceKey(key)).Build()).AsInt64()
+	if rueidis.IsRedisNil(err) {
+		return 0, nil
+	}
+	return n, err
+}
+
 // IsFenceKey reports whether key is one of the fences' own keys, which
 // Fenced must not be given to fence.
 func IsFenceKey(key string) bool { return strings.HasPrefix(key, fencePrefix+":") }

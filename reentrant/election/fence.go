@@ -59,6 +59,20 @@ func (f Fenced) Get(ctx context.Context, key string, term Term) (string, bool, e
 	return v, found, fenceResult(key, term, ok, seen, err)
 }
 
+// Seen returns the largest term (or token) that has read or written key
+// through a Fenced, 0 for none: the term to outrank after a refusal that
+// the caller's hold may prove wrong (fence.TokenPast).
+func (f Fenced) Seen(ctx context.Context, key string) (Term, error) {
+	if err := f.check(ctx, key, 1); err != nil {
+		return 0, err
+	}
+	n, err := scripts.FenceSeen(ctx, f.rt.Conn(), key)
+	if err != nil {
+		return 0, fmt.Errorf("relock: fenced %q: %w", key, err)
+	}
+	return Term(n), nil
+}
+
 // check returns why f cannot read or write key under term with ctx.
 func (f Fenced) check(ctx context.Context, key string, term Term) error {
 	switch {

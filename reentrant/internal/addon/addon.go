@@ -41,6 +41,9 @@ type Runtime struct {
 	Guard *callback.Guard
 	// Key maps a name to its key (Options.NameMapper).
 	Key func(name string) string
+	// WithToken returns ctx carrying token as a fenced lock's token, as
+	// reentrant.TokenFrom reads it.
+	WithToken func(ctx context.Context, token int64) context.Context
 }
 
 // Of returns the Runtime of c, a *reentrant.Client; false when c is not

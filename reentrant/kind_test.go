@@ -152,11 +152,12 @@ func drawToken(t *testing.T, f *reentrant.Lock) int64 {
 	return token
 }
 
-// A fenced lock's token counter lives FencingCounterTTL (a day by
-// default) after its last draw, and tokens stay strictly increasing across
-// its expiry, being floored to the server's clock: on miniredis a day is
-// skipped, on Redis a short TTL runs out. Names fenced and released leave
-// no key behind once it has.
+// Redisson #6510: RFencedLock's token counters never expire, one key per name
+// for good (25 million of them there). A fenced lock's token counter lives
+// FencingCounterTTL (a day by default) after its last draw, and tokens stay
+// strictly increasing across its expiry, being floored to the server's clock:
+// on miniredis a day is skipped, on Redis a short TTL runs out. Names fenced
+// and released leave no key behind once it has.
 func TestFencingCounterExpires(t *testing.T) {
 	onBoth(t, func(t *testing.T, e env) {
 		draw := func(f *reentrant.Lock) int64 { return drawToken(t, f) }

@@ -27,10 +27,11 @@ func gapClients(t *testing.T, s *redistest.Server) (holder, waiter *Client) {
 	return holder, waiter
 }
 
-// The lock is released between a waiter's failed attempt and its
-// subscription, so the release's message reaches nobody. The waiter still
-// acquires at once, from the attempt it makes after subscribing, not after
-// the holder's TTL or the re-poll interval (both a minute here).
+// Redisson #5761: locks missed unlock messages and waited out a timeout before
+// the next attempt, or hung. The lock is released between a waiter's failed
+// attempt and its subscription, so the release's message reaches nobody. The
+// waiter still acquires at once, from the attempt it makes after subscribing,
+// not after the holder's TTL or the re-poll interval (both a minute here).
 func TestReleaseInTheGap(t *testing.T) {
 	s := redistest.Start(t)
 	holder, waiter := gapClients(t, s)

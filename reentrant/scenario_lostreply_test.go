@@ -75,10 +75,12 @@ func takeOne(n *atomic.Int32) bool {
 	}
 }
 
-// An acquire whose reply is lost after the script ran leaves no orphan: a
-// waiting Lock releases what the lost attempt took and goes on to hold the
-// lock exactly once; a TryLock that gives up releases it too. Without this
-// the orphan would block every caller until its TTL ended.
+// Redisson #4109: a fair lock's tryLock whose reply timed out left the lock
+// held, and only the same instance, re-entering, could take it again. An
+// acquire whose reply is lost after the script ran leaves no orphan: a waiting
+// Lock releases what the lost attempt took and goes on to hold the lock
+// exactly once; a TryLock that gives up releases it too. Without this the
+// orphan would block every caller until its TTL ended.
 func TestLostAcquireReply(t *testing.T) {
 	s := redistest.Start(t)
 	c, armed := loseRepliesClient(t, s)
@@ -121,13 +123,14 @@ func TestLostAcquireReply(t *testing.T) {
 	require.NoError(t, s.Do("DEL", "lost-reply").Error())
 }
 
-// A release whose reply is lost after it ran is sent again with the same
-// request id, and the unlock latch answers it: one hold is given back, not
-// two, for every kind of lock. The last hold's release, lost too, frees
-// the lock once; the read-write lock's latch answers its retry, while the
-// other kinds wrote none (see scripts.Release.Believed), and their retry,
-// finding the lock free, cannot tell that release from a loss: it says
-// ErrLockLost.
+// Redisson #4178: after an unlock whose reply timed out, the hold it meant to
+// give back stayed, and the next lock of that thread counted as a re-entry. A
+// release whose reply is lost after it ran is sent again with the same request
+// id, and the unlock latch answers it: one hold is given back, not two, for
+// every kind of lock. The last hold's release, lost too, frees the lock once;
+// the read-write lock's latch answers its retry, while the other kinds wrote
+// none (see scripts.Release.Believed), and their retry, finding the lock free,
+// cannot tell that release from a loss: it says ErrLockLost.
 func TestLostReleaseReply(t *testing.T) {
 	s := redistest.Start(t)
 	c, armed := loseRepliesClient(t, s)

@@ -60,15 +60,16 @@ func (g *renewGate) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []ru
 	return g.Client.DoMulti(ctx, cmds...)
 }
 
-// Redisson #7272: a watchdog renewal must not outlive the hold it keeps:
-// neither one the watchdog sent before Unlock that Redis runs after it,
-// nor one for an acquire whose reply came after its caller gave up
-// (Redisson then arms the renewal after the unlock, for good). 40 times a
-// renewal round is held back while Unlock runs, then let go; 100 Lock
-// calls end their ctx at a random moment of their attempt, with every call
-// delayed at random. No key is left once Unlock returns nil; once the
-// given-up attempts are undone the watchdog renews nothing but the hold
-// kept all along; no hold is reported lost.
+// Redisson #7272 (and #1966, renewals armed after a timed-out attempt and
+// never stopped): a watchdog renewal must not outlive the hold it keeps:
+// neither one the watchdog sent before Unlock that Redis runs after it, nor
+// one for an acquire whose reply came after its caller gave up (Redisson then
+// arms the renewal after the unlock, for good). 40 times a renewal round is
+// held back while Unlock runs, then let go; 100 Lock calls end their ctx at a
+// random moment of their attempt, with every call delayed at random. No key is
+// left once Unlock returns nil; once the given-up attempts are undone the
+// watchdog renews nothing but the hold kept all along; no hold is reported
+// lost.
 func TestNoRenewalOutlivesUnlock(t *testing.T) {
 	e := onRedis(t)
 	gate := newRenewGate(t, e.rdb(t), 2*time.Millisecond)

@@ -200,9 +200,11 @@ func TestMixedLeaseReentry(t *testing.T) {
 	})
 }
 
-// Real Redis stops answering (SIGSTOP) or dies (SIGKILL): the holder's
-// context is cancelled by the local deadline, before the key's TTL on the
-// server could have run out.
+// Redisson #5697 and #5698: the watchdog went more than a TTL without
+// renewing, the lock expired, and another thread took it while the first went
+// on unaware. Real Redis stops answering (SIGSTOP) or dies (SIGKILL): the
+// holder's context is cancelled by the local deadline, before the key's TTL on
+// the server could have run out.
 func TestWatchdogRedisUnreachable(t *testing.T) {
 	for _, fault := range []string{"paused", "killed"} {
 		t.Run(fault, func(t *testing.T) {

@@ -3,6 +3,7 @@ package reentrant_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -315,4 +316,64 @@ func TestCrashedReaderLetsGo(t *testing.T) {
 	got := recv(t, written)
 	assert.Less(t, got.Sub(released), ttl/2, "C waited on the dead reader's key after B's release")
 	t.Logf("C wrote %v after B's release", got.Sub(released).Round(time.Millisecond))
+}
+
+// Read renewals of both sides touch their own readers' keys only, as
+// Redisson 4.4 renews (the peer's ReadRenew, ReadLockTask.buildChunk): a
+// Java reader that stops renewing (its process died) lets its timeout key
+// expire at its lease though a relock reader renews on, and a relock
+// reader with a lease of its own is not kept by the Java reader's
+// renewals. When the last live reader releases, a Java writer waiting all
+// along gets the lock within a wake-up.
+func TestReadRenewalsKeepTheirOwnReaders(t *testing.T) {
+	e := onRedis(t)
+	java := redissontest.New(e.rdb(t))
+	java.Lease = 800 * time.Millisecond
+	const name = "mixed-renew"
+	require.NoError(t, java.Read(bg(), name, 1)) // dies without renewing
+	require.NoError(t, java.Read(bg(), name, 2)) // renews on
+	live := e.client(t, reentrant.Options{WatchdogTimeout: 900 * time.Millisecond}).ReadWriteLock(name)
+	reading, err := live.ReadLock().Lock(bg())
+	require.NoError(t, err)
+	leased, err := e.client(t).ReadWriteLock(name).ReadLock().Lock(bg(), reentrant.LeaseFor(700*time.Millisecond))
+	require.NoError(t, err)
+	leasedOwner, _ := reentrant.OwnerFrom(leased)
+
+	renewing, stop := make(chan error, 1), make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				renewing <- nil
+				return
+			case <-time.After(java.Lease / 3):
+			}
+			if ok, err := java.ReadRenew(bg(), name, 2); err != nil || !ok {
+				renewing <- fmt.Errorf("the Java reader's renewal: held %v, %v", ok, err)
+				return
+			}
+		}
+	}()
+	timeout := func(owner string) int64 {
+		return e.int(t, "EXISTS", "{"+name+"}:"+owner+":rwlock_timeout:1")
+	}
+	eventually(t, "the dead Java reader's and the leased reader's timeout keys to expire", func() bool {
+		return timeout(java.Owner(1)) == 0 && timeout(leasedOwner.String()) == 0
+	})
+	assert.Equal(t, int64(1), timeout(java.Owner(2)), "the renewing Java reader's key stays")
+	close(stop)
+	require.NoError(t, recv(t, renewing))
+	require.NoError(t, context.Cause(reading), "the relock reader is renewed by its own watchdog")
+
+	writer := redissontest.New(e.rdb(t))
+	written := make(chan error, 1)
+	go func() { written <- writer.Write(bg(), name, 3) }()
+	eventually(t, "the Java writer's subscription", func() bool { return e.numsub(t, "redisson_rwlock:{"+name+"}") >= 1 })
+	require.NoError(t, java.ReadUnlock(bg(), name, 2))
+	// The dead reader's count stays in the hash, its key gone.
+	released := time.Now()
+	require.NoError(t, live.ReadLock().Unlock(reading))
+	require.NoError(t, recv(t, written))
+	assert.Less(t, time.Since(released), 500*time.Millisecond, "the writer took it within a wake-up")
+	require.NoError(t, writer.WriteUnlock(bg(), name, 3))
 }

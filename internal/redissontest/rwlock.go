@@ -181,3 +181,39 @@ func (c *Client) WriteUnlock(ctx context.Context, name string, tid int64) error 
 		return exec(ctx, d, d.B().Del().Key(name).Build(), d.B().Publish().Channel(rwChannel(name)).Message("1").Build())
 	})
 }
+
+// ReadRenew is one watchdog renewal of thread tid's read holds of name, as
+// Redisson 4.4 and later send it (renewal/ReadLockTask.buildChunk, for
+// #7098): for each lock name of the entry (here tid's owner) whose count
+// is in the hash, that owner's own rwlock_timeout keys, count down to 1,
+// get the lease, and the hash gets it when any owner was there. It reports
+// whether tid's owner was. Redisson before 4.4
+// (RedissonReadLock.renewExpirationAsync) renewed every reader's timeout
+// keys, whoever held them, so one live reader kept a dead one's keys for
+// as long as it read (#1458).
+func (c *Client) ReadRenew(ctx context.Context, name string, tid int64) (bool, error) {
+	owner, lease := c.Owner(tid), c.Lease.Milliseconds()
+	var alive bool
+	err := c.atomically(ctx, name, func(d rueidis.DedicatedClient) error {
+		// "local counter = redis.call('hget', KEYS[i], ARGV[argIdx])"
+		n, err := d.Do(ctx, d.B().Hget().Key(name).Field(owner).Build()).AsInt64()
+		if rueidis.IsRedisNil(err) {
+			alive = false
+			return d.Do(ctx, d.B().Unwatch().Build()).Error()
+		}
+		if err != nil {
+			return err
+		}
+		alive = true
+		// "for c=counter, 1, -1 do redis.call('pexpire', KEYS[i+1] .. ':' ..
+		// ARGV[argIdx] .. ':rwlock_timeout:' .. c, ARGV[1])"
+		var cmds []rueidis.Completed
+		for k := n; k >= 1; k-- {
+			cmds = append(cmds, d.B().Pexpire().Key(timeoutKey(name, owner, k)).Milliseconds(lease).Build())
+		}
+		// "if (anyAlive) then redis.call('pexpire', KEYS[i], ARGV[1])"
+		cmds = append(cmds, d.B().Pexpire().Key(name).Milliseconds(lease).Build())
+		return exec(ctx, d, cmds...)
+	})
+	return alive, err
+}

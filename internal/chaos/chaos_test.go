@@ -56,7 +56,8 @@ type run struct {
 	clients  sync.Map // client id -> worker
 	admin    *reentrant.Client
 	log      []event
-	target   int // the worker the last pause-holder or partition-holder hit
+	target   int           // the worker the last pause-holder or partition-holder hit
+	clock    time.Duration // Redis's clock, ahead of the workers' (behind: < 0)
 }
 
 // event is a fault as it happened, on CLOCK_MONOTONIC.
@@ -166,21 +167,47 @@ var faults = []fault{
 	{name: "reset", apply: func(r *run) { r.eachProxy(func(p *proxy) { p.reset() }) }},
 	{name: "lose-reply", apply: func(r *run) { r.proxies[r.rng.IntN(len(r.proxies))].loseReply() }},
 	{name: "data-loss", apply: func(r *run) { r.redis.RestartEmpty() }},
+	// Redis's wall clock, which its expiries and the tokens' floor follow,
+	// jumps forward (holds end early, unknown to their holders until a
+	// renewal finds them gone) or steps back (keys outlive their TTL), by
+	// TTL/2 to 2 TTLs; and steps back as Redis comes back without its data.
+	{name: "clock-forward", apply: func(r *run) { r.shiftClock(1) }},
+	{name: "clock-back", apply: func(r *run) { r.shiftClock(-1) }},
+	{name: "clock-back-data-loss", apply: func(r *run) { r.redis.RestartEmpty(); r.shiftClock(-1) }},
+}
+
+// Redis's clock stays within [clockLowest, 0] of the workers': never ahead
+// of them, so a token drawn after a data loss starts at least at the
+// drawing worker's clock, past every token before it (tokenlib.lua). A
+// clock ahead of the clients' and then set back across a loss can draw a
+// token below an older one; that case is the store's to catch, with
+// fence.TokenPast (docs/fencing.md), and is tested there.
+const (
+	clockStart  = -4 * timeout
+	clockLowest = -8 * timeout
+)
+
+// shiftClock moves Redis's clock by TTL/2 to 2 TTLs in direction dir (+1
+// forward, -1 back), as far as [clockLowest, 0] allows.
+func (r *run) shiftClock(dir int) {
+	d := timeout/2 + time.Duration(r.rng.Int64N(int64(3*timeout/2)+1))
+	r.clock = min(max(r.clock+time.Duration(dir)*d, clockLowest), 0)
+	r.redis.ShiftClock(r.clock)
 }
 
 // inherent are the faults under which no lease-based lock can keep
 // exclusion: a holder paused through its lease, and Redis forgetting or
 // dropping a held lock behind its holder's back. Under every other fault
 // the lock history must be linearizable.
-var inherent = []string{"pause-holder", "delete-key", "data-loss", "force-unlock"}
+var inherent = []string{"pause-holder", "delete-key", "data-loss", "force-unlock", "clock-forward", "clock-back-data-loss"}
 
 // unfit are the faults a workload does not get: losing a semaphore's or a
 // latch's keys loses its count, which no holder can notice or repair (the
 // semaphore would have no permits, a latch would open), and they have no
 // lock to force-unlock.
 var unfit = map[string][]string{
-	"semaphore": {"delete-key", "data-loss", "force-unlock"},
-	"latch":     {"data-loss"},
+	"semaphore": {"delete-key", "data-loss", "force-unlock", "clock-back-data-loss"},
+	"latch":     {"data-loss", "clock-back-data-loss"},
 }
 
 // TestChaosAllFaults injects every fault and checks oracles A, B, D, E and
@@ -263,7 +290,8 @@ func chaos(t *testing.T, workload string, linearizable bool) {
 	}()
 
 	r := &run{t: t, rng: rand.New(rand.NewPCG(seed, seed>>1)), workload: workload,
-		redis: redistest.Start(t, "--appendonly", "yes", "--appendfsync", "always")}
+		redis: redistest.StartClocked(t, "--appendonly", "yes", "--appendfsync", "always"), clock: clockStart}
+	r.redis.ShiftClock(r.clock)
 	for range workers {
 		p, err := newProxy(r.redis.Addr)
 		require.NoError(t, err)
@@ -403,6 +431,11 @@ schedule:
 		assert.Equal(t, st.accepted, st.value, "oracle A: every accepted write is one increment")
 	}
 
+	// Oracle T: tokens only grow: an acquisition that began after another
+	// had returned its token drew a larger one, through data losses and a
+	// clock stepped back (tokenlib.lua's floors).
+	tokensGrow(t, intervals)
+
 	// Oracle B: overlaps between processes. An overlap is inherent only
 	// when one side is a holder that could not know better: paused through
 	// its lease, or holding when Redis forgot its lock (key deleted, data
@@ -516,6 +549,9 @@ schedule:
 	// its leave's reply lost) keeps its record, and the queue's keys their
 	// TTL, for its alive window, max(WatchdogTimeout, 3 × RepollInterval):
 	// longer than a TTL.
+	// The clock set to the workers' (forward, never back: see clockLowest),
+	// so that no key outlives its TTL for a clock stepped back.
+	r.redis.ShiftClock(0)
 	wait := timeout
 	if workload == "priority" {
 		wait = max(timeout, 3*repoll)
@@ -690,12 +726,16 @@ func (r *run) blame(x interval) (event, bool) {
 		switch {
 		case ev.name == "pause-holder" && ev.worker == processOf(r.workload, x.Worker) && x.Sent <= ev.end && x.End >= ev.start:
 			return ev, true
-		case (ev.name == "delete-key" || ev.name == "data-loss" || ev.name == "force-unlock") && x.Sent <= ev.end && x.End >= ev.start:
+		case slices.Contains(forgets, ev.name) && x.Sent <= ev.end && x.End >= ev.start:
 			return ev, true
 		}
 	}
 	return event{}, false
 }
+
+// forgets are the faults by which Redis drops a held lock behind its
+// holder's back.
+var forgets = []string{"delete-key", "data-loss", "force-unlock", "clock-forward", "clock-back-data-loss"}
 
 func (r *run) explained(x interval) bool {
 	_, ok := r.blame(x)
@@ -757,4 +797,37 @@ func (r *run) writeTrace(dir string, intervals []interval, ops []op, lost, voide
 	for _, at := range voided {
 		t.line(at, 0, "voided")
 	}
+}
+
+// tokensGrow is oracle T: for the fenced lock and the election, whose
+// intervals carry tokens, every interval whose acquire was sent after
+// another's had returned drew a larger token.
+func tokensGrow(t *testing.T, intervals []interval) {
+	var fenced []interval
+	for _, x := range intervals {
+		if x.Token > 0 {
+			fenced = append(fenced, x)
+		}
+	}
+	if len(fenced) == 0 {
+		return
+	}
+	byStart := slices.SortedFunc(slices.Values(fenced), func(a, b interval) int { return cmp.Compare(a.Start, b.Start) })
+	bySent := slices.SortedFunc(slices.Values(fenced), func(a, b interval) int { return cmp.Compare(a.Sent, b.Sent) })
+	var before interval // the largest token among those returned so far
+	i, back := 0, 0
+	for _, x := range bySent {
+		for ; i < len(byStart) && byStart[i].Start < x.Sent; i++ {
+			if byStart[i].Token > before.Token {
+				before = byStart[i]
+			}
+		}
+		if before.Token >= x.Token {
+			back++
+			if back <= 3 {
+				t.Errorf("oracle T: token %d drawn after token %d had been: %+v after %+v", x.Token, before.Token, x, before)
+			}
+		}
+	}
+	t.Logf("oracle T: %d tokens, %d drawn at or below one drawn before", len(fenced), back)
 }

@@ -12,10 +12,14 @@
 // same order ("ordered"), a permit-expirable semaphore, latch
 // rounds, an election (campaign, resign; its term fences the store as the
 // fenced lock's token does), and, only when named (RELOCK_CHAOS_WORKLOADS=herd), the herd: the
-// plain lock with 16 processes, most of them waiting at any time. Faults include a force unlock and a partition of the
-// holder whose renewal replies first come late.
+// plain lock with 16 processes, most of them waiting at any time. Faults include a force unlock, a partition of the
+// holder whose renewal replies first come late, and Redis's wall clock
+// jumping forward or stepping back (alone, or as Redis comes back without
+// its data), through redistest.StartClocked.
 //
-// Oracles: A, a fencing-checking store that refuses stale tokens and detects
+// Oracles: T, for the fenced lock and the election, tokens only grow: an
+// acquisition begun after another returned drew a larger token, through
+// data losses and clocks stepped back; A, a fencing-checking store that refuses stale tokens and detects
 // lost or duplicated increments (strict for the fenced lock and the
 // election; for the others
 // only without the inherent faults); B, an overlap detector over the

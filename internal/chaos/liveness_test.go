@@ -29,6 +29,12 @@ var aftermath = map[string]time.Duration{
 	"kill-restart-redis": timeout,
 	"reset":              timeout,
 	"client-kill":        timeout,
+	// A clock moved forward frees a lock without a wake-up, as a deleted
+	// key does; one stepped back keeps every key it finds up to 2 TTLs
+	// longer (a hold left unrenewed lives up to 3 TTLs).
+	"clock-forward":        timeout,
+	"clock-back":           3 * timeout,
+	"clock-back-data-loss": 3 * timeout,
 }
 
 // aftermath is the aftermath of fault name in this run's workload. A fair
@@ -38,7 +44,7 @@ var aftermath = map[string]time.Duration{
 // or take their turn may each be a re-poll away.
 func (r *run) aftermath(name string) time.Duration {
 	d := aftermath[name]
-	if (r.workload == "fair" || r.workload == "priority") && (name == "data-loss" || name == "delete-key") {
+	if (r.workload == "fair" || r.workload == "priority") && slices.Contains(forgets, name) {
 		d = max(d, repoll)
 	}
 	return d

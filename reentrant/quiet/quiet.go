@@ -33,7 +33,9 @@ import (
 )
 
 // Lock is the plain lock name with a quiet period. It is safe for
-// concurrent use; holds are reentrant, as the plain lock's.
+// concurrent use; holds are reentrant, as the plain lock's, and counted
+// by the Lock that gave them: release each through the Lock that took it
+// (one Lock per name and Client, as one handle serves a program).
 type Lock struct {
 	rt    addon.Runtime
 	ok    bool

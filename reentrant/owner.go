@@ -105,3 +105,12 @@ func zeroOwner(ctx context.Context) bool {
 	o, ok := ownerOf(ctx)
 	return ok && o.IsZero()
 }
+
+// holderField reads a lock hash's field: the owner that holds the lock,
+// and whether as a read-write lock's writer ("<owner>:write"); ok is
+// false for a field that names no owner.
+func holderField(f string) (owner string, write, ok bool) {
+	owner, write = strings.CutSuffix(f, ":write")
+	_, err := ParseOwner(owner)
+	return owner, write, err == nil
+}

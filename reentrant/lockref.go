@@ -51,10 +51,6 @@ func (l *lockRef) publish() scripts.Publish {
 	return l.c.publish
 }
 
-func (l *lockRef) notAcquired() error {
-	return fmt.Errorf("relock: lock %q: %w", l.name, ErrNotAcquired)
-}
-
 // check returns the first reason the handle cannot be used with ctx.
 func (l *lockRef) check(ctx context.Context, err error) error {
 	switch {

@@ -15,7 +15,9 @@
 // milliseconds, a crashed one within a watchdog timeout.
 //
 // The package is a Go module of its own, so that client-go never enters
-// relock's main module.
+// relock's main module. It runs its scripts through relock's internal
+// add-on seam (reentrant/internal/addon), which is no API: use it with
+// the relock release it was released with, in lockstep.
 package kube
 
 import (

@@ -1,8 +1,15 @@
 // Package addon is the seam between a reentrant.Client and the add-ons
-// built on it (reentrant/election, reentrant/events): what they run their
-// scripts through and how they announce, so that a Client's promises
-// (replica sync, no publishing for a user without channel rights, Close
-// ending everything it started) hold for them as for a Lock.
+// built on it (reentrant/election, reentrant/events, reentrant/fence,
+// reentrant/quiet, reentrant/election/kube): what they run their scripts
+// through and how they announce, so that a Client's promises (replica
+// sync, no publishing for a user without channel rights, Close ending
+// everything it started) hold for them as for a Lock.
+//
+// The rule for an add-on: one that needs the seam lives under reentrant/
+// (Go lets nothing else import it); one that pulls a heavy dependency is a
+// module of its own there (the kube module, for client-go), and since the
+// seam is no API, such a module builds only against the relock it sits
+// beside and is released in lockstep with it.
 //
 // Package reentrant fills in Of when it is loaded. It is a variable, not
 // a method of Client, so that users, who cannot import this package, get

@@ -25,6 +25,7 @@ func init() {
 			Logger:  c.opts.Logger,
 			Guard:   c.holds.guard,
 			Key:     c.key,
+			Fail:    redisError,
 			WithToken: func(ctx context.Context, token int64) context.Context {
 				return context.WithValue(ctx, tokenKey{}, token)
 			},

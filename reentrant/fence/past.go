@@ -66,7 +66,7 @@ func TokenPast(held context.Context, c *reentrant.Client, name string, past int6
 	case stopped != nil:
 		return nil, fmt.Errorf("relock: fence: a token for %q past %d: %w (after %w)", name, past, stopped, err)
 	case err != nil:
-		return nil, fmt.Errorf("relock: fence: a token for %q past %d: %w", name, past, err)
+		return nil, rt.Fail(fmt.Sprintf("fence: a token past %d for", past), name, err)
 	case !holds:
 		return nil, fmt.Errorf("relock: fence: a token for %q past %d: %w", name, past, reentrant.ErrNotHeld)
 	}

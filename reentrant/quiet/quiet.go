@@ -118,10 +118,8 @@ func (q *Lock) settle(held context.Context, may bool) (context.Context, error) {
 			err = errQuiet
 		case err == nil:
 			err = q.sleep(held, wait)
-		case scripts.IsWrongType(err):
-			err = fmt.Errorf("relock: quiet lock %q: %w (%w)", q.lock.Name(), reentrant.ErrWrongType, scripts.Tidy(err))
 		default:
-			err = fmt.Errorf("relock: quiet lock %q: %w", q.lock.Name(), err)
+			err = q.rt.Fail("quiet lock", q.lock.Name(), err)
 		}
 		if err != nil {
 			_ = q.lock.Unlock(held)

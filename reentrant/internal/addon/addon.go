@@ -48,6 +48,10 @@ type Runtime struct {
 	Guard *callback.Guard
 	// Key maps a name to its key (Options.NameMapper).
 	Key func(name string) string
+	// Fail is how the Client words a failed script of op on name: relock's
+	// sentinels for a key of another type, a right the Redis user lacks, a
+	// closed client, and one "relock:" prefix.
+	Fail func(op, name string, err error) error
 	// WithToken returns ctx carrying token as a fenced lock's token, as
 	// reentrant.TokenFrom reads it.
 	WithToken func(ctx context.Context, token int64) context.Context

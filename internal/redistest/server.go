@@ -43,13 +43,19 @@ func Binary(t testing.TB) string {
 	}
 	path, err := exec.LookPath(name)
 	if err != nil {
-		hint := fmt.Sprintf(installHint, name)
-		if os.Getenv(RequireEnv) == "1" {
-			t.Fatalf("%s (%s=1 makes this a failure)", hint, RequireEnv)
-		}
-		t.Skip(hint)
+		missing(t, fmt.Sprintf(installHint, name))
 	}
 	return path
+}
+
+// missing skips the test with hint, or fails it when RELOCK_REQUIRE_REDIS=1:
+// what a test does when something a real-server test needs is absent.
+func missing(t testing.TB, hint string) {
+	t.Helper()
+	if os.Getenv(RequireEnv) == "1" {
+		t.Fatalf("%s (%s=1 makes this a failure)", hint, RequireEnv)
+	}
+	t.Skip(hint)
 }
 
 // Server is one redis-server process owned by a test.

@@ -82,6 +82,17 @@ func (l *Lock) Key() string {
 // on another of the client's connections. The wait options (NoWait,
 // WaitAtMost, RetryCount) make it give up with ErrNotAcquired instead.
 //
+// How promptly: at once, but for a plain or non-reentrant lock's attempt
+// sent alone. A call the client makes while it has no other in flight goes
+// synchronously on a connection of its own (rueidis's fastest path, which
+// its shared connections leave for good once they have served two calls
+// at once); on a rueidis client wrapped in a type of the caller's (hooks,
+// tracing), every call takes the wrapper's Do instead. Such an attempt
+// ends at ctx's deadline, which is its socket's; cancelled before, its
+// connection is closed under it, and Lock returns when its reply comes or
+// rueidis has closed the socket, within a second while Redis is silent.
+// What the cut attempt may have taken is given back once Redis answers.
+//
 // A waiting Lock rides out a failover or restart: a server that cannot run
 // scripts for now (LOADING, READONLY, ...) is tried again after a backoff,
 // and an attempt lost with its connection is undone (its hold, if it took
@@ -116,7 +127,8 @@ func (l *Lock) TryLock(ctx context.Context, opts ...LockOption) (held context.Co
 // returned. The last hold deletes the key and wakes a waiter; holds that
 // remain keep their TTL. The newest acquisition's held context is
 // cancelled. It blocks until Redis answers, for at most 10 s, whatever
-// ctx's deadline.
+// ctx's deadline or cancellation (a release sent alone has that deadline
+// on its socket; see Lock).
 //
 // What its result says of the work done under the lock:
 //   - nil: the hold was given back; the work ran under the lock, unless

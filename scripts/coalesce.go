@@ -66,10 +66,14 @@ const maxCoalesced = 64
 // the refused calls are sent one by one (the refusal ran nothing), and
 // from then on only calls in one slot go together, as the watchdog's
 // renewals do.
+//
+// A call of its own (alone on its line, or any script not coalesced) goes
+// on a lone wire when one is free: see loneWires.
 type Coalescer struct {
 	client    rueidis.Client
 	spanSlots atomic.Bool
 	lines     coalesce.Lines[line, call, rueidis.RedisResult]
+	lone      *loneWires // nil on a cluster client
 }
 
 // line is what calls must share to go together: the script, and the hash
@@ -85,6 +89,10 @@ type line struct {
 // with Close.
 func NewCoalescer(client rueidis.Client, cluster bool, closing context.Context, start func(func()) bool) *Coalescer {
 	co := &Coalescer{client: client}
+	if !cluster {
+		co.lone = newLoneWires(client)
+		context.AfterFunc(closing, co.lone.close)
+	}
 	co.spanSlots.Store(!cluster)
 	co.lines = coalesce.Lines[line, call, rueidis.RedisResult]{
 		Many:    co.many,
@@ -103,14 +111,14 @@ func (co *Coalescer) do(ctx context.Context, s *script, keys, args []string) rue
 		ln.slot = Slot(keys[0]) // a call's keys share its slot
 	}
 	return co.lines.Do(ctx, ln, call{keys: keys, args: args}, func(ctx context.Context, cl call) rueidis.RedisResult {
-		return s.execOne(ctx, Conn{Client: co.client}, cl.keys, cl.args)
+		return s.execOne(ctx, Conn{Client: co.client, Coalesce: co}, cl.keys, cl.args)
 	})
 }
 
 // many sends calls as one call of ln's script for many, and returns each
 // call's reply, or the one error every call then shares.
 func (co *Coalescer) many(ctx context.Context, ln line, calls []call) []rueidis.RedisResult {
-	c := Conn{Client: co.client}
+	c := Conn{Client: co.client, Coalesce: co}
 	if len(calls) == 1 {
 		return []rueidis.RedisResult{ln.s.execOne(ctx, c, calls[0].keys, calls[0].args)}
 	}

@@ -55,11 +55,22 @@ func (s *script) exec(ctx context.Context, c Conn, keys, args []string) (r rueid
 
 // execOne runs the script once, as a call of its own.
 func (s *script) execOne(ctx context.Context, c Conn, keys, args []string) rueidis.RedisResult {
-	r := c.Do(ctx, s.evalsha(c, keys, args))
+	r := c.one(ctx, s.evalsha(c, keys, args))
 	if isNoScript(r.Error()) {
-		r = c.Do(ctx, s.eval(c, keys, args))
+		r = c.one(ctx, s.eval(c, keys, args))
 	}
 	return r
+}
+
+// one sends a call of its own: on a lone wire when one is free (see
+// loneWires), else on the client's shared connections.
+func (c Conn) one(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	if c.Coalesce != nil {
+		if r, ok := c.Coalesce.lone.do(ctx, cmd); ok {
+			return r
+		}
+	}
+	return c.Do(ctx, cmd)
 }
 
 // call is one run of a script in a pipeline.

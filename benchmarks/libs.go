@@ -37,12 +37,15 @@ type lib struct {
 var libs = []lib{
 	{name: "relock", config: "defaults (watchdog 30s, pub/sub wake-ups)", connect: newRelock},
 	{name: "relock, AlwaysPipelining", config: "the same, on a rueidis client with AlwaysPipelining", connect: newRelockPipelining},
+	{name: "relock, wrapped client", config: "the same, on a rueidis client wrapped in a type of the user's (as hooks or tracing do): no lone wires, every call on the client's shared connections", connect: newRelockWrapped},
 	{name: "relock, FairLock", config: "FairLock, defaults: waiters served in arrival order", connect: newRelockFair},
 	{name: "relock, PriorityLock", config: "PriorityLock, defaults, every waiter at priority 0: served in arrival order", connect: newRelockPriority},
 	{name: "relock, GroupLock", config: "GroupLock, defaults: each lock name a value of one group, bench:group", connect: newRelockGroup},
 	{name: "rueidislock", config: "KeyMajority 1, NoLoopTracking", connect: newRueidislock},
 	{name: "redsync", config: "default delays, unlimited tries", connect: newRedsync},
 	{name: "bsm/redislock", config: "LinearBackoff(10ms), TTL 30s", connect: newRedislock},
+	{name: "redsync, AutoPipeline", config: "as redsync, on go-redis's AutoPipeline() client (experimental in v9.23)", connect: newRedsyncAuto},
+	{name: "bsm/redislock, AutoPipeline", config: "as bsm/redislock, on go-redis's AutoPipeline() client (experimental in v9.23)", connect: newRedislockAuto},
 	{name: "floor: no-op pair, rueidis", config: "two EVALSHA of `return 1` per pair on a rueidis client: no lock", connect: newRueidisFloor, floor: true},
 	{name: "floor: no-op pair, go-redis", config: "two EVALSHA of `return 1` per pair on a go-redis client: no lock", connect: newGoredisFloor, floor: true},
 	{name: "floor: relock's scripts", config: "relock's lock and release scripts, with the keys and arguments its Client sends uncontended, run bare through its coalescer on a rueidis client: what they cost, without relock's Client (holds, watchdog, contexts, waiting)", connect: newRelockScripts, floor: true},
@@ -128,6 +131,25 @@ func newRelockPipelining(addr string) (locker, error) {
 	return relockLocker{rdb: rdb, c: c}, nil
 }
 
+// newRelockWrapped is relock on a rueidis client wrapped in a type of the
+// caller's, as rueidishook or a tracing wrapper does: relock then sends
+// every call through the wrapper, on the shared connections.
+func newRelockWrapped(addr string) (locker, error) {
+	rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+	if err != nil {
+		return nil, err
+	}
+	c, err := reentrant.New(wrapped{rdb}, reentrant.Options{})
+	if err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	return relockLocker{rdb: rdb, c: c}, nil
+}
+
+// wrapped is a user's wrapper of a rueidis client that changes nothing.
+type wrapped struct{ rueidis.Client }
+
 // relockClient returns a relock Client with default options on its own
 // rueidis client.
 func relockClient(addr string) (rueidis.Client, *reentrant.Client, error) {
@@ -197,6 +219,18 @@ func newRedsync(addr string) (locker, error) {
 	return redsyncLocker{client, redsync.New(redsyncgoredis.NewPool(client))}, nil
 }
 
+// newRedsyncAuto is redsync on go-redis's AutoPipeliner, which batches the
+// commands of concurrent callers on a few connections, as rueidis does.
+func newRedsyncAuto(addr string) (locker, error) {
+	client := goredis.NewClient(&goredis.Options{Addr: addr})
+	ap, err := client.AutoPipeline()
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	return redsyncLocker{client, redsync.New(redsyncgoredis.NewPool(ap))}, nil
+}
+
 func (r redsyncLocker) lock(ctx context.Context, name string) (func() error, error) {
 	m := r.rs.NewMutex(name, redsync.WithTries(math.MaxInt32))
 	if err := m.LockContext(ctx); err != nil {
@@ -215,6 +249,17 @@ type redisLocker struct {
 func newRedislock(addr string) (locker, error) {
 	client := goredis.NewClient(&goredis.Options{Addr: addr})
 	return redisLocker{client, redislock.New(client)}, nil
+}
+
+// newRedislockAuto is bsm/redislock on go-redis's AutoPipeliner.
+func newRedislockAuto(addr string) (locker, error) {
+	client := goredis.NewClient(&goredis.Options{Addr: addr})
+	ap, err := client.AutoPipeline()
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	return redisLocker{client, redislock.New(ap)}, nil
 }
 
 func (r redisLocker) lock(ctx context.Context, name string) (func() error, error) {

@@ -24,15 +24,18 @@ func main() {
 	acqs := flag.Int("handoff", 1000, "acquisitions per forced-handoff run")
 	crowdSize := flag.Int("crowd", 1000, "waiters in the crowd")
 	limit := flag.Duration("handoff-limit", 20*time.Second, "longest forced-handoff run")
-	only := flag.String("only", "", "run just this library")
+	only := flag.String("only", "", "run just these libraries (names separated by semicolons: some names hold commas)")
 	keep := flag.Duration("watchdog", 0, "instead of the other scenarios, hold 10,000 locks and measure keeping them alive over this window")
 	syncs := flag.Bool("synchronizers", false, "instead of the other scenarios, measure semaphores beside the lock, and rate limiters")
 	herd := flag.String("herd", "", "instead of the other scenarios, run the forced handoff with each of these numbers of waiting clients (comma-separated, e.g. 8,64,256)")
+	states := flag.String("state", "cold,warm", `the client states scenarios 1 and 2 run in (comma-separated): "cold", a client that never saw two calls at once; "warm", the same client after a burst of 64 goroutines' pairs on it (warmBurst), as a service's client is`)
 	ctxKinds := flag.String("ctx", "background,cancel,deadline", `the contexts scenarios 1 and 2 pass to every call, each its own scenario (comma-separated): "background", context.Background(); "cancel", one that can be cancelled and has no deadline, as a net/http request's; "deadline", one with a deadline as well`)
 	raw := flag.String("raw", "", "also write every round's figures to this file (JSON), for -merge")
 	merge := flag.String("merge", "", "run nothing: print the tables of the rounds in these -raw files (comma-separated), taken together")
 	elect := flag.Bool("election", false, "instead of the other scenarios, measure an election's takeover (after Resign, after the leader died), relock's and, if installed, etcd's")
 	floor := flag.Bool("floor", false, "instead of the other scenarios, run scenarios 1 and 2 for relock, rueidislock and Redisson's own lock scripts")
+	waits := flag.Bool("waits", true, "also run scenarios 3 and 4 (the forced handoff and the crowd)")
+	awake := flag.Bool("awake", false, "keep every CPU out of its idle state while measuring: one spinning process per CPU at the lowest priority, as other work on a server does (on a VM an idle CPU wakes slowly, which then dominates a lone round trip)")
 	cpuProfile := flag.String("cpuprofile", "", "write the runner's CPU profile to this file")
 	memProfile := flag.String("memprofile", "", "write the runner's allocation profile to this file")
 	flag.Parse()
@@ -56,7 +59,8 @@ func main() {
 		libs = floorLibs()
 	}
 	if *only != "" {
-		libs = slices.DeleteFunc(libs, func(l lib) bool { return l.name != *only })
+		names := strings.Split(*only, ";")
+		libs = slices.DeleteFunc(libs, func(l lib) bool { return !slices.Contains(names, l.name) })
 	}
 
 	if *merge != "" {
@@ -66,6 +70,13 @@ func main() {
 		return
 	}
 
+	if *awake {
+		stop, err := keepAwake()
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer stop()
+	}
 	s, err := startRedis()
 	if err != nil {
 		log.Fatal(err)
@@ -115,16 +126,24 @@ func main() {
 		return
 	}
 
+	warmth, err := clientStates(*states)
+	if err != nil {
+		log.Fatal(err)
+	}
 	var scenarios []scenario
-	for _, k := range ctxs {
-		scenarios = append(scenarios, scenario{fmt.Sprintf("1. Uncontended: 1 goroutine, 1 key, %s ctx", k.name), "pair",
-			func(l lib) (result, error) { return uncontended(l, s, *pairs, k.make) }})
+	for _, w := range warmth {
+		for _, k := range ctxs {
+			scenarios = append(scenarios, scenario{fmt.Sprintf("1. Uncontended: 1 goroutine, 1 key, %s ctx, %s client", k.name, w.name), "pair",
+				func(l lib) (result, error) { return uncontended(l, s, *pairs, k.make, w.warm) }})
+		}
 	}
-	for _, k := range ctxs {
-		scenarios = append(scenarios, scenario{fmt.Sprintf("2. Parallel: 64 goroutines, one client, own keys, %s ctx", k.name), "pair",
-			func(l lib) (result, error) { return parallel(l, s, *par, k.make) }})
+	for _, w := range warmth {
+		for _, k := range ctxs {
+			scenarios = append(scenarios, scenario{fmt.Sprintf("2. Parallel: 64 goroutines, one client, own keys, %s ctx, %s client", k.name, w.name), "pair",
+				func(l lib) (result, error) { return parallel(l, s, *par, k.make, w.warm) }})
+		}
 	}
-	if !*floor { // Redisson's scripts alone cannot wait
+	if !*floor && *waits { // Redisson's scripts alone cannot wait
 		scenarios = append(scenarios,
 			scenario{"3. Forced handoff: 8 clients, one lock, 1 ms hold", "acquisition", func(l lib) (result, error) { return handoff(l, s, 8, *acqs, *limit) }},
 			scenario{fmt.Sprintf("4. Crowd: %s waiters on one lock across 4 clients", thousands(*crowdSize)), "acquisition", func(l lib) (result, error) { return crowd(l, s, *crowdSize, *limit) }})
@@ -167,6 +186,9 @@ func main() {
 	run := newRawRun(*rounds, ceil, libs)
 	run.Redis = s.version()
 	run.Platform = fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	if *awake {
+		run.Platform += ", kept awake (-awake)"
+	}
 	for i, sc := range scenarios {
 		run.Scenarios = append(run.Scenarios, rawScenario{Name: sc.name, Unit: sc.unit, Results: results[i]})
 	}

@@ -26,6 +26,26 @@ type ctxKind struct {
 	make func() (context.Context, context.CancelFunc)
 }
 
+// clientState is a client's state when scenarios 1 and 2 measure it.
+type clientState struct {
+	name string
+	warm bool
+}
+
+// clientStates parses -state.
+func clientStates(list string) ([]clientState, error) {
+	var states []clientState
+	for _, name := range strings.Split(list, ",") {
+		switch name {
+		case "cold", "warm":
+			states = append(states, clientState{name, name == "warm"})
+		default:
+			return nil, fmt.Errorf("-state %q: want cold or warm", name)
+		}
+	}
+	return states, nil
+}
+
 // contextKinds parses -ctx.
 func contextKinds(list string) ([]ctxKind, error) {
 	var kinds []ctxKind

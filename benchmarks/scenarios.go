@@ -26,13 +26,19 @@ func percentile(d []time.Duration, p float64) time.Duration {
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
 
 // uncontended: one goroutine, one key, acquire+release pairs, every call
-// on one ctx from callCtx.
-func uncontended(l lib, s *server, pairs int, callCtx func() (context.Context, context.CancelFunc)) (result, error) {
-	before := s.snapshot()
+// on one ctx from callCtx; warm: on a client that served a burst first.
+func uncontended(l lib, s *server, pairs int, callCtx func() (context.Context, context.CancelFunc), warm bool) (result, error) {
 	lk, err := l.connect(s.addr)
 	if err != nil {
 		return nil, err
 	}
+	if warm {
+		if err := warmBurst(lk); err != nil {
+			lk.close()
+			return nil, err
+		}
+	}
+	before := s.snapshot()
 	ctx, cancel := callCtx()
 	defer cancel()
 	lat := make([]time.Duration, 0, pairs)
@@ -62,6 +68,40 @@ func uncontended(l lib, s *server, pairs int, callCtx func() (context.Context, c
 	return res, nil
 }
 
+// warmBurst makes lk's client a service's: 64 goroutines each take and
+// give back locks of their own, at once, for 300 ms, as a service's
+// requests do between its lone calls. Clients that switch a connection to
+// pipelining on concurrent calls (rueidis) keep it so; pools (go-redis)
+// grow. The scenario then measures on the same client.
+func warmBurst(lk locker) error {
+	const goroutines, span = 64, 300 * time.Millisecond
+	stop := time.Now().Add(span)
+	errs := make(chan error, goroutines)
+	for g := range goroutines {
+		go func() {
+			name := fmt.Sprintf("bench:warm:%d", g)
+			for time.Now().Before(stop) {
+				unlock, err := lk.lock(context.Background(), name)
+				if err == nil {
+					err = unlock()
+				}
+				if err != nil {
+					errs <- fmt.Errorf("warming the client: %w", err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	var first error
+	for range goroutines {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
 // mallocs returns how many heap objects this process has allocated.
 func mallocs() uint64 {
 	var m runtime.MemStats
@@ -70,13 +110,19 @@ func mallocs() uint64 {
 }
 
 // parallel: 64 goroutines sharing one client, each with its own key and
-// its own ctx from callCtx.
-func parallel(l lib, s *server, d time.Duration, callCtx func() (context.Context, context.CancelFunc)) (result, error) {
-	before := s.snapshot()
+// its own ctx from callCtx; warm: on a client that served a burst first.
+func parallel(l lib, s *server, d time.Duration, callCtx func() (context.Context, context.CancelFunc), warm bool) (result, error) {
 	lk, err := l.connect(s.addr)
 	if err != nil {
 		return nil, err
 	}
+	if warm {
+		if err := warmBurst(lk); err != nil {
+			lk.close()
+			return nil, err
+		}
+	}
+	before := s.snapshot()
 	var pairs, errs atomic.Int64
 	var wg sync.WaitGroup
 	stop := time.Now().Add(d)

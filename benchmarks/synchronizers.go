@@ -189,13 +189,13 @@ func runSynchronizers(s *server, rounds, pairs int, par time.Duration, callCtx f
 	for round := 0; round < rounds; round++ {
 		for _, l := range semaphoreLibs {
 			s.do("FLUSHALL")
-			res, err := uncontended(l, s, pairs, callCtx)
+			res, err := uncontended(l, s, pairs, callCtx, false)
 			if err != nil {
 				return fmt.Errorf("uncontended %s: %w", l.name, err)
 			}
 			add("1 goroutine, 1 key: pairs/s", l.name, res)
 			s.do("FLUSHALL")
-			if res, err = parallel(l, s, par, callCtx); err != nil {
+			if res, err = parallel(l, s, par, callCtx, false); err != nil {
 				return fmt.Errorf("parallel %s: %w", l.name, err)
 			}
 			add("64 goroutines, own keys: pairs/s", l.name, res)

@@ -48,9 +48,20 @@ const loneWireAge = time.Minute
 
 // loneWire is one dedicated connection, or none yet.
 type loneWire struct {
-	dc   rueidis.DedicatedClient
-	born time.Time
+	dc    rueidis.DedicatedClient
+	born  time.Time
+	cut   func()   // dc.Close, made once per connection, not per call
+	uncut unCancel // the call's ctx without its cancellation, for rueidis
 }
+
+// unCancel is a ctx's values without its cancellation or deadline, which
+// rueidis runs synchronously: context.WithoutCancel's, kept in its wire
+// and used one call at a time, so that a call allocates none.
+type unCancel struct{ context.Context }
+
+func (unCancel) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (unCancel) Done() <-chan struct{}       { return nil }
+func (unCancel) Err() error                  { return nil }
 
 // newLoneWires returns the lone wires of client, or nil when it is not one
 // of rueidis's own standalone or sentinel clients: a cluster client
@@ -74,7 +85,7 @@ func (lw *loneWires) do(ctx context.Context, cmd rueidis.Completed) (rueidis.Red
 	}
 	if w.dc == nil {
 		w.dc, _ = lw.client.Dedicate()
-		w.born = time.Now()
+		w.born, w.cut = time.Now(), w.dc.Close
 	}
 	r, cut := w.run(ctx, cmd)
 	err := r.NonRedisError()
@@ -102,9 +113,11 @@ func (w *loneWire) run(ctx context.Context, cmd rueidis.Completed) (r rueidis.Re
 	}
 	sync := ctx
 	if _, ok := ctx.Deadline(); !ok {
-		sync = context.WithoutCancel(ctx)
+		w.uncut.Context = ctx
+		defer func() { w.uncut.Context = nil }()
+		sync = &w.uncut
 	}
-	stop := context.AfterFunc(ctx, w.dc.Close)
+	stop := context.AfterFunc(ctx, w.cut)
 	r = w.dc.Do(sync, cmd)
 	if !stop() {
 		return rueidis.NewErrorResult(ctx.Err()), true

@@ -48,7 +48,7 @@ func TestLoneCallsStaySynchronous(t *testing.T) {
 	s := redistest.Start(t)
 	var sync, piped atomic.Int32
 	c := wrappedClient(t, s, reentrant.Options{}, func(conn net.Conn) net.Conn {
-		return &writerOf{Conn: conn, marker: []byte("lone:"), sync: &sync, piped: &piped, stackScratch: make([]byte, 64<<10)}
+		return &writerOf{Conn: conn, marker: []byte("solo-probe:"), sync: &sync, piped: &piped, stackScratch: make([]byte, 64<<10)}
 	})
 	ctx, cancel := context.WithCancel(bg())
 	defer cancel()
@@ -59,7 +59,7 @@ func TestLoneCallsStaySynchronous(t *testing.T) {
 		"deadline":   func() (context.Context, context.CancelFunc) { return context.WithTimeout(bg(), time.Minute) },
 	}
 	for kind, mk := range kinds {
-		l := c.Lock("lone:" + kind)
+		l := c.Lock("solo-probe:" + kind)
 		for range 10 {
 			ctx, cancel := mk()
 			held, err := l.Lock(ctx)

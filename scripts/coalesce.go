@@ -68,7 +68,7 @@ const maxCoalesced = 64
 // renewals do.
 //
 // A call of its own (alone on its line, or any script not coalesced) goes
-// on a lone wire when one is free: see loneWires.
+// on the lone wire when the client has no other in flight: see loneWires.
 type Coalescer struct {
 	client    rueidis.Client
 	spanSlots atomic.Bool

@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
 )
 
-// loneWires serve the calls that find one free: a few connections of the
-// client's own pool (Dedicate), each serving one call at a time, on a ctx
-// that rueidis runs synchronously, so that they never pipeline.
+// loneWires sends a client's calls: one made while the client has no other
+// in flight goes on the lone wire, a connection of the client's own pool
+// (Dedicate) that serves nothing else, on a ctx that rueidis runs
+// synchronously, so that it never pipelines; the others go on the client's
+// shared connections, as before.
 //
 // Why: rueidis runs a call on its caller's goroutine (one write, one read)
 // only while the connection has never pipelined; two overlapping calls, or
@@ -20,33 +23,30 @@ import (
 // connection to its pipelining goroutines for good. A service's client
 // meets both within seconds of starting, and from then on a call made alone
 // pays two goroutine hand-offs each way (docs/benchmarks.md, warm client).
-// A crowd still goes through the shared connections: a call that finds no
-// lone wire free takes them, and pipelining (and the Coalescer) is what
-// serves it.
+// Concurrent calls are what pipelining (and the Coalescer) serve best: sent
+// synchronously on wires of their own, 64 goroutines' pairs cost Redis a
+// third more CPU each.
 //
 // A ctx that can end is heeded: ending, it closes the wire under the call,
-// which then returns ctx's error at once, its outcome unknown (the script
-// may have run), as a call cut short on a shared connection does.
+// which then returns ctx's error, its outcome unknown (the script may have
+// run), as a call cut short on a shared connection does.
 type loneWires struct {
-	client rueidis.Client
+	client   rueidis.Client
+	inflight atomic.Int32 // the client's calls in flight through do
+
 	mu     sync.Mutex
-	idle   []*loneWire
-	made   int  // wires handed out or idle, at most loneWireCount
-	closed bool // Close ran: wires coming back are given back to rueidis
+	w      loneWire // the lone wire; only the call alone uses it
+	using  bool     // a call is on w
+	closed bool     // close ran: w is closed, or will be when its call ends
 }
 
-// loneWireCount bounds a client's lone wires: about as many as calls a
-// service makes alone at once. More calls at once are a crowd, which the
-// shared connections serve better.
-const loneWireCount = 4
-
-// loneWireAge is how long a wire serves before it is given back and another
-// taken. rueidis pings an idle wire (ClientOption.Dialer.KeepAlive), and a
-// call that meets that ping would make the wire pipeline: a wire's life is
-// kept short, so that such a wire does not serve for long.
+// loneWireAge is how long the lone wire serves before it is closed and
+// another dedicated. rueidis pings an idle wire (ClientOption.Dialer.KeepAlive),
+// and a call that meets that ping would make the wire pipeline: a wire's
+// life is kept short, so that such a wire does not serve for long.
 const loneWireAge = time.Minute
 
-// loneWire is one dedicated connection, or none yet.
+// loneWire is the dedicated connection, or none yet.
 type loneWire struct {
 	dc    rueidis.DedicatedClient
 	born  time.Time
@@ -63,7 +63,7 @@ func (unCancel) Deadline() (time.Time, bool) { return time.Time{}, false }
 func (unCancel) Done() <-chan struct{}       { return nil }
 func (unCancel) Err() error                  { return nil }
 
-// newLoneWires returns the lone wires of client, or nil when it is not one
+// newLoneWires returns how client's calls go, or nil when it is not one
 // of rueidis's own standalone or sentinel clients: a cluster client
 // dedicates a wire to one slot, and a client wrapped by the user (hooks,
 // tracing, a test's faults) would see its Do bypassed.
@@ -75,25 +75,43 @@ func newLoneWires(client rueidis.Client) *loneWires {
 	return nil
 }
 
-// do runs cmd on a lone wire, and reports false when none was free, or the
-// one taken was found closed before cmd went out: cmd was not sent, and
-// goes on the shared connections.
-func (lw *loneWires) do(ctx context.Context, cmd rueidis.Completed) (rueidis.RedisResult, bool) {
-	w := lw.take()
-	if w == nil {
+// do sends cmd: on the lone wire if no other call is in flight, else on
+// the client's shared connections.
+func (lw *loneWires) do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	defer lw.inflight.Add(-1)
+	if lw.inflight.Add(1) == 1 {
+		if r, ok := lw.alone(ctx, cmd); ok {
+			return r
+		}
+	}
+	return lw.client.Do(ctx, cmd)
+}
+
+// alone sends cmd on the lone wire, dedicated on first use, and reports
+// false when Close ran, or the wire was found closed before cmd went out:
+// cmd was not sent.
+func (lw *loneWires) alone(ctx context.Context, cmd rueidis.Completed) (rueidis.RedisResult, bool) {
+	lw.mu.Lock()
+	if lw.closed {
+		lw.mu.Unlock()
 		return rueidis.RedisResult{}, false
 	}
+	lw.using = true
+	lw.mu.Unlock()
+	w := &lw.w
 	if w.dc == nil {
 		w.dc, _ = lw.client.Dedicate()
 		w.born, w.cut = time.Now(), w.dc.Close
 	}
 	r, cut := w.run(ctx, cmd)
 	err := r.NonRedisError()
-	if cut || err != nil || time.Since(w.born) > loneWireAge {
-		w.dc.Close() // closed or broken, or old: never used again
+	lw.mu.Lock()
+	lw.using = false
+	if cut || err != nil || lw.closed || time.Since(w.born) > loneWireAge {
+		w.dc.Close() // closed or broken, old, or the client closed: never used again
 		w.dc = nil
 	}
-	lw.put(w)
+	lw.mu.Unlock()
 	if errors.Is(err, rueidis.ErrClosing) || errors.Is(err, rueidis.ErrDedicatedClientRecycled) {
 		return rueidis.RedisResult{}, false // the wire was closed before cmd was written
 	}
@@ -125,53 +143,16 @@ func (w *loneWire) run(ctx context.Context, cmd rueidis.Completed) (r rueidis.Re
 	return r, false
 }
 
-// take returns a free wire, made on first use, or nil when every wire is
-// busy or Close ran.
-func (lw *loneWires) take() *loneWire {
-	if lw == nil {
-		return nil
-	}
-	lw.mu.Lock()
-	defer lw.mu.Unlock()
-	if n := len(lw.idle); n > 0 {
-		w := lw.idle[n-1]
-		lw.idle = lw.idle[:n-1]
-		return w
-	}
-	if lw.closed || lw.made == loneWireCount {
-		return nil
-	}
-	lw.made++
-	return &loneWire{}
-}
-
-// put makes w free again; after Close, it gives w's connection back.
-func (lw *loneWires) put(w *loneWire) {
-	lw.mu.Lock()
-	closed := lw.closed
-	if !closed {
-		lw.idle = append(lw.idle, w)
-	}
-	lw.mu.Unlock()
-	if closed && w.dc != nil {
-		w.dc.Close()
-	}
-}
-
-// close gives the idle wires' connections back (closed: rueidis's pool
-// would keep them, one at a time, for its blocking commands); a wire in use
-// is given back when its call ends.
+// close closes the lone wire, now or, if a call is on it, when that ends.
 func (lw *loneWires) close() {
 	if lw == nil {
 		return
 	}
 	lw.mu.Lock()
-	idle := lw.idle
-	lw.idle, lw.closed = nil, true
-	lw.mu.Unlock()
-	for _, w := range idle {
-		if w.dc != nil {
-			w.dc.Close()
-		}
+	defer lw.mu.Unlock()
+	lw.closed = true
+	if !lw.using && lw.w.dc != nil {
+		lw.w.dc.Close()
+		lw.w.dc = nil
 	}
 }

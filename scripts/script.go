@@ -62,13 +62,11 @@ func (s *script) execOne(ctx context.Context, c Conn, keys, args []string) rueid
 	return r
 }
 
-// one sends a call of its own: on a lone wire when one is free (see
-// loneWires), else on the client's shared connections.
+// one sends a call of its own: on the lone wire when the client has no
+// other call in flight (see loneWires), else on its shared connections.
 func (c Conn) one(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
-	if c.Coalesce != nil {
-		if r, ok := c.Coalesce.lone.do(ctx, cmd); ok {
-			return r
-		}
+	if c.Coalesce != nil && c.Coalesce.lone != nil {
+		return c.Coalesce.lone.do(ctx, cmd)
 	}
 	return c.Do(ctx, cmd)
 }

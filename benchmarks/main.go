@@ -34,7 +34,7 @@ func main() {
 	merge := flag.String("merge", "", "run nothing: print the tables of the rounds in these -raw files (comma-separated), taken together")
 	elect := flag.Bool("election", false, "instead of the other scenarios, measure an election's takeover (after Resign, after the leader died), relock's and, if installed, etcd's")
 	floor := flag.Bool("floor", false, "instead of the other scenarios, run scenarios 1 and 2 for relock, rueidislock and Redisson's own lock scripts")
-	waits := flag.Bool("waits", true, "also run scenarios 3 and 4 (the forced handoff and the crowd)")
+	which := flag.String("scenarios", "1,2,3,4", "the scenarios to run (comma-separated numbers): 1 uncontended, 2 parallel, 3 forced handoff, 4 crowd")
 	awake := flag.Bool("awake", false, "keep every CPU out of its idle state while measuring: one spinning process per CPU at the lowest priority, as other work on a server does (on a VM an idle CPU wakes slowly, which then dominates a lone round trip)")
 	cpuProfile := flag.String("cpuprofile", "", "write the runner's CPU profile to this file")
 	memProfile := flag.String("memprofile", "", "write the runner's allocation profile to this file")
@@ -130,23 +130,29 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	wanted := func(n string) bool { return slices.Contains(strings.Split(*which, ","), n) }
 	var scenarios []scenario
 	for _, w := range warmth {
 		for _, k := range ctxs {
-			scenarios = append(scenarios, scenario{fmt.Sprintf("1. Uncontended: 1 goroutine, 1 key, %s ctx, %s client", k.name, w.name), "pair",
-				func(l lib) (result, error) { return uncontended(l, s, *pairs, k.make, w.warm) }})
+			if wanted("1") {
+				scenarios = append(scenarios, scenario{fmt.Sprintf("1. Uncontended: 1 goroutine, 1 key, %s ctx, %s client", k.name, w.name), "pair",
+					func(l lib) (result, error) { return uncontended(l, s, *pairs, k.make, w.warm) }})
+			}
 		}
 	}
 	for _, w := range warmth {
 		for _, k := range ctxs {
-			scenarios = append(scenarios, scenario{fmt.Sprintf("2. Parallel: 64 goroutines, one client, own keys, %s ctx, %s client", k.name, w.name), "pair",
-				func(l lib) (result, error) { return parallel(l, s, *par, k.make, w.warm) }})
+			if wanted("2") {
+				scenarios = append(scenarios, scenario{fmt.Sprintf("2. Parallel: 64 goroutines, one client, own keys, %s ctx, %s client", k.name, w.name), "pair",
+					func(l lib) (result, error) { return parallel(l, s, *par, k.make, w.warm) }})
+			}
 		}
 	}
-	if !*floor && *waits { // Redisson's scripts alone cannot wait
-		scenarios = append(scenarios,
-			scenario{"3. Forced handoff: 8 clients, one lock, 1 ms hold", "acquisition", func(l lib) (result, error) { return handoff(l, s, 8, *acqs, *limit) }},
-			scenario{fmt.Sprintf("4. Crowd: %s waiters on one lock across 4 clients", thousands(*crowdSize)), "acquisition", func(l lib) (result, error) { return crowd(l, s, *crowdSize, *limit) }})
+	if !*floor && wanted("3") { // Redisson's scripts alone cannot wait
+		scenarios = append(scenarios, scenario{"3. Forced handoff: 8 clients, one lock, 1 ms hold", "acquisition", func(l lib) (result, error) { return handoff(l, s, 8, *acqs, *limit) }})
+	}
+	if !*floor && wanted("4") {
+		scenarios = append(scenarios, scenario{fmt.Sprintf("4. Crowd: %s waiters on one lock across 4 clients", thousands(*crowdSize)), "acquisition", func(l lib) (result, error) { return crowd(l, s, *crowdSize, *limit) }})
 	}
 	// results[scenario][lib][metric] = one value per round
 	results := make([]map[string]map[string][]float64, len(scenarios))

@@ -33,9 +33,9 @@ func (e env) deadlocks(args []string) int {
 	fs, conn := e.flags("deadlocks")
 	asJSON := fs.Bool("json", false, "print JSON")
 	asDot := fs.Bool("dot", false, "print the waits-for graph in Graphviz's DOT language, each cycle in red (relock deadlocks --dot | dot -Tsvg > waits.svg)")
-	rest, code, ok := e.parse(fs, args, 0)
-	if !ok {
-		return code
+	rest, end := e.parse(fs, args, 0)
+	if end != goOn {
+		return int(end)
 	}
 	if len(rest) != 0 {
 		return e.fail(exitUsage, "deadlocks takes no NAME")

@@ -47,9 +47,9 @@ func (e env) elect(args []string) int {
 	fs, conn := e.flags("elect")
 	f := &electFlags{}
 	f.register(fs)
-	rest, code, ok := e.parse(fs, args, 1)
-	if !ok {
-		return code
+	rest, end := e.parse(fs, args, 1)
+	if end != goOn {
+		return int(end)
 	}
 	if len(rest) > 1 && rest[1] == "--" {
 		rest = append(rest[:1], rest[2:]...)
@@ -74,7 +74,7 @@ func (e env) elect(args []string) int {
 	defer closeAll()
 	el := election.New(locks, name, election.Options{ProgressWithin: f.progress})
 	for {
-		code = e.leadOnce(el, name, argv, f, sigs)
+		code := e.leadOnce(el, name, argv, f, sigs)
 		if code != exitLost && code != exitStalled || !f.keep {
 			return code
 		}
@@ -121,9 +121,9 @@ func (e env) leader(args []string) int {
 	fs, conn := e.flags("leader")
 	watch := fs.Bool("watch", false, "print every change of leader until interrupted")
 	asJSON := fs.Bool("json", false, "print JSON: name, leading, value, owner, term, since, error (one object per line)")
-	rest, code, ok := e.parse(fs, args, 0)
-	if !ok {
-		return code
+	rest, end := e.parse(fs, args, 0)
+	if end != goOn {
+		return int(end)
 	}
 	if len(rest) != 1 {
 		return e.fail(exitUsage, "leader takes one NAME, not %d: %s", len(rest), strings.Join(rest, " "))

@@ -41,33 +41,40 @@ type env struct {
 // is, "--" first if it was there: a command's own arguments. code is the
 // exit code when ok is false: 0 for --help (its flags printed on stdout),
 // 2 for bad usage (why, on stderr), an empty NAME or PATTERN included.
-func (e env) parse(fs *flag.FlagSet, args []string, leading int) (pos []string, code int, ok bool) {
+func (e env) parse(fs *flag.FlagSet, args []string, leading int) (pos []string, end exit) {
 	for {
 		if err := fs.Parse(args); err != nil {
 			printed := fs.Output().(*strings.Builder).String()
 			if errors.Is(err, flag.ErrHelp) {
 				fmt.Fprint(e.stdout, printed)
-				return nil, exitOK, false
+				return nil, exit(exitOK)
 			}
 			fmt.Fprint(e.stderr, printed)
-			return nil, exitUsage, false
+			return nil, exit(exitUsage)
 		}
 		rest := fs.Args()
 		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
-			return append(append(pos, "--"), rest...), 0, true
+			return append(append(pos, "--"), rest...), goOn
 		}
 		if len(rest) == 0 {
-			return pos, 0, true
+			return pos, goOn
 		}
 		if leading > 0 && len(pos) == leading {
-			return append(pos, rest...), 0, true
+			return append(pos, rest...), goOn
 		}
 		if rest[0] == "" {
-			return nil, e.fail(exitUsage, "%s: an empty argument where NAME or PATTERN belongs", strings.TrimPrefix(fs.Name(), "relock ")), false
+			return nil, exit(e.fail(exitUsage, "%s: an empty argument where NAME or PATTERN belongs", strings.TrimPrefix(fs.Name(), "relock ")))
 		}
 		pos, args = append(pos, rest[0]), rest[1:]
 	}
 }
+
+// exit is how parsing a command's arguments ended: the command goes on
+// (goOn), or exits now with this code (a usage error, or --help).
+type exit int
+
+// goOn says the arguments were good: the command runs.
+const goOn exit = -1
 
 // fail prints a one-line reason and returns code.
 func (e env) fail(code int, format string, args ...any) int {

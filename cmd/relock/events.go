@@ -20,9 +20,9 @@ func (e env) events(args []string) int {
 	asJSON := fs.Bool("json", false, "print JSON: kind, key, holders, count, at, error (one object per line)")
 	enable := fs.Bool("enable-notifications", false, "add the keyspace notification flags the watch needs on the key's node (CONFIG SET), when missing")
 	unchecked := fs.Bool("unchecked", false, "do not check notify-keyspace-events (a server that refuses CONFIG)")
-	rest, code, ok := e.parse(fs, args, 0)
-	if !ok {
-		return code
+	rest, end := e.parse(fs, args, 0)
+	if end != goOn {
+		return int(end)
 	}
 	if len(rest) != 1 {
 		return e.fail(exitUsage, "events needs NAME")

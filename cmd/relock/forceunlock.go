@@ -11,9 +11,9 @@ import (
 func (e env) forceUnlock(args []string) int {
 	fs, conn := e.flags("force-unlock")
 	yes := fs.Bool("yes", false, "do not ask for confirmation")
-	rest, code, ok := e.parse(fs, args, 0)
-	if !ok {
-		return code
+	rest, end := e.parse(fs, args, 0)
+	if end != goOn {
+		return int(end)
 	}
 	if len(rest) != 1 {
 		return e.fail(exitUsage, "force-unlock needs one NAME")

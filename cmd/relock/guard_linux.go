@@ -82,13 +82,13 @@ func (c *guarded) wait() int {
 	return exitStatus(c.g.ProcessState)
 }
 
-// guardMain runs the guard when relock was started as one, and reports
-// whether it was.
-func guardMain(args []string) (int, bool) {
+// guardMain runs the guard when relock was started as one, and returns
+// its exit code; goOn when relock was not.
+func guardMain(args []string) exit {
 	if len(args) < 4 || args[0] != guardArg {
-		return 0, false
+		return goOn
 	}
-	return guard(args[1], args[2], args[3:]), true
+	return exit(guard(args[1], args[2], args[3:]))
 }
 
 const prSetChildSubreaper = 36

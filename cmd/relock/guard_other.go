@@ -15,4 +15,4 @@ func startCommand(cmd *exec.Cmd, _ string) (command, error) {
 }
 
 // guardMain is not used off Linux.
-func guardMain([]string) (int, bool) { return 0, false }
+func guardMain([]string) exit { return goOn }

@@ -96,9 +96,9 @@ func (e env) inspect(args []string) int {
 	asJSON := fs.Bool("json", false, "print JSON")
 	var values valueList
 	fs.Var(&values, "value", "of group lock NAME, show only value `V`'s holder (or that it is free); repeat for more. A value is stored as its hash")
-	rest, code, ok := e.parse(fs, args, 0)
-	if !ok {
-		return code
+	rest, end := e.parse(fs, args, 0)
+	if end != goOn {
+		return int(end)
 	}
 	if len(rest) != 1 {
 		return e.fail(exitUsage, "inspect needs one NAME")

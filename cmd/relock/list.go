@@ -16,9 +16,9 @@ import (
 func (e env) list(args []string) int {
 	fs, conn := e.flags("list")
 	asJSON := fs.Bool("json", false, "print JSON")
-	rest, code, ok := e.parse(fs, args, 0)
-	if !ok {
-		return code
+	rest, end := e.parse(fs, args, 0)
+	if end != goOn {
+		return int(end)
 	}
 	if len(rest) > 1 {
 		return e.fail(exitUsage, "list takes at most one PATTERN")

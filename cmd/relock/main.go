@@ -13,8 +13,8 @@ import (
 )
 
 func main() {
-	if code, ok := guardMain(os.Args[1:]); ok { // run's and elect's guard (guard_linux.go)
-		os.Exit(code)
+	if end := guardMain(os.Args[1:]); end != goOn { // run's and elect's guard (guard_linux.go)
+		os.Exit(int(end))
 	}
 	os.Exit(relock(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
@@ -27,9 +27,9 @@ func relock(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprint(stderr, usage)
 		return exitUsage
 	}
-	conn, args, code, ok := e.leadingConnFlags(args)
-	if !ok {
-		return code
+	conn, args, end := e.leadingConnFlags(args)
+	if end != goOn {
+		return int(end)
 	}
 	commands := map[string]func([]string) int{
 		"run":          e.run,
@@ -62,21 +62,21 @@ func relock(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 // command (relock --url URL list), as git and kubectl users write them,
 // and returns them and the rest, the command first. Only connection flags
 // may come there: a lock flag belongs to run or hold.
-func (e env) leadingConnFlags(args []string) (conn, rest []string, code int, ok bool) {
+func (e env) leadingConnFlags(args []string) (conn, rest []string, end exit) {
 	if !strings.HasPrefix(args[0], "-") || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
-		return nil, args, 0, true
+		return nil, args, goOn
 	}
 	fs := flag.NewFlagSet("relock", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	newConnFlags(fs)
 	if err := fs.Parse(args); err != nil {
-		return nil, nil, e.fail(exitUsage, "%v before the command; only connection flags may come there (relock --help)", err), false
+		return nil, nil, exit(e.fail(exitUsage, "%v before the command; only connection flags may come there (relock --help)", err))
 	}
 	rest = fs.Args()
 	if len(rest) == 0 {
-		return nil, nil, e.fail(exitUsage, "connection flags, but no command (relock --help)"), false
+		return nil, nil, exit(e.fail(exitUsage, "connection flags, but no command (relock --help)"))
 	}
-	return args[:len(args)-len(rest)], rest, 0, true
+	return args[:len(args)-len(rest)], rest, goOn
 }
 
 const usage = `relock runs commands under Redisson-compatible Redis locks, and shows them.

@@ -229,24 +229,24 @@ func (v *valueList) Set(s string) error {
 
 // lockCommand parses the arguments of run or hold (leading: see parse).
 // ok is false after it printed why they are wrong; code is the exit code.
-func (e env) lockCommand(name string, args []string, leading int) (conn *connFlags, f *lockFlags, rest []string, code int, ok bool) {
+func (e env) lockCommand(name string, args []string, leading int) (conn *connFlags, f *lockFlags, rest []string, end exit) {
 	fs, conn := e.flags(name)
 	f = &lockFlags{}
 	f.register(fs, name == "run")
-	if rest, code, ok = e.parse(fs, args, leading); !ok {
-		return nil, nil, nil, code, false
+	if rest, end = e.parse(fs, args, leading); end != goOn {
+		return nil, nil, nil, end
 	}
 	f.permitsGiven, f.progressGiven = given(fs, "permits"), given(fs, "progress-within")
 	if err := f.check(); err != nil {
-		return nil, nil, nil, e.fail(exitUsage, "%v", err), false
+		return nil, nil, nil, exit(e.fail(exitUsage, "%v", err))
 	}
-	return conn, f, rest, 0, true
+	return conn, f, rest, goOn
 }
 
 func (e env) run(args []string) int {
-	conn, f, rest, code, ok := e.lockCommand("run", args, 1)
-	if !ok {
-		return code
+	conn, f, rest, end := e.lockCommand("run", args, 1)
+	if end != goOn {
+		return int(end)
 	}
 	if len(rest) > 1 && rest[1] == "--" {
 		rest = append(rest[:1], rest[2:]...)
@@ -263,9 +263,9 @@ func (e env) run(args []string) int {
 // SIGTERM), as etcdctl lock NAME does; it prints the owner on stdout once
 // it holds the lock.
 func (e env) hold(args []string) int {
-	conn, f, rest, code, ok := e.lockCommand("hold", args, 0)
-	if !ok {
-		return code
+	conn, f, rest, end := e.lockCommand("hold", args, 0)
+	if end != goOn {
+		return int(end)
 	}
 	if len(rest) != 1 {
 		return e.fail(exitUsage, "hold needs NAME")

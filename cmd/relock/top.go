@@ -52,9 +52,9 @@ type topTotals struct {
 // every --interval until interrupted, as top(1) does; --once prints one
 // frame, --json frames as JSON lines.
 func (e env) top(args []string) int {
-	f, conn, code, ok := e.topFlags(args)
-	if !ok {
-		return code
+	f, conn, end := e.topFlags(args)
+	if end != goOn {
+		return int(end)
 	}
 	locks, closeAll, err := conn.locks(e, reentrant.Options{Logger: e.log})
 	if err != nil {
@@ -85,31 +85,31 @@ type topFlags struct {
 
 // topFlags parses top's arguments; ok is false after it printed why they
 // are wrong, code then being the exit code.
-func (e env) topFlags(args []string) (f topFlags, conn *connFlags, code int, ok bool) {
+func (e env) topFlags(args []string) (f topFlags, conn *connFlags, end exit) {
 	fs, conn := e.flags("top")
 	fs.BoolVar(&f.once, "once", false, "print one frame and exit")
 	fs.BoolVar(&f.asJSON, "json", false, "print each frame as one line of JSON")
 	fs.DurationVar(&f.interval, "interval", time.Second, "time between frames")
 	fs.StringVar(&f.sortBy, "sort", "waiting", "order locks by waiting (clients waiting, most first), ttl (least left first) or name")
 	fs.IntVar(&f.limit, "limit", 50, "show at most this many locks: the most waited on, or with --sort name the first")
-	rest, code, ok := e.parse(fs, args, 0)
+	rest, end := e.parse(fs, args, 0)
 	switch {
-	case !ok:
-		return f, nil, code, false
+	case end != goOn:
+		return f, nil, end
 	case len(rest) > 1:
-		return f, nil, e.fail(exitUsage, "top takes at most one PATTERN"), false
+		return f, nil, exit(e.fail(exitUsage, "top takes at most one PATTERN"))
 	case !slices.Contains(sortOrders, f.sortBy):
-		return f, nil, e.fail(exitUsage, "--sort %q: it takes %s", f.sortBy, strings.Join(sortOrders, ", ")), false
+		return f, nil, exit(e.fail(exitUsage, "--sort %q: it takes %s", f.sortBy, strings.Join(sortOrders, ", ")))
 	case f.interval <= 0:
-		return f, nil, e.fail(exitUsage, "--interval %v: it must be positive", f.interval), false
+		return f, nil, exit(e.fail(exitUsage, "--interval %v: it must be positive", f.interval))
 	case f.limit <= 0:
-		return f, nil, e.fail(exitUsage, "--limit %d: it must be 1 or more", f.limit), false
+		return f, nil, exit(e.fail(exitUsage, "--limit %d: it must be 1 or more", f.limit))
 	}
 	f.pattern = "*"
 	if len(rest) == 1 {
 		f.pattern = rest[0]
 	}
-	return f, conn, 0, true
+	return f, conn, goOn
 }
 
 // topScreen is one run of top: what it reads, how it shows it, and the

@@ -83,6 +83,13 @@ type waker interface {
 	polling() waker
 }
 
+// sent is what sending returns when there is nothing to record, and
+// nothing what stands for a step that does nothing. They live beside the
+// waker, not in wakers.go: a plain lock's attempt runs them, and its walk
+// need not enter the other wakers' file for two empty functions.
+func sent(lockAttempt) {}
+func nothing()         {}
+
 // takesWhatIsGiven reports whether the call takes the lock straight from a
 // release that gives it (a plain lock's handoff, a queued lock's grant): it
 // waits, for an owner made for it; the watchdog keeps what it takes (a

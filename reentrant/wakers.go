@@ -28,9 +28,6 @@ func (quiet) sending(lockTry) func(lockAttempt)                    { return sent
 func (quiet) undo(ctx context.Context, t lockTry, r lockAttempt)   { t.undoHold(ctx, r) }
 func (quiet) polling() waker                                       { return retrying{} }
 
-func sent(lockAttempt) {}
-func nothing()         {}
-
 // announced is the waker of a lock whose releases publish on its kind's
 // channel for the waiting owner (a read-write lock's; RLock's on a client
 // without directed wakes).

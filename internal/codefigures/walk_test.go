@@ -3,6 +3,10 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,27 +90,111 @@ func walk(t *testing.T, bin, addr, kind string) []string {
 	if out, err := run.CombinedOutput(); err != nil {
 		t.Fatalf("walking %s: %v\n%s", kind, err, out)
 	}
-	out, err := exec.Command("go", "tool", "covdata", "func", "-i", counters).Output()
-	if err != nil {
-		t.Fatalf("reading the counters of %s: %v", kind, err)
+	blocks := filepath.Join(t.TempDir(), "blocks.txt")
+	if out, err := exec.Command("go", "tool", "covdata", "textfmt", "-i", counters, "-o", blocks).CombinedOutput(); err != nil {
+		t.Fatalf("reading the counters of %s: %v\n%s", kind, err, out)
 	}
+	entered, err := enteredFunctions(blocks)
+	if err != nil {
+		t.Fatalf("the walk of %s: %v", kind, err)
+	}
+	if len(entered) == 0 {
+		t.Fatalf("the walk of %s entered nothing", kind)
+	}
+	return entered
+}
+
+// enteredFunctions returns the functions of the module that a coverage
+// profile (covdata textfmt) counts a run of any block of, as "file: name",
+// sorted: a block, not a share of statements, so that a function with no
+// statements counts when it ran. A function literal's blocks are its
+// enclosing function's.
+func enteredFunctions(profile string) ([]string, error) {
+	data, err := os.ReadFile(profile)
+	if err != nil {
+		return nil, err
+	}
+	funcs := map[string][]funcSpan{} // by file
 	var entered []string
-	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) != 3 || f[2] == "0.0%" || !strings.HasPrefix(f[0], module) {
+		// path/file.go:line.col,line.col statements count
+		fields := strings.Fields(sc.Text())
+		if len(fields) != 3 || fields[2] == "0" || !strings.HasPrefix(fields[0], module) {
 			continue
 		}
-		file, _, _ := strings.Cut(strings.TrimPrefix(f[0], module), ":")
+		file, pos, _ := strings.Cut(strings.TrimPrefix(fields[0], module), ":")
 		if strings.HasPrefix(file, "internal/codefigures/") {
 			continue // the walk itself
 		}
-		entered = append(entered, file+": "+f[1])
+		var line, col int
+		if _, err := fmt.Sscanf(pos, "%d.%d,", &line, &col); err != nil {
+			return nil, fmt.Errorf("%s: %v", sc.Text(), err)
+		}
+		spans, ok := funcs[file]
+		if !ok {
+			if spans, err = functionSpans(file); err != nil {
+				return nil, err
+			}
+			funcs[file] = spans
+		}
+		for _, f := range spans {
+			if f.contains(line, col) {
+				entered = append(entered, file+": "+f.name)
+				break
+			}
+		}
 	}
-	if len(entered) == 0 {
-		t.Fatalf("the walk of %s entered nothing:\n%s", kind, out)
+	slices.Sort(entered)
+	return slices.Compact(entered), sc.Err()
+}
+
+// funcSpan is where a function declaration's text lies.
+type funcSpan struct {
+	name                       string
+	line, col, endLine, endCol int
+}
+
+func (f funcSpan) contains(line, col int) bool {
+	after := line > f.line || line == f.line && col >= f.col
+	before := line < f.endLine || line == f.endLine && col <= f.endCol
+	return after && before
+}
+
+// functionSpans returns the function declarations of the module's file,
+// named as covdata names them: "f", "T.m" or "*T.m".
+func functionSpans(file string) ([]funcSpan, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, filepath.Join("..", "..", file), nil, parser.SkipObjectResolution)
+	if err != nil {
+		return nil, err
 	}
-	return entered
+	var spans []funcSpan
+	for _, d := range f.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok {
+			continue
+		}
+		name := fd.Name.Name
+		if fd.Recv != nil && len(fd.Recv.List) == 1 {
+			recv, star := fd.Recv.List[0].Type, ""
+			if s, ok := recv.(*ast.StarExpr); ok {
+				recv, star = s.X, "*"
+			}
+			switch r := recv.(type) {
+			case *ast.IndexExpr:
+				recv = r.X
+			case *ast.IndexListExpr:
+				recv = r.X
+			}
+			if id, ok := recv.(*ast.Ident); ok {
+				name = star + id.Name + "." + name
+			}
+		}
+		start, end := fset.Position(fd.Pos()), fset.Position(fd.End())
+		spans = append(spans, funcSpan{name, start.Line, start.Column, end.Line, end.Column})
+	}
+	return spans, nil
 }
 
 // filesOf returns the files of entered, sorted.

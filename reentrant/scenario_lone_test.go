@@ -155,3 +155,32 @@ func TestLoneCallCutWhileRedisPaused(t *testing.T) {
 		require.NoError(t, c.Lock(name).Unlock(held))
 	}
 }
+
+// A lone wire whose server cannot run scripts for now (READONLY here: the
+// master demoted, its clients left connected) is closed, and the next call
+// alone dials another: after a failover, the client's pool is the new
+// master's, where a wire kept on the old one would be refused for good.
+func TestLoneWireLeavesAServerThatCannotRunScripts(t *testing.T) {
+	s, other := redistest.Start(t), redistest.Start(t)
+	var dials atomic.Int32
+	c := wrappedClient(t, s, reentrant.Options{}, func(conn net.Conn) net.Conn {
+		dials.Add(1)
+		return conn
+	})
+	l := c.Lock("solo-demoted")
+	held, err := l.Lock(bg())
+	require.NoError(t, err)
+	require.NoError(t, l.Unlock(held))
+	before := dials.Load()
+
+	host, port, _ := net.SplitHostPort(other.Addr)
+	require.NoError(t, s.Do("REPLICAOF", host, port).Error())
+	_, ok, err := l.TryLock(bg())
+	require.Error(t, err, "READONLY")
+	assert.False(t, ok)
+	require.NoError(t, s.Do("REPLICAOF", "NO", "ONE").Error())
+	held, err = l.Lock(bg())
+	require.NoError(t, err)
+	require.NoError(t, l.Unlock(held))
+	assert.Greater(t, dials.Load(), before, "a lone wire dialled again after READONLY")
+}

@@ -107,8 +107,12 @@ func (lw *loneWires) alone(ctx context.Context, cmd rueidis.Completed) (rueidis.
 	err := r.NonRedisError()
 	lw.mu.Lock()
 	lw.using = false
-	if cut || err != nil || lw.closed || time.Since(w.born) > loneWireAge {
-		w.dc.Close() // closed or broken, old, or the client closed: never used again
+	// A wire that broke, or that reaches a server which cannot run
+	// scripts for now, is closed and another dedicated next time: after
+	// a failover the client's pool is the new master's, and a wire kept
+	// on the old one (demoted, not killed) would be refused forever.
+	if cut || err != nil || IsUnavailable(r.Error()) || lw.closed || time.Since(w.born) > loneWireAge {
+		w.dc.Close()
 		w.dc = nil
 	}
 	lw.mu.Unlock()

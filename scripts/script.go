@@ -148,40 +148,6 @@ func isNoScript(err error) bool {
 	return ok && re.IsNoScript()
 }
 
-// IsReply reports whether err is an error reply from the server. Such a
-// script failed as a whole and changed nothing; any other error (a broken
-// connection, a timeout, a cancelled context) leaves unknown whether the
-// script ran.
-func IsReply(err error) bool {
-	var re *rueidis.RedisError
-	return errors.As(err, &re) && !re.IsNil()
-}
-
-// Answered reports whether the server answered a call that ended in err:
-// it succeeded, or it was refused for a reason that asking again does not
-// change (WRONGTYPE, NOPERM; not one IsUnavailable names).
-func Answered(err error) bool {
-	return err == nil || (IsReply(err) && !IsUnavailable(err))
-}
-
-// IsUnavailable reports whether err is a reply saying the server cannot run
-// scripts for now: it is loading its data (LOADING), it is a replica after a
-// failover (READONLY), its master is down (MASTERDOWN), the cluster is down
-// or moving a slot (CLUSTERDOWN, TRYAGAIN), or another script is running
-// too long (BUSY). The script did not run, and a later attempt may.
-func IsUnavailable(err error) bool {
-	var re *rueidis.RedisError
-	if !errors.As(err, &re) || re.IsNil() {
-		return false
-	}
-	for _, p := range []string{"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY "} {
-		if strings.HasPrefix(re.Error(), p) {
-			return true
-		}
-	}
-	return false
-}
-
 // NotSent reports whether err says the command never left the client: the
 // connection could not be dialled, or the call was cut short while it
 // queued behind others (see Coalescer). Such a script did not run.

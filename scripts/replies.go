@@ -1,0 +1,46 @@
+package scripts
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/redis/rueidis"
+)
+
+// What a failed call's error says of the server's answer: a file of its
+// own, so that what sends calls (script.go, lone.go, sync.go) reads it
+// without those files using one another.
+
+// IsReply reports whether err is an error reply from the server. Such a
+// script failed as a whole and changed nothing; any other error (a broken
+// connection, a timeout, a cancelled context) leaves unknown whether the
+// script ran.
+func IsReply(err error) bool {
+	var re *rueidis.RedisError
+	return errors.As(err, &re) && !re.IsNil()
+}
+
+// Answered reports whether the server answered a call that ended in err:
+// it succeeded, or it was refused for a reason that asking again does not
+// change (WRONGTYPE, NOPERM; not one IsUnavailable names).
+func Answered(err error) bool {
+	return err == nil || (IsReply(err) && !IsUnavailable(err))
+}
+
+// IsUnavailable reports whether err is a reply saying the server cannot run
+// scripts for now: it is loading its data (LOADING), it is a replica after a
+// failover (READONLY), its master is down (MASTERDOWN), the cluster is down
+// or moving a slot (CLUSTERDOWN, TRYAGAIN), or another script is running
+// too long (BUSY). The script did not run, and a later attempt may.
+func IsUnavailable(err error) bool {
+	var re *rueidis.RedisError
+	if !errors.As(err, &re) || re.IsNil() {
+		return false
+	}
+	for _, p := range []string{"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY "} {
+		if strings.HasPrefix(re.Error(), p) {
+			return true
+		}
+	}
+	return false
+}

@@ -171,12 +171,17 @@ func main() {
 				}
 				s.do("FLUSHALL")
 				res, err := sc.run(l)
-				if err != nil {
-					fatalf("%s, %s: %v", sc.name, l.name, err)
-				}
 				if results[i][l.name] == nil {
 					results[i][l.name] = map[string][]float64{}
 				}
+				if err != nil {
+					// One library's failed round does not end the run: it
+					// is counted, and its figures are left out.
+					fmt.Fprintf(os.Stderr, "round %d, %s, %s: FAILED: %v\n", r, sc.name, l.name, err)
+					results[i][l.name]["failed rounds"] = append(results[i][l.name]["failed rounds"], 1)
+					continue
+				}
+				res["failed rounds"] = 0
 				for k, v := range res {
 					results[i][l.name][k] = append(results[i][l.name][k], v)
 				}

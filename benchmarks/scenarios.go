@@ -148,7 +148,12 @@ func parallel(l lib, s *server, d time.Duration, callCtx func() (context.Context
 			}
 		}()
 	}
-	wg.Wait()
+	if !waitAtMost(&wg, d+20*time.Second) {
+		// A goroutine that never returns from a lock of its own key is
+		// the library's hang (rueidislock's waiter once missed its wake
+		// here): the run fails, and the library is left as it is.
+		return nil, fmt.Errorf("a goroutine still in lock or unlock 20s after the run's end")
+	}
 	n := float64(pairs.Load())
 	rate := n / time.Since(start).Seconds()
 	allocs = mallocs() - allocs
@@ -158,6 +163,18 @@ func parallel(l lib, s *server, d time.Duration, callCtx func() (context.Context
 	res["errors"] = float64(errs.Load())
 	res["allocs/pair"] = float64(allocs) / max(n, 1)
 	return res, nil
+}
+
+// waitAtMost waits for wg, for at most d, and reports whether it ended.
+func waitAtMost(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
 }
 
 // handoff: clients (8 in the main table) on one lock, each holds it 1ms, and a releaser may not

@@ -92,6 +92,10 @@ func (l *Lock) Key() string {
 // connection is closed under it, and Lock returns when its reply comes or
 // rueidis has closed the socket, within a second while Redis is silent.
 // What the cut attempt may have taken is given back once Redis answers.
+// One wait heeds no ctx: a call alone that must first dial that connection
+// (the client's first, or the first after it broke) waits for the dial,
+// up to rueidis's Dialer.Timeout (5 s by default) when the server does not
+// answer it.
 //
 // A waiting Lock rides out a failover or restart: a server that cannot run
 // scripts for now (LOADING, READONLY, ...) is tried again after a backoff,

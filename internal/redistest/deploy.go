@@ -100,8 +100,16 @@ type Sentinels struct {
 }
 
 // StartSentinels runs n sentinels (quorum n/2+1) watching master, with a
-// 1s down-after and a short failover timeout, and waits until each knows
+// 3s down-after and a 10s failover timeout, and waits until each knows
 // the master's replicas.
+//
+// Why not shorter, on a busy machine (four copies of the suite under
+// -race): a sentinel pings every instance once a second, so with a 1s
+// down-after a new master whose first PONG came 40ms late was taken for
+// down a second after its promotion, and a second failover promoted
+// another replica, losing the lock taken on the first; and a sentinel that
+// voted for another's failover starts one of its own two failover
+// timeouts after its vote if it has not heard of the new master by then.
 func StartSentinels(t testing.TB, master *Server, n, replicas int) *Sentinels {
 	t.Helper()
 	s := &Sentinels{Master: "relock"}
@@ -138,8 +146,8 @@ bind 127.0.0.1
 dir %s
 logfile %s
 sentinel monitor %s %s %s %d
-sentinel down-after-milliseconds %s 1000
-sentinel failover-timeout %s 3000
+sentinel down-after-milliseconds %s 3000
+sentinel failover-timeout %s 10000
 sentinel parallel-syncs %s 2
 `, p, dir, filepath.Join(dir, "sentinel.log"), s.Master, host, masterPort, quorum, s.Master, s.Master, s.Master)
 	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
@@ -152,7 +160,18 @@ sentinel parallel-syncs %s 2
 	}
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+	logfile := filepath.Join(dir, "sentinel.log")
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+		if t.Failed() {
+			b, _ := os.ReadFile(logfile)
+			if len(b) > 3000 {
+				b = b[len(b)-3000:]
+			}
+			t.Logf("sentinel on port %d log tail:\n%s", p, b)
+		}
+	})
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
 	deadline := time.Now().Add(10 * time.Second)
 	for ping(addr, nil, cmd.Process.Pid) != nil {

@@ -122,19 +122,31 @@ func (s *Sweeper) sweep(names []string, closing context.Context) bool {
 		slot := scripts.Slot(n)
 		bySlot[slot] = append(bySlot[slot], n)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), sweepWait)
+	defer cancel()
+	err := s.del(ctx, bySlot)
+	if err != nil && !scripts.IsReply(err) && ctx.Err() == nil {
+		// A connection Redis closed as it went away (a restart) fails
+		// the first send with EOF: deleting is idempotent, so once more,
+		// on a new connection.
+		err = s.del(ctx, bySlot)
+	}
+	if err != nil && closing.Err() == nil {
+		s.log.Warn("relock: deleting answered unlock latches failed; they expire with their TTL", "latches", len(names), "error", err)
+	}
+	return err == nil
+}
+
+// del sends one DEL per slot in one pipeline and returns the first error.
+func (s *Sweeper) del(ctx context.Context, bySlot map[uint16][]string) error {
 	cmds := make(rueidis.Commands, 0, len(bySlot))
 	for _, keys := range bySlot {
 		cmds = append(cmds, s.rdb.B().Del().Key(keys...).Build())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), sweepWait)
-	defer cancel()
 	for _, r := range s.rdb.DoMulti(ctx, cmds...) {
 		if err := r.Error(); err != nil {
-			if closing.Err() == nil {
-				s.log.Warn("relock: deleting answered unlock latches failed; they expire with their TTL", "latches", len(names), "error", err)
-			}
-			return false
+			return err
 		}
 	}
-	return true
+	return nil
 }

@@ -2,6 +2,7 @@ package reentrant
 
 import (
 	"context"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -28,6 +29,10 @@ func init() {
 			Fail:    redisError,
 			WithToken: func(ctx context.Context, token int64) context.Context {
 				return context.WithValue(ctx, tokenKey{}, token)
+			},
+			LockAt: func(key string) any { return lockAt(c, key) },
+			GiveAway: func(held context.Context, pass func(context.Context, string, string, time.Duration) error) error {
+				return giveAway(c, held, pass)
 			},
 		}, true
 	}

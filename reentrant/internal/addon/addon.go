@@ -55,6 +55,20 @@ type Runtime struct {
 	// WithToken returns ctx carrying token as a fenced lock's token, as
 	// reentrant.TokenFrom reads it.
 	WithToken func(ctx context.Context, token int64) context.Context
+	// LockAt returns a *reentrant.Lock, a plain lock, on key as it is
+	// (Options.NameMapper is not applied): for an add-on's keys derived
+	// from a key mapped already, which must stay in its hash slot.
+	LockAt func(key string) any
+	// GiveAway ends the hold behind held (the newest acquisition of it)
+	// in this Client without its release: pass moves the lock on in
+	// Redis in the release's place (an election's handover to a named
+	// successor), given the lock's key, the owner's field and the TTL to
+	// restore while other acquisitions of the hold remain. Once pass
+	// returns, the watchdog no longer renews the hold and held is
+	// cancelled (context.Canceled, or pass's error when it wraps
+	// reentrant.ErrLockLost), as after Unlock. A held context of no hold
+	// of this Client fails with reentrant.ErrNotHeld and runs nothing.
+	GiveAway func(held context.Context, pass func(ctx context.Context, key, owner string, restore time.Duration) error) error
 }
 
 // Of returns the Runtime of c, a *reentrant.Client; false when c is not

@@ -82,6 +82,9 @@ type ElectionRecord struct {
 	Term         int64
 	Since        time.Time     // when the term began, on Redis's clock
 	TTL          time.Duration // the lock's time to live
+	// Request is the successor a request to resign named ("*" for the
+	// candidate standing longest), "" when none was made of this term.
+	Request string
 }
 
 // ElectionRead runs electionread.lua.
@@ -91,7 +94,7 @@ func ElectionRead(ctx context.Context, c Conn, lock string) (ElectionRecord, err
 	if err != nil {
 		return ElectionRecord{}, err
 	}
-	if len(vs) != 5 {
+	if len(vs) != 6 {
 		return ElectionRecord{}, fmt.Errorf("electionread.lua: unexpected reply of %d values", len(vs))
 	}
 	var rec ElectionRecord
@@ -105,6 +108,7 @@ func ElectionRead(ctx context.Context, c Conn, lock string) (ElectionRecord, err
 	}
 	ttl, _ := vs[4].AsInt64()
 	rec.TTL = time.Duration(ttl) * time.Millisecond
+	rec.Request, _ = vs[5].ToString()
 	return rec, nil
 }
 

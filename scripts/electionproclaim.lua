@@ -34,6 +34,8 @@ if current and tonumber(current) > tonumber(term) then
 end
 if current ~= term or not since then
 	since = nowMs()
+	-- A request to resign was made of the term before (electionrequest.lua).
+	redis.call('hdel', record, 'request')
 end
 redis.call('hset', record, 'value', value, 'owner', owner, 'term', term, 'since', since)
 if pub ~= '' then redis.call(pub, channel, term) end

@@ -17,6 +17,6 @@ local r = redis.call('hmget', record, 'owner', 'term')
 if r[1] ~= owner or r[2] ~= term then
 	return 0
 end
-redis.call('hdel', record, 'owner', 'value', 'since')
+redis.call('hdel', record, 'owner', 'value', 'since', 'request')
 if pub ~= '' then redis.call(pub, channel, term) end
 return 1

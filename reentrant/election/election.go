@@ -37,7 +37,6 @@ import (
 
 	"github.com/relock-go/relock/reentrant"
 	"github.com/relock-go/relock/reentrant/internal/addon"
-	"github.com/relock-go/relock/reentrant/internal/errtext"
 	"github.com/relock-go/relock/scripts"
 )
 
@@ -62,12 +61,15 @@ var (
 // Election is a handle on one election. It has no state of its own; its
 // methods are safe for concurrent use.
 type Election struct {
+	c        *reentrant.Client
 	lock     *reentrant.Lock
 	rt       addon.Runtime
 	hooks    Hooks
 	progress time.Duration
 	healthy  func(context.Context) error
 	invalid  error // why the Options were refused; every call returns it
+
+	leaveOnRequest bool
 }
 
 // Options set how New makes an Election. The zero Options are the
@@ -94,6 +96,10 @@ type Options struct {
 	// ProgressWithin has no period to run at: every call of the Election
 	// then fails with reentrant.ErrInvalidArgument.
 	Healthy func(ctx context.Context) error
+	// LeaveOnRequest makes Run, when its leader is asked to resign
+	// (RequestResign), resign and return an error wrapping
+	// ErrResignRequested, instead of campaigning again.
+	LeaveOnRequest bool
 }
 
 // New returns a handle on the election name, run on c: its lock, its
@@ -105,7 +111,7 @@ type Options struct {
 // ProgressWithin.
 func New(c *reentrant.Client, name string, opts Options) *Election {
 	rt, ok := addon.Of(c)
-	e := &Election{rt: rt, hooks: opts.Hooks, progress: opts.ProgressWithin, healthy: opts.Healthy}
+	e := &Election{c: c, rt: rt, hooks: opts.Hooks, progress: opts.ProgressWithin, healthy: opts.Healthy, leaveOnRequest: opts.LeaveOnRequest}
 	if opts.Healthy != nil && opts.ProgressWithin == 0 {
 		e.invalid = fmt.Errorf("relock: election %q: %w: Options.Healthy needs Options.ProgressWithin, the deadline its checks keep", name, reentrant.ErrInvalidArgument)
 	}
@@ -130,8 +136,13 @@ func (e *Election) Name() string {
 // reentrant.ErrLockLost: the watchdog could not renew the hold in time,
 // or Resign found it lost), when the leader stalls (reentrant.ErrStalled,
 // with Options.ProgressWithin), on Resign (context.Canceled) or on the
-// client's Close (reentrant.ErrClosed); and the term. Give the leading
-// context to Proclaim and Resign, and do the leader's work under it.
+// client's Close (reentrant.ErrClosed), when RequestResign asks it to
+// step down (ErrResignRequested: finish, then Resign, which hands over
+// as asked); and the term. Give the leading context to Proclaim and
+// Resign, and do the leader's work under it.
+//
+// From its start until it fails, or, once it leads, until its leadership
+// ends, the Campaign stands: Candidates lists it under ctx's owner.
 //
 // The wait is the fenced lock's: no polling, woken by the release of the
 // leader before (a Resign hands over within a wake-up), or, after a
@@ -156,18 +167,29 @@ func (e *Election) Campaign(ctx context.Context, value string) (context.Context,
 			}
 		}
 	}
-	held, err := e.lock.Lock(ctx, opts...)
+	owner, ok := reentrant.OwnerFrom(ctx)
+	if !ok {
+		owner = e.c.NewOwner()
+		ctx = reentrant.WithOwner(ctx, owner)
+	}
+	cand, err := stand(ctx, e.rt, e.lock.Key(), e.Name(), e.fail, owner, value)
 	if err != nil {
 		return nil, 0, err
 	}
+	held, err := e.lock.Lock(ctx, opts...)
+	if err != nil {
+		cand.leave()
+		return nil, 0, err
+	}
 	token, _ := reentrant.TokenFrom(held)
-	owner, _ := reentrant.OwnerFrom(held)
-	l := &leadership{name: e.Name(), hooks: e.hooks, rt: e.rt, key: e.lock.Key(), owner: owner.String(), term: Term(token), held: held, outer: leadershipOf(ctx, "", true)}
+	l := &leadership{name: e.Name(), hooks: e.hooks, rt: e.rt, key: e.lock.Key(), owner: owner.String(), term: Term(token), held: held, outer: leadershipOf(ctx, "", true), cand: cand}
 	if err := e.proclaim(ctx, l, value); err != nil {
 		_ = e.lock.Unlock(held)
+		cand.leave()
 		return nil, 0, err
 	}
 	leading := l.begin()
+	e.rt.Go(func() { l.heed(leading, e.fail) })
 	if e.progress > 0 && e.healthy != nil {
 		e.rt.Go(func() { e.checkHealth(leading) })
 	}
@@ -219,47 +241,6 @@ func (e *Election) proclaim(ctx context.Context, l *leadership, value string) er
 		return e.fail("proclaim", err)
 	case !recorded:
 		return fmt.Errorf("relock: election %q: %w", e.Name(), ErrNotLeader)
-	}
-	return nil
-}
-
-// Resign ends leading's leadership at once: the record says nobody leads,
-// observers are told, and the lock is released, which wakes the next
-// candidate. It fails with ErrNotLeader when leading does not lead this
-// election (it never did, or resigned already), and with an error wrapping
-// reentrant.ErrLockLost or reentrant.ErrStalled when the leadership had
-// ended before (work done after that was not protected); the leading
-// context is then cancelled with that cause.
-func (e *Election) Resign(leading context.Context) error {
-	if err := e.check(leading); err != nil {
-		return err
-	}
-	l, err := e.leadingOf(leading)
-	if err != nil {
-		return err
-	}
-	if !l.resigned.CompareAndSwap(false, true) {
-		return fmt.Errorf("relock: election %q: %w: resigned already", e.Name(), ErrNotLeader)
-	}
-	// The record first: an observer that sees the lock free and reads the
-	// record must not find this leader in it. A failure here is told by
-	// the Unlock after: the record names an owner that holds nothing then,
-	// which Leader reads as no leader.
-	_, rerr := scripts.ElectionResign(context.WithoutCancel(leading), e.rt.Conn(), l.key, l.owner, int64(l.term), e.rt.Publish)
-	err = e.lock.Unlock(l.held)
-	l.resign(err)
-	if err != nil {
-		if cause := context.Cause(l.held); errors.Is(cause, reentrant.ErrStalled) {
-			// Given back when it stalled: the error says so, not the
-			// Unlock that found nothing left to give back.
-			return errtext.Wrap(fmt.Sprintf("relock: election %q", e.Name()), cause)
-		}
-		return err
-	}
-	if rerr != nil {
-		// The lock was released: leadership has ended, only the record
-		// could not say so (Leader reads it as no leader all the same).
-		return e.fail("resigned, but clearing the leader's record failed", rerr)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package election
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +45,11 @@ type leadership struct {
 	outer    *leadership
 	resigned atomic.Bool
 	once     sync.Once
+	cand     *candidacy // its standing, left when leadership ends
+	// stepDown ends the leading context when a request to resign comes;
+	// requested is the successor it named.
+	stepDown  context.CancelCauseFunc
+	requested atomic.Pointer[string]
 }
 
 type leadershipKey struct{}
@@ -73,11 +79,16 @@ func (l *leadership) begin() context.Context {
 		if lost && !l.resigned.Load() {
 			l.rt.Go(l.announceEnd)
 		}
+		if !l.resigned.Load() {
+			l.rt.Go(l.cand.leave)
+		}
 		if lost || errors.Is(cause, reentrant.ErrClosed) {
 			l.ended(cause)
 		}
 	})
-	return context.WithValue(l.held, leadershipKey{}, l)
+	leading, stepDown := context.WithCancelCause(l.held)
+	l.stepDown = stepDown
+	return context.WithValue(leading, leadershipKey{}, l)
 }
 
 // announceWindow bounds how long announcing a leadership's end may take.
@@ -117,4 +128,28 @@ func (l *leadership) resign(err error) {
 		return
 	}
 	l.ended(nil)
+}
+
+// ErrResignRequested is the cause of a leading context ended by
+// RequestResign: the leader was asked to step down. It should finish what
+// it is doing and Resign, which then hands over as asked (Run does so).
+var ErrResignRequested = errors.New("asked to resign")
+
+// heed follows the election's record while l leads, and ends leading
+// with ErrResignRequested when a request to resign names l's term.
+func (l *leadership) heed(leading context.Context, fail func(string, error) error) {
+	f := &follower{rt: l.rt, channel: scripts.ElectionChannel(l.key), fail: fail, blind: func(error) {}, wake: leaderNews}
+	f.look = func(ctx context.Context) (time.Duration, error) {
+		r, err := scripts.ElectionRead(ctx, l.rt.Conn(), l.key)
+		if err != nil {
+			return 0, err
+		}
+		if r.Owner == l.owner && Term(r.Term) == l.term && r.Request != "" {
+			to := r.Request
+			l.requested.Store(&to)
+			l.stepDown(fmt.Errorf("relock: election %q: term %d: %w", l.name, l.term, ErrResignRequested))
+		}
+		return 0, nil
+	}
+	f.run(leading)
 }

@@ -1,12 +1,8 @@
 package election
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"time"
-
-	"github.com/redis/rueidis"
 
 	"github.com/relock-go/relock/scripts"
 )
@@ -57,10 +53,6 @@ func (e *Election) Observe(ctx context.Context) <-chan Observed {
 	return out
 }
 
-// resync bounds how long Observe trusts its last read without a message:
-// a belt to the channel's braces (a message lost without the connection).
-const resync = 10 * time.Second
-
 // observer serves one Observe's channel.
 type observer struct {
 	e     *Election
@@ -70,108 +62,27 @@ type observer struct {
 	blind bool // the last sent has Err set
 }
 
-// run follows the election until ctx ends or the Client closes,
-// subscribing again after each lost connection, with a pause that doubles
-// up to a second.
+// run follows the leader until ctx ends or the Client closes.
 func (o *observer) run(ctx context.Context) {
 	defer close(o.out)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(o.e.rt.Closing, cancel)()
-	pause := time.Duration(0)
-	for {
-		subscribed, err := o.watch(ctx)
-		switch {
-		case o.e.rt.Closing.Err() != nil:
-			o.send(Observed{Leader: o.last.Leader, Err: o.e.closed()})
-			return
-		case ctx.Err() != nil:
-			return
-		case subscribed: // lost, after it worked: subscribe again at once
-			pause = 0
-		default:
-			o.cannotSee(err)
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(pause):
-		}
-		pause = min(max(2*pause, 10*time.Millisecond), time.Second)
+	f := o.e.follower(o.look, o.cannotSee, leaderNews)
+	if f.run(ctx) {
+		o.send(Observed{Leader: o.last.Leader, Err: o.e.closed()})
 	}
 }
 
-// watch subscribes to the election's channel and follows the record
-// until ctx ends or the connection is lost; on a Client that publishes
-// nothing, or whose user may not subscribe there, it follows by reading
-// every RepollInterval. It reports whether it subscribed, and why it
-// stopped.
-func (o *observer) watch(ctx context.Context) (subscribed bool, err error) {
-	if o.e.rt.Publish == scripts.PublishNone {
-		return false, o.follow(ctx, nil, nil, o.e.rt.Repoll)
-	}
-	d, release := o.e.rt.Conn().Client.Dedicate()
-	wake := make(chan struct{}, 1)
-	closed := d.SetPubSubHooks(rueidis.PubSubHooks{OnMessage: func(rueidis.PubSubMessage) {
-		select {
-		case wake <- struct{}{}:
-		default: // a read is due already
-		}
-	}})
-	err = d.Do(ctx, o.subscribe(d)).Error()
+// look reads the leader, tells what changed, and asks to look again when
+// the leader's hold would end.
+func (o *observer) look(ctx context.Context) (time.Duration, error) {
+	l, ttl, err := o.e.read(ctx)
 	if err != nil {
-		d.Close()
-		release()
-		if scripts.IsNoPermission(err) {
-			return false, o.follow(ctx, nil, nil, o.e.rt.Repoll)
-		}
-		return false, o.e.fail("subscribe", err)
+		return 0, err
 	}
-	defer release()
-	defer d.Close()
-	return true, o.follow(ctx, wake, closed, resync)
-}
-
-func (o *observer) subscribe(d rueidis.DedicatedClient) rueidis.Completed {
-	ch := scripts.ElectionChannel(o.e.lock.Key())
-	if o.e.rt.Publish == scripts.PublishSharded {
-		return d.B().Ssubscribe().Channel(ch).Build()
+	o.see(l)
+	if l.Owner != "" && ttl >= 0 {
+		return ttl + time.Millisecond, nil
 	}
-	return d.B().Subscribe().Channel(ch).Build()
-}
-
-// follow reads the record and sends what changed, again at each wake,
-// when the leader's hold would end, and every period, until ctx ends
-// (nil) or closed tells the connection is lost (its error). A read that
-// fails is told and tried again within 100 ms.
-func (o *observer) follow(ctx context.Context, wake <-chan struct{}, closed <-chan error, every time.Duration) error {
-	for {
-		next := every
-		l, ttl, err := o.e.read(ctx)
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case err != nil:
-			o.cannotSee(err)
-			next = min(next, 100*time.Millisecond)
-		default:
-			o.see(l)
-			if l.Owner != "" && ttl >= 0 {
-				next = min(next, ttl+time.Millisecond)
-			}
-		}
-		t := time.NewTimer(next)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil
-		case err := <-closed:
-			t.Stop()
-			return o.e.fail("subscription", cmp.Or(err, errors.New("connection closed")))
-		case <-wake:
-		case <-t.C:
-		}
-		t.Stop()
-	}
+	return 0, nil
 }
 
 // cannotSee tells the reader, once per failure, that the observer cannot
@@ -217,4 +128,10 @@ func (o *observer) send(v Observed) {
 		o.out <- v
 	}
 	o.last, o.sent, o.blind = v, true, v.Err != nil
+}
+
+// follower returns a follower of the election's channel that calls look
+// and blind.
+func (e *Election) follower(look func(context.Context) (time.Duration, error), blind func(error), wake func(string) bool) *follower {
+	return &follower{rt: e.rt, channel: scripts.ElectionChannel(e.lock.Key()), fail: e.fail, look: look, blind: blind, wake: wake}
 }

@@ -12,7 +12,11 @@ import (
 // returns; when leadership is lost under fn (the leading context was
 // cancelled with reentrant.ErrLockLost, or with reentrant.ErrStalled: a
 // leader that stalls past Options.ProgressWithin has lost it too), it
-// waits for fn to return and campaigns again, until ctx ends. It is the shape a service's main wants:
+// waits for fn to return and campaigns again, until ctx ends. When the
+// leader is asked to resign (RequestResign), Run waits for fn to return,
+// resigns as asked, and campaigns again, or, with Options.LeaveOnRequest,
+// returns an error wrapping ErrResignRequested. It is the shape a
+// service's main wants:
 //
 //	err := e.Run(ctx, hostname, func(leading context.Context, term election.Term) error {
 //		return serve(leading, term) // return when leading is done
@@ -41,7 +45,9 @@ func (e *Election) Run(ctx context.Context, value string, fn func(leading contex
 			return err
 		case ctx.Err() != nil:
 			return errors.Join(err, context.Cause(ctx))
-		case !lost:
+		case errors.Is(context.Cause(leading), ErrResignRequested) && e.leaveOnRequest:
+			return errors.Join(err, context.Cause(leading))
+		case !lost && !errors.Is(context.Cause(leading), ErrResignRequested):
 			return err
 		}
 	}

@@ -41,8 +41,10 @@ func (f *electFlags) register(fs *flag.FlagSet) {
 
 // elect campaigns in election NAME and runs CMD while leading, as run does
 // under a lock: CMD gets RELOCK_TERM (and RELOCK_TOKEN, the same), and is
-// stopped (SIGTERM, --grace, SIGKILL; exit 75) when leadership is lost;
-// with --keep relock then campaigns again.
+// stopped (SIGTERM, --grace, SIGKILL; exit 75) when leadership is lost or
+// relock leader --request-resign asks the leader to step down; with --keep
+// relock then campaigns again. When CMD ends (SIGTERM included), the
+// leader resigns to the candidate standing longest.
 func (e env) elect(args []string) int {
 	fs, conn := e.flags("elect")
 	f := &electFlags{}
@@ -91,7 +93,16 @@ func (e env) leadOnce(el *election.Election, name string, argv []string, f *elec
 			return grant{}, false, err
 		}
 		owner, _ := reentrant.OwnerFrom(leading)
-		return grant{held: leading, owner: owner.String(), release: func() error { return el.Resign(leading) }, leads: true,
+		// ToNext: a leader stopped by SIGTERM (a rolling deploy) hands
+		// over to the candidate standing longest, which leads within a
+		// wake-up; a request to resign names its own successor.
+		resign := func() error {
+			if errors.Is(context.Cause(leading), election.ErrResignRequested) {
+				return el.Resign(leading)
+			}
+			return el.Resign(leading, election.ToNext())
+		}
+		return grant{held: leading, owner: owner.String(), release: resign, leads: true,
 			env: []string{"RELOCK_TERM=" + strconv.FormatInt(int64(term), 10)}}, true, nil
 	}
 	g, code := e.take(ctx, cancel, name, exitNotFound, campaign, sigs)
@@ -119,8 +130,11 @@ func (e env) leadOnce(el *election.Election, name string, argv []string, f *elec
 // a read refused), until it sees again.
 func (e env) leader(args []string) int {
 	fs, conn := e.flags("leader")
-	watch := fs.Bool("watch", false, "print every change of leader until interrupted")
+	watch := fs.Bool("watch", false, "print every change of leader (or of candidates) until interrupted")
 	asJSON := fs.Bool("json", false, "print JSON: name, leading, value, owner, term, since, error (one object per line)")
+	candidates := fs.Bool("candidates", false, "list the live candidates, the one standing longest first")
+	request := fs.Bool("request-resign", false, "ask the leader to resign, handing over to --to or to the candidate standing longest")
+	to := fs.String("to", "", "with --request-resign: the owner of the candidate to hand over to (relock leader --candidates shows them)")
 	rest, end := e.parse(fs, args, 0)
 	if end != goOn {
 		return int(end)
@@ -135,6 +149,14 @@ func (e env) leader(args []string) int {
 	}
 	defer closeAll()
 	el := election.New(locks, name, election.Options{})
+	switch {
+	case *request:
+		return e.requestResign(el, name, *to, *asJSON)
+	case *to != "":
+		return e.fail(exitUsage, "--to goes with --request-resign")
+	case *candidates:
+		return e.candidates(el, name, *watch, *asJSON)
+	}
 	show := func(o election.Observed) { writeLeader(e.stdout, name, o, *asJSON) }
 	if *watch {
 		ctx, stop := signal.NotifyContext(e.ctx, syscall.SIGINT, syscall.SIGTERM)

@@ -92,6 +92,9 @@ usage:
   relock events [--json] NAME                  who acquires, releases, lets NAME expire, live
   relock elect [flags] NAME [--] CMD [ARGS...] lead election NAME, run CMD while leading
   relock leader [--watch] [--json] NAME        who leads election NAME
+  relock leader --candidates [--watch] NAME    who stands in election NAME
+  relock leader --request-resign [--to OWNER] NAME
+                                               ask NAME's leader to hand over
   relock version
   relock CMD --help                            CMD's flags
 

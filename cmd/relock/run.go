@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/relock-go/relock/reentrant"
+	"github.com/relock-go/relock/reentrant/election"
 )
 
 // Exit codes of run and hold besides CMD's own (see doc.go).
@@ -153,6 +154,8 @@ func (g grant) ended(name string, progress time.Duration) string {
 		return fmt.Sprintf("election %q: no progress from the command within %v: leadership given up; stopping the command", name, progress)
 	case errors.Is(cause, reentrant.ErrStalled):
 		return fmt.Sprintf("lock %q: no progress from the command within %v: the lock given back; stopping the command", name, progress)
+	case errors.Is(cause, election.ErrResignRequested):
+		return fmt.Sprintf("election %q: asked to resign; stopping the command, then handing over", name)
 	case g.leads:
 		return fmt.Sprintf("election %q: leadership lost: %v; stopping the command", name, strings.TrimPrefix(cause.Error(), "relock: "))
 	}

@@ -116,8 +116,13 @@ func (lw *loneWires) alone(ctx context.Context, cmd rueidis.Completed) (rueidis.
 		w.dc = nil
 	}
 	lw.mu.Unlock()
-	if errors.Is(err, rueidis.ErrClosing) || errors.Is(err, rueidis.ErrDedicatedClientRecycled) {
-		return rueidis.RedisResult{}, false // the wire was closed before cmd was written
+	if errors.Is(err, rueidis.ErrClosing) || errors.Is(err, rueidis.ErrDedicatedClientRecycled) || !cut && dialFailed(err) {
+		// The wire was closed before cmd was written, or never
+		// connected: cmd was not sent, and goes on a shared connection.
+		// (A dial another call began and whose ctx ended fails with that
+		// ctx's error, "operation was canceled", though this call's ctx
+		// cannot end.)
+		return rueidis.RedisResult{}, false
 	}
 	return r, true
 }

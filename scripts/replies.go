@@ -1,7 +1,9 @@
 package scripts
 
 import (
+	"context"
 	"errors"
+	"net"
 	"strings"
 
 	"github.com/redis/rueidis"
@@ -43,4 +45,25 @@ func IsUnavailable(err error) bool {
 		}
 	}
 	return false
+}
+
+// dialFailed reports whether err is a failure to connect, before anything
+// was sent.
+func dialFailed(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// unsent reports whether r is a connection that failed to open for another
+// call's sake: rueidis dials a connection (and greets the server on it)
+// once for every call waiting on it, with the first one's ctx, so that ctx
+// ending fails them all, with "operation was canceled" or that ctx's
+// error. Nothing was sent then; a call whose own ctx goes on may send
+// again.
+func unsent(ctx context.Context, r rueidis.RedisResult) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	err := r.NonRedisError()
+	return dialFailed(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }

@@ -56,6 +56,9 @@ func (s *script) exec(ctx context.Context, c Conn, keys, args []string) (r rueid
 // execOne runs the script once, as a call of its own.
 func (s *script) execOne(ctx context.Context, c Conn, keys, args []string) rueidis.RedisResult {
 	r := c.one(ctx, s.evalsha(c, keys, args))
+	if unsent(ctx, r) {
+		r = c.one(ctx, s.evalsha(c, keys, args))
+	}
 	if isNoScript(r.Error()) {
 		r = c.one(ctx, s.eval(c, keys, args))
 	}

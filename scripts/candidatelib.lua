@@ -1,34 +1,51 @@
 -- candidatelib.lua: an election's candidates (package reentrant/election).
 -- A candidate stands in two keys of the election's slot: its entry in the
--- roll, HASH relock_election_candidates:{N} (owner -> "<since ms>:<value>"),
--- and its registration, relock_election_candidate:{N}:<owner>, a plain
--- lock the candidate holds with its owner and its watchdog renews as every
--- hold. An entry counts only while its registration is held: a candidate
--- whose process died leaves the list when its registration's TTL runs out,
--- with nobody writing anything. Entries without one are pruned when a
--- candidate stands or leaves.
+-- roll, HASH relock_election_candidates:{N} (owner ->
+-- "<since ms>:<registration>:<value>"), and its registration,
+-- relock_election_candidate:{N}:<registration>, a plain lock held by the
+-- owner <registration>, new for each Campaign, which the candidate's
+-- watchdog renews as every hold. An entry counts only while its
+-- registration is held: a candidate whose process died leaves the list
+-- when its registration's TTL runs out, with nobody writing anything.
+-- Entries without one are pruned when a candidate stands or leaves. Each
+-- Campaign has a registration of its own, so a Campaign of an owner that
+-- begins as its last one leaves cannot be taken for it.
 --
 -- candidateLib() makes the functions:
---   live(prefix, owner)    the registration's PTTL if owner holds it, else nil
+--   parse(entry)           since, registration, value of a roll entry
+--   held(prefix, reg)      the registration's PTTL if it is held, else nil
+--   live(roll, prefix, owner)  the PTTL of owner's registration if owner
+--                          stands, else nil
 --   standing(roll, prefix) the live candidates, oldest first, each
 --                          {owner, since, value, pttl}
 --   prune(roll, prefix)    takes the entries of dead candidates out
 local function candidateLib()
-	local function live(prefix, owner)
-		local key = prefix .. owner
-		if redis.call('hexists', key, owner) == 0 then
+	local function parse(entry)
+		local since, reg, value = string.match(entry, '^(%d+):([^:]*:[^:]*):(.*)$')
+		return since or '0', reg or '', value or ''
+	end
+	local function held(prefix, reg)
+		if reg == '' or redis.call('hexists', prefix .. reg, reg) == 0 then
 			return nil
 		end
-		return redis.call('pttl', key)
+		return redis.call('pttl', prefix .. reg)
+	end
+	local function live(roll, prefix, owner)
+		local entry = redis.call('hget', roll, owner)
+		if not entry then
+			return nil
+		end
+		local _, reg = parse(entry)
+		return held(prefix, reg)
 	end
 	local function standing(roll, prefix)
 		local all = redis.call('hgetall', roll)
 		local out = {}
 		for i = 1, #all, 2 do
-			local pttl = live(prefix, all[i])
+			local since, reg, value = parse(all[i + 1])
+			local pttl = held(prefix, reg)
 			if pttl then
-				local since, value = string.match(all[i + 1], '^(%d+):(.*)$')
-				out[#out + 1] = {all[i], since or '0', value or '', pttl}
+				out[#out + 1] = {all[i], since, value, pttl}
 			end
 		end
 		table.sort(out, function(a, b)
@@ -41,12 +58,13 @@ local function candidateLib()
 		return out
 	end
 	local function prune(roll, prefix)
-		local owners = redis.call('hkeys', roll)
-		for _, owner in ipairs(owners) do
-			if not live(prefix, owner) then
-				redis.call('hdel', roll, owner)
+		local all = redis.call('hgetall', roll)
+		for i = 1, #all, 2 do
+			local _, reg = parse(all[i + 1])
+			if not held(prefix, reg) then
+				redis.call('hdel', roll, all[i])
 			end
 		end
 	end
-	return {live = live, standing = standing, prune = prune}
+	return {parse = parse, held = held, live = live, standing = standing, prune = prune}
 end

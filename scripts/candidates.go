@@ -41,21 +41,23 @@ func candidatesKey(lock string) string { return prefixed("relock_election_candid
 // after: relock_election_candidate:{lock}:.
 func candidatePrefix(lock string) string { return prefixed("relock_election_candidate", lock) + ":" }
 
-// CandidateKey returns the key of owner's registration as a candidate of
-// the election whose lock is key lock, a plain lock owner holds while it
-// stands: relock_election_candidate:{lock}:<owner>.
-func CandidateKey(lock, owner string) string { return candidatePrefix(lock) + owner }
+// CandidateKey returns the key of a Campaign's registration reg (an owner
+// of its own) as a candidate of the election whose lock is key lock, a
+// plain lock reg holds while the Campaign stands:
+// relock_election_candidate:{lock}:<reg>.
+func CandidateKey(lock, reg string) string { return candidatePrefix(lock) + reg }
 
-// ElectionStand runs electionstand.lua: owner, holding its registration,
-// stands with value (leave false), or leaves the roll (leave true). It
-// reports false when owner does not hold its registration.
-func ElectionStand(ctx context.Context, c Conn, lock, owner, value string, leave bool, pub Publish) (bool, error) {
+// ElectionStand runs electionstand.lua: owner, whose Campaign holds the
+// registration reg, stands with value (leave false), or leaves the roll
+// (leave true). It reports false when reg is not held, or, leaving, when
+// owner's entry is another Campaign's.
+func ElectionStand(ctx context.Context, c Conn, lock, owner, reg, value string, leave bool, pub Publish) (bool, error) {
 	flag := "0"
 	if leave {
 		flag = "1"
 	}
 	r, syncErr := electionStandScript.exec(ctx, c, []string{candidatesKey(lock), ElectionChannel(lock)},
-		[]string{owner, value, candidatePrefix(lock), string(pub), flag})
+		[]string{owner, value, candidatePrefix(lock), string(pub), flag, reg})
 	n, err := r.AsInt64()
 	if err != nil {
 		return false, err
@@ -153,7 +155,7 @@ func ElectionRequest(ctx context.Context, c Conn, lock, to string, pub Publish) 
 	if to == "" {
 		to = anyStanding
 	}
-	r, syncErr := electionRequestScript.exec(ctx, c, []string{lock, electionKey(lock), ElectionChannel(lock)},
+	r, syncErr := electionRequestScript.exec(ctx, c, []string{lock, electionKey(lock), ElectionChannel(lock), candidatesKey(lock)},
 		[]string{to, candidatePrefix(lock), string(pub)})
 	vs, err := r.ToArray()
 	if err != nil {

@@ -51,7 +51,7 @@ if to == '*' then
 			break
 		end
 	end
-elseif to ~= owner and lib.live(prefix, to) then
+elseif to ~= owner and lib.live(roll, prefix, to) then
 	successor = to
 end
 redis.call('del', lock)

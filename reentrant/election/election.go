@@ -172,7 +172,7 @@ func (e *Election) Campaign(ctx context.Context, value string) (context.Context,
 		owner = e.c.NewOwner()
 		ctx = reentrant.WithOwner(ctx, owner)
 	}
-	cand, err := stand(ctx, e.rt, e.lock.Key(), e.Name(), e.fail, owner, value)
+	cand, err := stand(ctx, e.rt, e.lock.Key(), e.Name(), e.fail, owner, e.c.NewOwner(), value)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -21,6 +21,7 @@ type candidacy struct {
 	name  string // the election's name
 	fail  func(op string, err error) error
 	owner string
+	regID string // the registration's owner, new for each Campaign
 	value string
 	reg   *reentrant.Lock
 	ctx   context.Context // carries the owner
@@ -32,10 +33,11 @@ type candidacy struct {
 }
 
 // stand registers owner as a candidate with value in the election whose
-// lock is key; fail words its errors.
-func stand(ctx context.Context, rt addon.Runtime, key, name string, fail func(string, error) error, owner reentrant.Owner, value string) (*candidacy, error) {
-	reg, _ := rt.LockAt(scripts.CandidateKey(key, owner.String())).(*reentrant.Lock)
-	c := &candidacy{rt: rt, key: key, name: name, fail: fail, owner: owner.String(), value: value, reg: reg, ctx: reentrant.WithOwner(context.WithoutCancel(ctx), owner), stop: make(chan struct{})}
+// lock is key, under the registration reg, an owner of this Campaign's
+// own; fail words its errors.
+func stand(ctx context.Context, rt addon.Runtime, key, name string, fail func(string, error) error, owner, reg reentrant.Owner, value string) (*candidacy, error) {
+	lock, _ := rt.LockAt(scripts.CandidateKey(key, reg.String())).(*reentrant.Lock)
+	c := &candidacy{rt: rt, key: key, name: name, fail: fail, owner: owner.String(), regID: reg.String(), value: value, reg: lock, ctx: reentrant.WithOwner(context.WithoutCancel(ctx), reg), stop: make(chan struct{})}
 	if err := c.register(ctx); err != nil {
 		return nil, err
 	}
@@ -47,12 +49,12 @@ func stand(ctx context.Context, rt addon.Runtime, key, name string, fail func(st
 func (c *candidacy) register(ctx context.Context) error {
 	held, ok, err := c.reg.TryLock(c.ctx)
 	if err == nil && !ok {
-		err = fmt.Errorf("relock: election %q: a registration of owner %s is held by another owner", c.name, c.owner)
+		err = fmt.Errorf("relock: election %q: the registration %s is held by another owner", c.name, c.regID)
 	}
 	if err != nil {
 		return err
 	}
-	stood, err := scripts.ElectionStand(context.WithoutCancel(ctx), c.rt.Conn(), c.key, c.owner, c.value, false, c.rt.Publish)
+	stood, err := scripts.ElectionStand(context.WithoutCancel(ctx), c.rt.Conn(), c.key, c.owner, c.regID, c.value, false, c.rt.Publish)
 	if err == nil && !stood {
 		err = fmt.Errorf("relock: election %q: %w: the candidate's registration was lost as it stood", c.name, reentrant.ErrLockLost)
 	}
@@ -111,7 +113,7 @@ func (c *candidacy) leave() {
 		c.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), leaveWindow)
 		defer cancel()
-		if _, err := scripts.ElectionStand(ctx, c.rt.Conn(), c.key, c.owner, "", true, c.rt.Publish); err != nil {
+		if _, err := scripts.ElectionStand(ctx, c.rt.Conn(), c.key, c.owner, c.regID, "", true, c.rt.Publish); err != nil {
 			c.rt.Logger.Debug("relock: a candidate could not leave the roll; it leaves the list when its registration is given back", "election", c.name, "error", err)
 		}
 		if held != nil {

@@ -2,12 +2,17 @@ package election_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/rueidis"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -106,27 +111,60 @@ func TestCandidatesListWhoStands(t *testing.T) {
 	require.NoError(t, o.Err)
 }
 
+// cutter dials a client's connections and can cut them all, refusing
+// new ones: the client's process, as Redis sees it, is gone.
+type cutter struct {
+	mu    sync.Mutex
+	conns []net.Conn
+	cut   bool
+}
+
+func (c *cutter) dial(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cut {
+		return nil, errors.New("cut off")
+	}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err == nil {
+		c.conns = append(c.conns, conn)
+	}
+	return conn, err
+}
+
+func (c *cutter) cutAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cut = true
+	for _, conn := range c.conns {
+		conn.Close()
+	}
+}
+
 // TestDeadCandidateLeavesWithinItsLease: a candidate whose process is
-// gone (its connection closed first: nothing is released or announced) leaves the
-// list when its registration's TTL runs out; an observer drops it within
-// WatchdogTimeout and a little.
+// gone (every connection cut: nothing is released or announced) leaves
+// the list when its registration's TTL runs out; an observer drops it
+// within WatchdogTimeout and a little.
 func TestDeadCandidateLeavesWithinItsLease(t *testing.T) {
 	s := start(t)
 	const wd = time.Second
-	a, b := newNode(t, s, 0), newNode(t, s, wd)
+	a := newNode(t, s, 0)
+	var links cutter
+	dying, err := reentrant.New(s.Client(func(o *rueidis.ClientOption) { o.DialCtxFn = links.dial }), reentrant.Options{WatchdogTimeout: wd, Logger: quiet()})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = dying.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	leading, _, err := a.election("dead").Campaign(ctx, "A")
 	require.NoError(t, err)
 	defer a.election("dead").Resign(leading)
-	_ = campaignAsync(ctx, b.election("dead"), "B")
+	_ = campaignAsync(ctx, election.New(dying, "dead", election.Options{}), "B")
 	standing(t, a.election("dead"), "A*", "B")
 	watch := a.election("dead").ObserveCandidates(ctx)
 	require.Len(t, redistest.Recv(t, watch).Candidates, 2)
 
+	links.cutAll()
 	died := time.Now()
-	b.rdb.Close()
-	require.NoError(t, b.c.Close())
 	for {
 		o := recvWithin(t, watch, 3*wd)
 		require.NoError(t, o.Err)
@@ -135,11 +173,14 @@ func TestDeadCandidateLeavesWithinItsLease(t *testing.T) {
 		}
 	}
 	gone := time.Since(died)
-	t.Logf("a dead candidate left the list %v after its Client closed (WatchdogTimeout %v)", gone.Round(time.Millisecond), wd)
+	t.Logf("a dead candidate left the list %v after its connections were cut (WatchdogTimeout %v)", gone.Round(time.Millisecond), wd)
 	// Its registration had at most wd left; the observer reads when it
 	// runs out. 400ms of slack for a busy machine; a missed expiry read
 	// would wait for the 10s resync.
 	assert.Less(t, gone, wd+400*time.Millisecond)
+	// And not before its registration could have run out: a third of wd
+	// at least is left after a renewal round (every wd/3).
+	assert.Greater(t, gone, wd/3)
 }
 
 // seat is one campaign of a test: its value, its node, what it returned.

@@ -120,7 +120,10 @@ func parse(v string) (lock string, since time.Time, ok bool) {
 }
 
 // Holders reads the owners that hold lock: the fields of its hash that
-// are owners, each once, in order.
+// are owners with a count above 0, each once, in order. A count of 0 is a
+// lock kept for an owner that has not taken it yet (an election's
+// handover to a named successor): that owner's next attempt takes it, so
+// it waits for nobody, itself included.
 func (r Reader) Holders(ctx context.Context, lock string) ([]string, error) {
 	// HGETALL, not HKEYS, which the acquire scripts run: the server's
 	// command counts tell detection's reads apart (TestDeadlockCost).
@@ -129,7 +132,10 @@ func (r Reader) Holders(ctx context.Context, lock string) ([]string, error) {
 		return nil, err
 	}
 	var holders []string
-	for f := range fields {
+	for f, count := range fields {
+		if count == "0" {
+			continue
+		}
 		if owner, ok := r.owner(f); ok && !slices.Contains(holders, owner) {
 			holders = append(holders, owner)
 		}

@@ -582,6 +582,9 @@ schedule:
 			workload == "semaphore" && k == lockName,
 			// An election keeps its last term on record (relock_election:{name}).
 			workload == "election" && k == "relock_election:{chaos}",
+			// Its roll keeps the entries of candidates killed while they
+			// stood (their registrations expire) until the next stands.
+			workload == "election" && k == "relock_election_candidates:{chaos}",
 			workload == "latch" && strings.HasPrefix(k, "chaos:latch:"),
 			// A lock of a crowded lane's own, given up on: its lease ends.
 			workload == "crowded" && strings.HasPrefix(k, "chaos:crowd:") && r.expires(k),
@@ -678,7 +681,7 @@ func (r *run) expires(k string) bool {
 // check's edge (see reentrant's deadlock.go), and the guard of an attempt
 // given up on in flight (scripts.Abandon).
 func expiring(k string) bool {
-	for _, prefix := range []string{"redisson_unlock_latch:", "relock_waiters:", "relock_grants:", "relock_wait:", "relock_abandoned:"} {
+	for _, prefix := range []string{"redisson_unlock_latch:", "relock_waiters:", "relock_grants:", "relock_wait:", "relock_abandoned:", "relock_election_candidate:"} {
 		if strings.HasPrefix(k, prefix) {
 			return true
 		}

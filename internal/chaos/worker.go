@@ -277,15 +277,26 @@ func (p *pair) Unlock(context.Context) error {
 }
 
 // elected leads an election as a locker: its held context is the leading
-// one, which carries the term as the fenced lock's token.
+// one, which carries the term as the fenced lock's token. Handovers are
+// mixed in: one campaign in eight first asks the leader to resign (its
+// leading context ends, and it hands over to the candidate standing
+// longest), and one Resign in three hands over to that candidate directly.
 type elected struct{ e *election.Election }
 
 func (l elected) Lock(ctx context.Context, _ ...reentrant.LockOption) (context.Context, error) {
+	if rand.IntN(8) == 0 {
+		_, _ = l.e.RequestResign(ctx) // nobody leading, or Redis out of reach: no matter
+	}
 	leading, _, err := l.e.Campaign(ctx, "worker")
 	return leading, err
 }
 
-func (l elected) Unlock(leading context.Context) error { return l.e.Resign(leading) }
+func (l elected) Unlock(leading context.Context) error {
+	if rand.IntN(3) == 0 {
+		return l.e.Resign(leading, election.ToNext())
+	}
+	return l.e.Resign(leading)
+}
 
 // priorities is how many priorities the priority workload's waiters draw
 // from, at random for each acquisition.

@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -42,9 +44,12 @@ func TestElectHandsOver(t *testing.T) {
 	assert.Equal(t, 1, code, "nobody leads")
 	assert.Contains(t, stderr, "no leader")
 
+	dir := t.TempDir()
+	ready := func(v string) string { return filepath.Join(dir, v) }
 	elects := map[string]*exec.Cmd{}
 	for _, v := range []string{"a", "b", "c"} {
-		cmd := relock("elect", "--value", v, "deploys", "--", "sh", "-c", "trap 'exit 0' TERM; while :; do sleep 0.01; done")
+		// The command says when it is ready for SIGTERM: its trap is set.
+		cmd := relock("elect", "--value", v, "deploys", "--", "sh", "-c", `trap 'exit 0' TERM; touch "$0"; while :; do sleep 0.01; done`, ready(v))
 		require.NoError(t, cmd.Start())
 		elects[v] = cmd
 		eventually(t, v+" stands", func() bool { return len(listCandidates(t, relock, "deploys")) == len(elects) })
@@ -70,6 +75,7 @@ func TestElectHandsOver(t *testing.T) {
 	require.ErrorAs(t, err, &exit)
 	assert.Equal(t, exitLost, exit.ExitCode(), "the leader asked to resign stopped its command")
 
+	eventually(t, "c's command is ready", func() bool { _, err := os.Stat(ready("c")); return err == nil })
 	require.NoError(t, elects["c"].Process.Signal(syscall.SIGTERM))
 	begun := time.Now()
 	eventually(t, "b leads", func() bool { return leaderValue(t, relock, "deploys") == "b" })
@@ -78,6 +84,7 @@ func TestElectHandsOver(t *testing.T) {
 	cs = listCandidates(t, relock, "deploys")
 	require.Len(t, cs, 1)
 	assert.True(t, cs[0].Leads)
+	eventually(t, "b's command is ready", func() bool { _, err := os.Stat(ready("b")); return err == nil })
 	require.NoError(t, elects["b"].Process.Signal(syscall.SIGTERM))
 	require.NoError(t, elects["b"].Wait())
 	assert.Empty(t, listCandidates(t, relock, "deploys"))

@@ -74,3 +74,56 @@ func ExampleFenced() {
 	// true
 	// written in term 7
 }
+
+// A deploy asks the leader to hand over to a named candidate: the leader's
+// Run sees its leading context end with ErrResignRequested, resigns to
+// that candidate, and stands again.
+func ExampleElection_RequestResign() {
+	locks, stop := connect()
+	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e := election.New(locks, "scheduler", election.Options{})
+
+	asked := make(chan error, 1)
+	go e.Run(ctx, "host-1", func(leading context.Context, term election.Term) error {
+		<-leading.Done()
+		if errors.Is(context.Cause(leading), election.ErrResignRequested) {
+			asked <- context.Cause(leading)
+		}
+		return nil
+	})
+	for o := range e.Observe(ctx) {
+		if o.Value == "host-1" {
+			break
+		}
+	}
+	led := make(chan string, 1)
+	go func() {
+		leading, _, err := e.Campaign(ctx, "host-2")
+		if err == nil {
+			led <- "host-2"
+			_ = e.Resign(leading)
+		}
+	}()
+	var cs []election.Candidate
+	for o := range e.ObserveCandidates(ctx) {
+		if cs = o.Candidates; len(cs) == 2 {
+			break
+		}
+	}
+	for _, c := range cs {
+		fmt.Println(c.Value, "stands; leads:", c.Leads)
+	}
+
+	if _, err := e.RequestResign(ctx, election.To(cs[1].Owner)); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("host-1 was asked:", errors.Is(<-asked, election.ErrResignRequested))
+	fmt.Println(<-led, "leads")
+	// Output:
+	// host-1 stands; leads: true
+	// host-2 stands; leads: false
+	// host-1 was asked: true
+	// host-2 leads
+}

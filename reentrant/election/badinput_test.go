@@ -39,6 +39,10 @@ func TestBadInputsAreTold(t *testing.T) {
 		"set-value":                     {"SADD", "set-value", "x"},
 		"zset-value":                    {"ZADD", "zset-value", "1", "x"},
 		"relock_fence:{bad-fence}":      {"SET", "relock_fence:{bad-fence}", "ten"},
+		// A roll of candidates of another type, and one with an entry
+		// that is no entry.
+		"relock_election_candidates:{str-roll}": {"SET", "relock_election_candidates:{str-roll}", "x"},
+		"relock_election_candidates:{bad-roll}": {"HSET", "relock_election_candidates:{bad-roll}", "someone", "garbage"},
 	} {
 		require.NoError(t, s.Do(cmd...).Error(), key)
 	}
@@ -57,6 +61,8 @@ func TestBadInputsAreTold(t *testing.T) {
 		"string lock":      n.election("str-lock"),
 		"list lock":        n.election("list-lock"),
 		"never campaigned": n.election("fresh"),
+		"string roll":      n.election("str-roll"),
+		"garbled roll":     n.election("bad-roll"),
 	}
 	cases := 0
 	check := func(what string, err error) {
@@ -85,6 +91,22 @@ func TestBadInputsAreTold(t *testing.T) {
 			call(what+": Leader", func() error { _, err := e.Leader(ctx); return err })
 			call(what+": Proclaim", func() error { return e.Proclaim(ctx, "v") })
 			call(what+": Resign", func() error { return e.Resign(ctx) })
+			call(what+": Resign To", func() error { return e.Resign(ctx, election.To("nobody")) })
+			call(what+": Candidates", func() error { _, err := e.Candidates(ctx); return err })
+			call(what+": RequestResign", func() error { _, err := e.RequestResign(ctx, election.To("nobody")); return err })
+			call(what+": ObserveCandidates", func() error {
+				if cn == "background" && (hn == "never campaigned" || strings.Contains(hn, "record") || strings.Contains(hn, "lock") || hn == "garbled roll") {
+					return nil // a live observer, which would wait for news
+				}
+				o, ok := <-e.ObserveCandidates(ctx)
+				if ok && o.Err == nil && hn == "string roll" {
+					return fmt.Errorf("an observer of a string roll saw %+v, not an error", o)
+				}
+				if ok {
+					return o.Err
+				}
+				return nil
+			})
 			call(what+": Run nil fn", func() error { return e.Run(ctx, "v", nil) })
 			call(what+": Observe", func() error {
 				if ctx == nil || hn == "nil Client" || hn == "closed Client" || hn == "empty name" || hn == "nil Election" || strings.Contains(hn, "record") || strings.Contains(hn, "lock") {
@@ -98,7 +120,7 @@ func TestBadInputsAreTold(t *testing.T) {
 				}
 				return nil
 			})
-			if cn != "background" || hn == "never campaigned" || hn == "hash record" {
+			if cn != "background" || hn == "never campaigned" || hn == "hash record" || strings.Contains(hn, "roll") {
 				call(what+": Campaign", func() error {
 					leading, _, err := e.Campaign(ctx, "v")
 					if err == nil {

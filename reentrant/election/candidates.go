@@ -134,15 +134,8 @@ func (w *candidateWatch) cannotSee(err error) {
 	w.send(ObservedCandidates{Candidates: w.last.Candidates, Err: err})
 }
 
+// send gives the reader v (see latest) and remembers it as the last sent.
 func (w *candidateWatch) send(v ObservedCandidates) {
-	select {
-	case w.out <- v:
-	default:
-		select {
-		case <-w.out:
-		default:
-		}
-		w.out <- v
-	}
+	latest(w.out, v)
 	w.last, w.sent = v, true
 }

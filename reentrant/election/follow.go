@@ -138,3 +138,18 @@ func (f *follower) follow(ctx context.Context, wake <-chan struct{}, closed <-ch
 // (Campaign, Proclaim, Resign, a request to resign), not a candidate's
 // coming or going ("c").
 func leaderNews(m string) bool { return m != "c" }
+
+// latest puts v on ch, a channel of one that its sender alone fills, in
+// place of the value there if the reader has not taken it: the reader gets
+// the latest, and the sender never waits for it.
+func latest[T any](ch chan T, v T) {
+	select {
+	case ch <- v:
+	default:
+		select {
+		case <-ch:
+		default:
+		}
+		ch <- v
+	}
+}

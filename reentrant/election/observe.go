@@ -114,19 +114,9 @@ func (o *observer) see(l Leader) {
 	o.send(Observed{Leader: l})
 }
 
-// send puts v on the channel, in place of the value there if the reader
-// has not taken it: the reader gets the latest, and the observer never
-// waits for it.
+// send gives the reader v (see latest) and remembers it as the last sent.
 func (o *observer) send(v Observed) {
-	select {
-	case o.out <- v:
-	default:
-		select {
-		case <-o.out:
-		default:
-		}
-		o.out <- v
-	}
+	latest(o.out, v)
 	o.last, o.sent, o.blind = v, true, v.Err != nil
 }
 

@@ -55,15 +55,11 @@ func dialFailed(err error) bool {
 }
 
 // unsent reports whether r is a connection that failed to open for another
-// call's sake: rueidis dials a connection (and greets the server on it)
-// once for every call waiting on it, with the first one's ctx, so that ctx
-// ending fails them all, with "operation was canceled" or that ctx's
-// error. Nothing was sent then; a call whose own ctx goes on may send
-// again.
+// call's sake: rueidis dials a connection once for every call waiting on
+// it, with the first one's ctx, so that ctx ending fails them all with
+// "operation was canceled". Nothing was sent then; a call whose own ctx
+// goes on may send again. Only a failed dial says so: a ctx error may come
+// from a call that was sent (a timed-out write), which must not run twice.
 func unsent(ctx context.Context, r rueidis.RedisResult) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	err := r.NonRedisError()
-	return dialFailed(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+	return ctx.Err() == nil && dialFailed(r.NonRedisError())
 }

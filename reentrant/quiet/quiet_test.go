@@ -109,7 +109,10 @@ func TestReleaseIsNotQuiet(t *testing.T) {
 	calls := s.ScriptCalls()
 	next, err := q.Lock(context.Background())
 	require.NoError(t, err)
-	assert.LessOrEqual(t, s.ScriptCalls()-calls, int64(10), "a few attempts and marks over 700 ms, not a poll")
+	// The server counts every script, the client's own background ones
+	// included: 11 to 15 were seen on Valkey with four copies of the test
+	// at once. A poll would run one every few milliseconds, 70 and more.
+	assert.LessOrEqual(t, s.ScriptCalls()-calls, int64(25), "a few attempts and marks over 700 ms, not a poll")
 	require.NoError(t, q.Unlock(next))
 }
 

@@ -107,14 +107,20 @@ type tracedDedicated struct {
 }
 
 func (d tracedDedicated) SetPubSubHooks(h rueidis.PubSubHooks) <-chan error {
+	// Either hook may be nil (a connection that follows a key's messages
+	// and has no use for its subscriptions' counts): trace, then pass on.
 	onMessage, onSubscription := h.OnMessage, h.OnSubscription
 	h.OnMessage = func(m rueidis.PubSubMessage) {
 		d.t.line(mono(), 0, "message %s %s", m.Channel, m.Message)
-		onMessage(m)
+		if onMessage != nil {
+			onMessage(m)
+		}
 	}
 	h.OnSubscription = func(s rueidis.PubSubSubscription) {
 		d.t.line(mono(), 0, "%s %s %d", s.Kind, s.Channel, s.Count)
-		onSubscription(s)
+		if onSubscription != nil {
+			onSubscription(s)
+		}
 	}
 	return d.DedicatedClient.SetPubSubHooks(h)
 }

@@ -19,6 +19,8 @@
 --   standing(roll, prefix) the live candidates, oldest first, each
 --                          {owner, since, value, pttl}
 --   prune(roll, prefix)    takes the entries of dead candidates out
+--   drop(roll, owner, reg) takes owner's entry out if it is registration
+--                          reg's (a later Campaign's stays); true if it was
 local function candidateLib()
 	local function parse(entry)
 		local since, reg, value = string.match(entry, '^(%d+):([^:]*:[^:]*):(.*)$')
@@ -66,5 +68,17 @@ local function candidateLib()
 			end
 		end
 	end
-	return {parse = parse, held = held, live = live, standing = standing, prune = prune}
+	local function drop(roll, owner, reg)
+		local entry = redis.call('hget', roll, owner)
+		if not entry then
+			return false
+		end
+		local _, current = parse(entry)
+		if current ~= reg then
+			return false
+		end
+		redis.call('hdel', roll, owner)
+		return true
+	end
+	return {parse = parse, held = held, live = live, standing = standing, prune = prune, drop = drop}
 end

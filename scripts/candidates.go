@@ -13,9 +13,6 @@ import (
 // the leader resign. See candidatelib.lua for how a candidate stands.
 
 var (
-	//go:embed candidatelib.lua
-	candidateLib string
-
 	//go:embed electionstand.lua
 	electionStandLua    string
 	electionStandScript = newScript(clockLib, candidateLib, electionStandLua)
@@ -33,10 +30,6 @@ var (
 	electionRequestScript = newScript(candidateLib, electionRequestLua)
 )
 
-// candidatesKey returns the roll of the election whose lock is key lock:
-// relock_election_candidates:{lock}.
-func candidatesKey(lock string) string { return prefixed("relock_election_candidates", lock) }
-
 // candidatePrefix is what a candidate's registration key is its owner
 // after: relock_election_candidate:{lock}:.
 func candidatePrefix(lock string) string { return prefixed("relock_election_candidate", lock) + ":" }
@@ -49,14 +42,15 @@ func CandidateKey(lock, reg string) string { return candidatePrefix(lock) + reg 
 
 // ElectionStand runs electionstand.lua: owner, whose Campaign holds the
 // registration reg, stands with value (leave false), or leaves the roll
-// (leave true). It reports false when reg is not held, or, leaving, when
-// owner's entry is another Campaign's.
+// (leave true), giving back the lock a handover left for it untaken. It
+// reports false when reg is not held, or, leaving, when owner's entry is
+// another Campaign's.
 func ElectionStand(ctx context.Context, c Conn, lock, owner, reg, value string, leave bool, pub Publish) (bool, error) {
 	flag := "0"
 	if leave {
 		flag = "1"
 	}
-	r, syncErr := electionStandScript.exec(ctx, c, []string{candidatesKey(lock), ElectionChannel(lock)},
+	r, syncErr := electionStandScript.exec(ctx, c, []string{candidatesKey(lock), ElectionChannel(lock), lock, LockChannel(lock)},
 		[]string{owner, value, candidatePrefix(lock), string(pub), flag, reg})
 	n, err := r.AsInt64()
 	if err != nil {
@@ -114,17 +108,18 @@ const (
 	anyStanding                 = "*"
 )
 
-// ElectionHandOver runs electionhandover.lua: owner, leading with term,
-// gives the lock to the candidate to ("" for the one standing longest),
-// kept for it window; restore is the lock's TTL while other holds of
+// ElectionHandOver runs electionhandover.lua: owner, leading with term
+// and standing under the registration reg, gives the lock to the
+// candidate to ("" for the one standing longest), kept for it window,
+// and leaves the roll; restore is the lock's TTL while other holds of
 // owner remain. It returns what it did and the successor.
-func ElectionHandOver(ctx context.Context, c Conn, lock, owner string, term int64, to string, window, restore time.Duration, pub Publish) (HandedOver, string, error) {
+func ElectionHandOver(ctx context.Context, c Conn, lock, owner, reg string, term int64, to string, window, restore time.Duration, pub Publish) (HandedOver, string, error) {
 	if to == "" {
 		to = anyStanding
 	}
 	r, syncErr := electionHandOverScript.exec(ctx, c,
 		[]string{lock, electionKey(lock), ElectionChannel(lock), candidatesKey(lock), LockChannel(lock)},
-		[]string{owner, strconv.FormatInt(term, 10), to, ms(window), string(pub), ms(restore), candidatePrefix(lock)})
+		[]string{owner, strconv.FormatInt(term, 10), to, ms(window), string(pub), ms(restore), candidatePrefix(lock), reg})
 	vs, err := r.ToArray()
 	if err != nil {
 		return HandOverNotHeld, "", err

@@ -24,9 +24,14 @@ var (
 	electionReadLua    string
 	electionReadScript = newScript(electionReadLua)
 
+	// candidateLib is the candidates' functions (see candidates.go); a
+	// resigning leader leaves the roll with them.
+	//go:embed candidatelib.lua
+	candidateLib string
+
 	//go:embed electionresign.lua
 	electionResignLua    string
-	electionResignScript = newScript(electionResignLua)
+	electionResignScript = newScript(candidateLib, electionResignLua)
 
 	//go:embed fenced.lua
 	fencedLua    string
@@ -36,6 +41,10 @@ var (
 // electionKey returns the key of the leader's record of the election whose
 // lock is key lock: relock_election:{lock}.
 func electionKey(lock string) string { return prefixed("relock_election", lock) }
+
+// candidatesKey returns the roll of the election whose lock is key lock:
+// relock_election_candidates:{lock}.
+func candidatesKey(lock string) string { return prefixed("relock_election_candidates", lock) }
 
 // ElectionChannel returns the channel on which changes of that record are
 // announced: relock_election_channel:{lock}.
@@ -113,10 +122,11 @@ func ElectionRead(ctx context.Context, c Conn, lock string) (ElectionRecord, err
 }
 
 // ElectionResign runs electionresign.lua and reports whether owner with
-// term was on record.
-func ElectionResign(ctx context.Context, c Conn, lock, owner string, term int64, pub Publish) (bool, error) {
-	r, syncErr := electionResignScript.exec(ctx, c, []string{electionKey(lock), ElectionChannel(lock)},
-		[]string{owner, strconv.FormatInt(term, 10), string(pub)})
+// term was on record; owner's candidacy under the registration reg ("":
+// none) leaves the roll.
+func ElectionResign(ctx context.Context, c Conn, lock, owner, reg string, term int64, pub Publish) (bool, error) {
+	r, syncErr := electionResignScript.exec(ctx, c, []string{electionKey(lock), ElectionChannel(lock), candidatesKey(lock)},
+		[]string{owner, strconv.FormatInt(term, 10), string(pub), reg})
 	n, err := r.AsInt64()
 	if err != nil {
 		return false, err

@@ -15,18 +15,21 @@
 -- pub       ARGV[5]: as electionproclaim.lua's
 -- restore   ARGV[6]: ms, the lock's TTL while holds of owner remain
 -- prefix    ARGV[7]: the registrations' prefix (see candidatelib.lua)
+-- reg       ARGV[8]: the leader's registration
 --
 -- The successor, a live candidate, gets the lock as a field of its own
 -- with count 0, kept window ms: its next attempt (every waiter is woken)
 -- takes it, as an owner's re-entry does, drawing a larger token; any other
 -- attempt finds the lock held. If it does not come within window, the
 -- lock expires and the next waiter takes it. With no live successor the
--- lock is released, as Unlock would.
+-- lock is released, as Unlock would. The leader leaves the roll in the
+-- same step: a candidate whose leadership ended no longer stands, and a
+-- successor resigning at once must not hand back to it.
 --
 -- Reply: {1, successor} handed on; {0} released, nobody to hand to; {2}
 -- holds of owner remain (one given back); {-1} owner holds nothing.
 local lock, record, channel, roll, wakes = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local owner, term, to, window, pub, restore, prefix = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local owner, term, to, window, pub, restore, prefix, reg = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 
 local count = redis.call('hget', lock, owner)
 if not count then
@@ -38,11 +41,14 @@ if tonumber(count) > 1 then
 	return {2}
 end
 local r = redis.call('hmget', record, 'owner', 'term')
+local lib = candidateLib()
+if lib.drop(roll, owner, reg) and pub ~= '' then
+	redis.call(pub, channel, 'c')
+end
 if r[1] == owner and r[2] == term then
 	redis.call('hdel', record, 'owner', 'value', 'since', 'request')
 	if pub ~= '' then redis.call(pub, channel, term) end
 end
-local lib = candidateLib()
 local successor
 if to == '*' then
 	for _, c in ipairs(lib.standing(roll, prefix)) do

@@ -22,3 +22,6 @@ var (
 	PriorityQueue   = priorityQueue
 	PriorityWaiters = priorityWaiters
 )
+
+// CandidatesKey is the roll of an election's candidates.
+var CandidatesKey = candidatesKey

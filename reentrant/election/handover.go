@@ -21,9 +21,11 @@ type successor struct{ owner string }
 // To hands leadership to the candidate whose owner is owner (a
 // Candidate's Owner, a reentrant.Owner as text): the lock goes to it
 // directly, kept for it for up to two seconds, and it leads within one
-// wake-up, in a larger term. If owner does not stand when the leader
-// resigns (it died meanwhile, its Campaign ended), leadership goes to
-// the candidate standing longest instead, as with ToNext.
+// wake-up, in a larger term; if its Campaign ends before it takes the
+// lock, the lock is free at once and the waiters are woken. If owner does
+// not stand when the leader resigns (it died meanwhile, its Campaign
+// ended), leadership goes to the candidate standing longest instead, as
+// with ToNext. The leader stops standing in the same step.
 func To(owner string) ResignOption {
 	return func(s *successor) { s.owner = owner }
 }
@@ -48,7 +50,7 @@ func (e *Election) handOver(l *leadership, to string) error {
 	var did scripts.HandedOver
 	err := e.rt.GiveAway(l.held, func(ctx context.Context, key, owner string, restore time.Duration) error {
 		var err error
-		did, _, err = scripts.ElectionHandOver(ctx, e.rt.Conn(), key, owner, int64(l.term), to, handoverWindow, restore, e.rt.Publish)
+		did, _, err = scripts.ElectionHandOver(ctx, e.rt.Conn(), key, owner, l.reg(), int64(l.term), to, handoverWindow, restore, e.rt.Publish)
 		switch {
 		case err != nil:
 			return e.fail("hand over", err)
@@ -131,7 +133,7 @@ func (e *Election) Resign(leading context.Context, opts ...ResignOption) error {
 		// the record must not find this leader in it. A failure here is
 		// told by the Unlock after: the record names an owner that holds
 		// nothing then, which Leader reads as no leader.
-		_, rerr = scripts.ElectionResign(context.WithoutCancel(leading), e.rt.Conn(), l.key, l.owner, int64(l.term), e.rt.Publish)
+		_, rerr = scripts.ElectionResign(context.WithoutCancel(leading), e.rt.Conn(), l.key, l.owner, l.reg(), int64(l.term), e.rt.Publish)
 		err = e.lock.Unlock(l.held)
 	}
 	l.resign(err)

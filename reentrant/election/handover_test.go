@@ -387,3 +387,27 @@ func TestRequestResignNeedsRights(t *testing.T) {
 	assert.Zero(t, n)
 	require.NoError(t, a.election("rights").Resign(leading))
 }
+
+// TestLostLeaderLeavesTheRoll: a leader whose lock is lost stops standing
+// when its leading context ends, with no Resign: the next leader lists it
+// no more, and cannot hand leadership back to a Campaign that has ended.
+func TestLostLeaderLeavesTheRoll(t *testing.T) {
+	s := start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, b := newNode(t, s, time.Second), newNode(t, s, time.Second)
+	leading, _, err := a.election("lost").Campaign(ctx, "A")
+	require.NoError(t, err)
+	next := stand(ctx, t, b, "lost", "B")
+	require.NoError(t, s.Do("DEL", "lost").Error()) // A's hold gone, as an expiry would
+	select {
+	case <-leading.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the loss was not told within 5s (a renewal comes every third of a second)")
+	}
+	require.ErrorIs(t, context.Cause(leading), reentrant.ErrLockLost)
+	l := recvWithin(t, next.got, 5*time.Second)
+	require.NoError(t, l.err)
+	standing(t, b.election("lost"), "B*")
+	require.NoError(t, b.election("lost").Resign(l.held, election.ToNext()))
+}

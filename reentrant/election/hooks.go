@@ -97,14 +97,23 @@ const announceWindow = 5 * time.Second
 // announceEnd takes a leadership that ended without Resign (it stalled, or
 // was lost) off the record and announces it, as Resign does, so that
 // observers see nobody lead at once, not when the hold's TTL would have
-// run out. The record changes only if it still names this leadership: a
-// successor's record stays.
+// run out; its candidate leaves the roll in the same step. The record
+// changes only if it still names this leadership: a successor's record
+// stays.
 func (l *leadership) announceEnd() {
 	ctx, cancel := context.WithTimeout(l.rt.Closing, announceWindow)
 	defer cancel()
-	if _, err := scripts.ElectionResign(ctx, l.rt.Conn(), l.key, l.owner, int64(l.term), l.rt.Publish); err != nil {
+	if _, err := scripts.ElectionResign(ctx, l.rt.Conn(), l.key, l.owner, l.reg(), int64(l.term), l.rt.Publish); err != nil {
 		l.rt.Logger.Debug("relock: announcing the end of a leadership failed; observers see it when its hold's TTL runs out", "election", l.name, "term", l.term, "error", err)
 	}
+}
+
+// reg is the registration of the leadership's candidacy, "" for none.
+func (l *leadership) reg() string {
+	if l.cand == nil {
+		return ""
+	}
+	return l.cand.regID
 }
 
 // ended tells the hooks leadership ended: lost with cause, or resigned

@@ -45,7 +45,7 @@ func benchmarkRenewal(b *testing.B, names string) {
 		BatchSize: c.opts.RenewBatchSize,
 		Renew: func(ctx context.Context, ttl time.Duration, batches [][]*watchdog.Lease) ([][]bool, []error) {
 			pipelines.Add(1)
-			return c.holds.renew(ctx, ttl, batches)
+			return c.holds.renewals.renew(ctx, ttl, batches)
 		},
 	})
 

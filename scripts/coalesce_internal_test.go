@@ -2,6 +2,10 @@ package scripts
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -412,4 +416,31 @@ func TestManyReadsALockOnce(t *testing.T) {
 		}
 		assert.Equal(t, map[string]string{"me:1": "2"}, must(rdb.Do(ctx, rdb.B().Hgetall().Key("free").Build()).AsStrMap()))
 	})
+}
+
+// TestUnsent: a call is sent again only when what failed it was another
+// call's dial or greeting: a failed dial, or a cancel with its own ctx
+// alive; never after its own ctx ended, and never on a deadline, which a
+// call that was written may read.
+func TestUnsent(t *testing.T) {
+	live := context.Background()
+	cancelled, cancel := context.WithCancel(live)
+	cancel()
+	dial := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("operation was canceled")}
+	for _, c := range []struct {
+		ctx  context.Context
+		err  error
+		want bool
+	}{
+		{live, dial, true},
+		{live, context.Canceled, true},
+		{live, fmt.Errorf("greeting: %w", context.Canceled), true},
+		{cancelled, context.Canceled, false},
+		{cancelled, dial, false},
+		{live, context.DeadlineExceeded, false},
+		{live, io.EOF, false},
+		{live, &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}, false},
+	} {
+		assert.Equal(t, c.want, unsent(c.ctx, rueidis.NewErrorResult(c.err)), "%v with ctx %v", c.err, c.ctx.Err())
+	}
 }

@@ -55,11 +55,18 @@ func dialFailed(err error) bool {
 }
 
 // unsent reports whether r is a connection that failed to open for another
-// call's sake: rueidis dials a connection once for every call waiting on
-// it, with the first one's ctx, so that ctx ending fails them all with
-// "operation was canceled". Nothing was sent then; a call whose own ctx
-// goes on may send again. Only a failed dial says so: a ctx error may come
-// from a call that was sent (a timed-out write), which must not run twice.
+// call's sake: rueidis dials a connection, and greets the server on it,
+// once for every call waiting on it, with the first one's ctx, so that ctx
+// ending fails them all: the dial with "operation was canceled", the
+// greeting with context.Canceled. Nothing of this call was sent then; a
+// call whose own ctx goes on may send again. A cancel is told by a ctx's
+// Err alone, so context.Canceled with ctx alive is another's; a
+// DeadlineExceeded is not taken for unsent: a synchronous call's own
+// timed-out write reads so, and a call that was sent must not run twice.
 func unsent(ctx context.Context, r rueidis.RedisResult) bool {
-	return ctx.Err() == nil && dialFailed(r.NonRedisError())
+	if ctx.Err() != nil {
+		return false
+	}
+	err := r.NonRedisError()
+	return dialFailed(err) || errors.Is(err, context.Canceled)
 }

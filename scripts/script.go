@@ -53,16 +53,33 @@ func (s *script) exec(ctx context.Context, c Conn, keys, args []string) (r rueid
 	return s.execOne(ctx, c, keys, args), nil
 }
 
-// execOne runs the script once, as a call of its own.
+// execOne runs the script once, as a call of its own: EVALSHA, and EVAL
+// after NOSCRIPT (the script did not run).
 func (s *script) execOne(ctx context.Context, c Conn, keys, args []string) rueidis.RedisResult {
-	r := c.one(ctx, s.evalsha(c, keys, args))
-	if unsent(ctx, r) {
-		r = c.one(ctx, s.evalsha(c, keys, args))
-	}
+	r := s.send(ctx, c, keys, args, false)
 	if isNoScript(r.Error()) {
-		r = c.one(ctx, s.eval(c, keys, args))
+		r = s.send(ctx, c, keys, args, true)
 	}
 	return r
+}
+
+// send sends one EVALSHA (or EVAL), and once more when another call's
+// dial or greeting failed it unsent: either may be the first call on a
+// connection rueidis has yet to open. A send consumes its command, so the
+// second is built anew.
+func (s *script) send(ctx context.Context, c Conn, keys, args []string, eval bool) rueidis.RedisResult {
+	r := c.one(ctx, s.command(c, keys, args, eval))
+	if unsent(ctx, r) {
+		r = c.one(ctx, s.command(c, keys, args, eval))
+	}
+	return r
+}
+
+func (s *script) command(c Conn, keys, args []string, eval bool) rueidis.Completed {
+	if eval {
+		return s.eval(c, keys, args)
+	}
+	return s.evalsha(c, keys, args)
 }
 
 // one sends a call of its own: on the lone wire when the client has no

@@ -136,6 +136,8 @@ func New(rdb rueidis.Client, opts Options) (*Client, error) {
 	rs := opts.ReplicaSync
 	co := scripts.NewCoalescer(rdb, cluster, c.closing, c.background)
 	if err := c.runner.Start(rdb, co, rs.Replicas, rs.Timeout, rs.Required, ErrSyncUnavailable, opts.Logger); err != nil {
+		c.shutdown() // what was started ends: a New that fails leaves nothing running
+		c.tasks.Wait()
 		return nil, err
 	}
 	// A lock's wake channel lingers a little after its last waiter leaves:

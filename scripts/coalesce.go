@@ -91,7 +91,12 @@ func NewCoalescer(client rueidis.Client, cluster bool, closing context.Context, 
 	co := &Coalescer{client: client}
 	if !cluster {
 		co.lone = newLoneWires(client)
-		context.AfterFunc(closing, co.lone.close)
+		// Closed on a goroutine Close waits for, not in an AfterFunc's:
+		// closing a dedicated wire may talk to the server, which must not
+		// outlive the client.
+		if !start(func() { <-closing.Done(); co.lone.close() }) {
+			co.lone.close()
+		}
 	}
 	co.spanSlots.Store(!cluster)
 	co.lines = coalesce.Lines[line, call, rueidis.RedisResult]{

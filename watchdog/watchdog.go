@@ -41,7 +41,23 @@ type Config struct {
 	BatchSize int
 	// Renew sends the renewals.
 	Renew RenewFunc
+	// Late, if set, is called from the loop once for each renewed lease
+	// whose renewals fall behind: no renewal confirmed for half of
+	// Timeout since the last confirmed one was sent, which the rounds
+	// every Timeout/3 leave to a round trip (see [LateAfter]). confirmed
+	// is when that one was sent; the lease is lost at its deadline unless
+	// a renewal is confirmed first, and is told late again after the next
+	// confirmed renewal only. It must not block.
+	Late func(l *Lease, confirmed time.Time)
 }
+
+// LateAfter is how long after the send of a renewed lease's last confirmed
+// renewal the lease counts as late: half of timeout. A round is due a third
+// of timeout after that send, so a late lease's renewals have missed a
+// round by a sixth of timeout; its deadline (see [Deadline]) is 0.4
+// timeout away, which leaves its holder more than a third of timeout to
+// act on the warning before the lease is lost.
+func LateAfter(timeout time.Duration) time.Duration { return timeout / 2 }
 
 // Lease is one hold the watchdog looks after.
 type Lease struct {
@@ -58,6 +74,7 @@ type Lease struct {
 	deadline time.Time
 	lastErr  error
 	active   bool
+	late     bool // told late since its deadline last moved
 }
 
 // Watchdog is one renewal loop. Its methods are safe for concurrent use.
@@ -126,6 +143,9 @@ func (w *Watchdog) Update(l *Lease, renew bool, deadline time.Time) bool {
 func (w *Watchdog) setLocked(l *Lease, renew bool, deadline time.Time) {
 	if renew && l.deadline.After(deadline) {
 		deadline = l.deadline
+	}
+	if deadline.After(l.deadline) {
+		l.late = false
 	}
 	l.renew, l.deadline = renew, deadline
 	if deadline.Before(w.wakeAt) {
@@ -204,6 +224,7 @@ func (w *Watchdog) run() {
 	for {
 		now := time.Now()
 		w.expire(now)
+		w.warn(now)
 		if inflight == nil && !now.Before(next) {
 			inflight = w.startRound(ctx)
 		}
@@ -244,9 +265,48 @@ func (w *Watchdog) plan(next time.Time, roundInFlight bool) time.Time {
 		if l.deadline.Before(wakeAt) {
 			wakeAt = l.deadline
 		}
+		if at, ok := w.lateAt(l); ok && at.Before(wakeAt) {
+			wakeAt = at
+		}
 	}
 	w.wakeAt = wakeAt
 	return wakeAt
+}
+
+// lateAt is when renewed lease l counts as late, if it is to be told:
+// LateAfter past its last confirmed renewal's send, which its deadline
+// keeps (Deadline). The caller holds mu.
+func (w *Watchdog) lateAt(l *Lease) (time.Time, bool) {
+	if !l.renew || l.late || w.cfg.Late == nil {
+		return time.Time{}, false
+	}
+	return w.confirmed(l).Add(LateAfter(w.cfg.Timeout)), true
+}
+
+// confirmed is when renewed lease l's last confirmed renewal (or its
+// acquire) was sent: what its deadline counts from. The caller holds mu.
+func (w *Watchdog) confirmed(l *Lease) time.Time {
+	return l.deadline.Add(-w.cfg.Timeout + w.cfg.Timeout/10)
+}
+
+// warn tells Late of every renewed lease that has become late.
+func (w *Watchdog) warn(now time.Time) {
+	type late struct {
+		l         *Lease
+		confirmed time.Time
+	}
+	var told []late
+	w.mu.Lock()
+	for l := range w.leases {
+		if at, ok := w.lateAt(l); ok && !now.Before(at) {
+			l.late = true
+			told = append(told, late{l, w.confirmed(l)})
+		}
+	}
+	w.mu.Unlock()
+	for _, x := range told {
+		w.cfg.Late(x.l, x.confirmed)
+	}
 }
 
 // expire loses every lease whose deadline has passed.
@@ -340,7 +400,7 @@ func (w *Watchdog) apply(r round) (ok bool) {
 			case l.renew:
 				l.lastErr = nil
 				if deadline.After(l.deadline) {
-					l.deadline = deadline
+					l.deadline, l.late = deadline, false
 				}
 			case deadline.Before(l.deadline):
 				l.deadline = deadline

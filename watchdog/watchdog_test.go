@@ -346,3 +346,61 @@ func oneLease(reached bool) ([][]bool, []error) {
 	}
 	return [][]bool{{false}}, []error{errors.New("connection refused")}
 }
+
+// A renewed lease whose renewals stop being confirmed is told late once,
+// LateAfter past the last confirmed one's send: 0.4 of the timeout before
+// it is lost. A confirmed renewal ends the gap, and the next gap is told
+// again. Neither steady renewals nor an explicit lease are ever late.
+func TestLateBeforeLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeRedis{held: map[string]bool{"k": true, "e": true}}
+		var mu sync.Mutex
+		var told []time.Time // when Late was called
+		var confirmed []time.Time
+		w := watchdog.New(watchdog.Config{Timeout: timeout, Renew: f.renew, Late: func(l *watchdog.Lease, c time.Time) {
+			mu.Lock()
+			defer mu.Unlock()
+			require.Equal(t, "k", l.Key)
+			told = append(told, time.Now())
+			confirmed = append(confirmed, c)
+		}})
+		defer w.Close()
+		losses := newLossLog()
+		start := time.Now()
+		w.Add("k", "o", 0, true, watchdog.Deadline(start, timeout), losses.onLost("k"))
+		w.Add("e", "o", 0, false, watchdog.Deadline(start, 2*timeout), losses.onLost("e"))
+		time.Sleep(3 * timeout) // steady renewals: never late
+		synctest.Wait()
+		mu.Lock()
+		assert.Empty(t, told)
+		mu.Unlock()
+
+		last := start.Add(3 * timeout) // a round was sent then, and confirmed
+		f.set(func(f *fakeRedis) { f.fail = errors.New("connection refused") })
+		time.Sleep(timeout / 2)
+		synctest.Wait()
+		f.set(func(f *fakeRedis) { f.fail = nil }) // the next round is confirmed
+		time.Sleep(2 * timeout)
+		synctest.Wait()
+		mu.Lock()
+		require.Len(t, told, 1, "one gap, told once")
+		assert.Equal(t, last.Add(watchdog.LateAfter(timeout)), told[0])
+		assert.Equal(t, last, confirmed[0])
+		mu.Unlock()
+
+		f.set(func(f *fakeRedis) { f.hang = true })
+		time.Sleep(timeout)
+		synctest.Wait()
+		at, why, ok := losses.get("k")
+		require.True(t, ok)
+		require.ErrorIs(t, why, watchdog.ErrUnconfirmed)
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, told, 2, "a second gap is told again")
+		assert.True(t, confirmed[1].After(told[0]), "counted from a renewal after the first gap")
+		assert.Equal(t, confirmed[1].Add(watchdog.LateAfter(timeout)), told[1])
+		assert.Equal(t, watchdog.Deadline(confirmed[1], timeout), at)
+		assert.GreaterOrEqual(t, at.Sub(told[1]), timeout/3, "told at least a third of the timeout before the loss")
+		f.set(func(f *fakeRedis) { f.hang = false })
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -61,6 +62,7 @@ func newHoldTable(opts *Options, conn func() scripts.Conn, cluster bool) *holdTa
 		Timeout:   opts.WatchdogTimeout,
 		BatchSize: opts.RenewBatchSize,
 		Renew:     t.renewals.renew,
+		Late:      t.late,
 	})
 	return t
 }
@@ -365,6 +367,26 @@ func (t *holdTable) lost(h *hold, reason error) {
 	t.opts.Logger.Warn("relock: lock lost", "lock", h.key.name, "owner", owner, "reason", reason.Error())
 	if onLost := t.opts.OnLockLost; onLost != nil {
 		_ = t.guard.Run("Options.OnLockLost", func() { onLost(h.key.name, Owner{id: owner}, cause) })
+	}
+}
+
+// late tells that the renewals of the hold of lease l fell behind (see
+// Hooks.RenewalLate), once per gap.
+func (t *holdTable) late(l *watchdog.Lease, confirmed time.Time) {
+	owner, values, _ := strings.Cut(l.Owner, " ")
+	t.mu.Lock()
+	h := t.holds[holdKey{name: l.Key, owner: owner, values: valueSet(values)}]
+	if h == nil || h.lease != l || len(h.acqs) == 0 {
+		t.mu.Unlock()
+		return
+	}
+	a, deadline := h.acqs[0], t.watchdog.Deadline(l)
+	t.mu.Unlock()
+	t.opts.Logger.Warn("relock: renewals of a hold are late; it is lost at its deadline unless one is confirmed", "lock", l.Key, "owner", owner,
+		"confirmed", time.Since(confirmed).Round(time.Millisecond), "lost in", time.Until(deadline).Round(time.Millisecond))
+	if hook := t.opts.Hooks.RenewalLate; hook != nil {
+		r := LateRenewal{Kind: a.kind, Name: l.Key, Owner: Owner{id: owner}, Confirmed: confirmed, Deadline: deadline}
+		_ = t.guard.Run("Hooks.RenewalLate", func() { hook(a.parent, r) })
 	}
 }
 

@@ -50,6 +50,27 @@ type Hooks struct {
 	// waiting for each other (ErrDeadlock), before its Lock call returns,
 	// with the cycle.
 	Deadlock func(ctx context.Context, e *DeadlockError)
+
+	// RenewalLate is called from the watchdog's loop when a hold's
+	// renewals fall behind: none confirmed for half of WatchdogTimeout
+	// (one due every third of it), so the hold is lost at l.Deadline,
+	// 0.4 of WatchdogTimeout away, unless one is confirmed first. It is
+	// called once per gap, with the ctx the hold's first acquisition was
+	// taken with; a line is logged at Warn as well. A holder can finish
+	// or checkpoint its work before the loss instead of learning of it
+	// after.
+	RenewalLate func(ctx context.Context, l LateRenewal)
+}
+
+// LateRenewal describes a hold whose renewals are late to RenewalLate.
+type LateRenewal struct {
+	Kind  Kind
+	Name  string
+	Owner Owner
+	// Confirmed is when the last confirmed renewal (or the acquire) was
+	// sent; Deadline, when the hold is lost unless another is confirmed:
+	// its local deadline (see LeaseDeadline).
+	Confirmed, Deadline time.Time
 }
 
 // Acquire describes one call that takes a lock or a permit, or awaits a
@@ -112,6 +133,12 @@ type Renewal struct {
 	Holds, Failed int
 	// Duration is how long the round's script calls took.
 	Duration time.Duration
+	// Lag is how late the round's renewals were confirmed against their
+	// schedule: a third of TTL after the send of the last round that was
+	// confirmed whole; 0 for a round that was not, and for the first. A
+	// Lag near a sixth of TTL makes holds late (see RenewalLate). TTL is
+	// the TTL renewals set, WatchdogTimeout.
+	Lag, TTL time.Duration
 	// Err is the first error of the round's script calls, if any.
 	Err error
 }

@@ -154,7 +154,7 @@ func TestHooks(t *testing.T) {
 	rec.mu.Lock()
 	first := rec.renew[0]
 	rec.mu.Unlock()
-	assert.Equal(t, reentrant.Renewal{Holds: 1, Duration: first.Duration}, first)
+	assert.Equal(t, reentrant.Renewal{Holds: 1, Duration: first.Duration, Lag: first.Lag, TTL: 1500 * time.Millisecond}, first)
 	e.do(t, "DEL", "l")
 	recv(t, lost.Done())
 	require.ErrorIs(t, context.Cause(lost), reentrant.ErrLockLost, "the hold was lost, not the test's time")

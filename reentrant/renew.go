@@ -24,6 +24,7 @@ type renewals struct {
 	// refused it (a cluster proxy).
 	spanSlots atomic.Bool
 	permits   permitLeases
+	lastOK    time.Time // the send of the last round confirmed whole; the loop's only
 }
 
 // permitLeases is where a permit's renewal reads the lease end relock
@@ -84,8 +85,15 @@ func (rn *renewals) renew(ctx context.Context, ttl time.Duration, batches [][]*w
 			}
 		}
 	}
+	r := renewal(time.Since(start), batches, renewed, errs)
+	r.TTL = ttl
+	if r.Err == nil {
+		if !rn.lastOK.IsZero() {
+			r.Lag = max(time.Since(rn.lastOK.Add(ttl/3)), 0)
+		}
+		rn.lastOK = start
+	}
 	if hook := rn.opts.Hooks.Renewed; hook != nil {
-		r := renewal(time.Since(start), batches, renewed, errs)
 		_ = rn.guard.Run("Hooks.Renewed", func() { hook(r) })
 	}
 	return renewed, errs

@@ -84,3 +84,49 @@ func TestRenewalLateWarnsBeforeTheLoss(t *testing.T) {
 	t.Logf("told at least %v before the loss (WatchdogTimeout %v); %d of %d at least a third of it ahead", least, wd, ahead, holders)
 	assert.GreaterOrEqual(t, ahead, 99, "told a third of WatchdogTimeout ahead")
 }
+
+// TestRenewalLag: the Renewed hook says how late each round was confirmed
+// against its schedule, a third of the TTL after the last round confirmed
+// whole: 0 for the first round, and, after Redis held the renewals up for
+// 1.5s, at least the 0.5s by which that outlasted the round due a second
+// after the last (the test's own delays would have to pass a second to
+// change that).
+func TestRenewalLag(t *testing.T) {
+	const wd = 3 * time.Second
+	s := redistest.Start(t)
+	rounds := make(chan reentrant.Renewal, 64)
+	c, err := reentrant.New(s.Client(), reentrant.Options{WatchdogTimeout: wd, Hooks: reentrant.Hooks{
+		Renewed: func(r reentrant.Renewal) {
+			select {
+			case rounds <- r:
+			default:
+			}
+		},
+	}})
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	held, err := c.Lock("lag").Lock(context.Background())
+	require.NoError(t, err)
+	next := func() reentrant.Renewal {
+		t.Helper()
+		select {
+		case r := <-rounds:
+			require.Equal(t, wd, r.TTL)
+			return r
+		case <-time.After(5 * wd):
+			t.Fatal("no renewal round")
+			return reentrant.Renewal{}
+		}
+	}
+	first := next()
+	require.NoError(t, first.Err)
+	assert.Zero(t, first.Lag, "the first round has no schedule to be late against")
+	require.NoError(t, next().Err) // a round confirmed just before the pause
+	require.NoError(t, s.Do("CLIENT", "PAUSE", "1500", "WRITE").Error())
+	var late reentrant.Renewal
+	for late = next(); late.Err != nil; late = next() {
+	}
+	assert.GreaterOrEqual(t, late.Lag, 300*time.Millisecond, "the round held up by the pause")
+	require.NoError(t, held.Err(), "not lost")
+	require.NoError(t, c.Lock("lag").Unlock(held))
+}

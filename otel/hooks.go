@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"runtime/debug"
 	"time"
 
@@ -55,9 +57,10 @@ var DurationBuckets = []float64{
 type Option func(*config)
 
 type config struct {
-	meters  metric.MeterProvider
-	tracers trace.TracerProvider
-	names   bool
+	meters   metric.MeterProvider
+	tracers  trace.TracerProvider
+	names    bool
+	template func(name string) string
 }
 
 // WithMeterProvider sets where metrics go. Default otel.GetMeterProvider().
@@ -78,6 +81,16 @@ func WithLockNames() Option {
 	return func(c *config) { c.names = true }
 }
 
+// WithNameTemplate adds the lock's or synchronizer's name to every span and
+// metric as relock.name, as WithLockNames does, but passed through
+// template first: names that carry an id ("order:8123") map to the
+// template they were made from ("order:{id}"), so each template, not each
+// name, is a time series of its own. template must be cheap and must
+// not block: it runs on every acquire and release.
+func WithNameTemplate(template func(name string) string) Option {
+	return func(c *config) { c.names, c.template = true, template }
+}
+
 // The attributes.
 const (
 	kindKey     = attribute.Key("relock.kind")    // Acquire.Kind
@@ -87,7 +100,14 @@ const (
 	attemptsKey = attribute.Key("relock.attempts")
 	priorityKey = attribute.Key("relock.priority") // a priority lock's acquires
 	cycleKey    = attribute.Key("relock.cycle.length")
+	errorKey    = attribute.Key("error.type") // on every failure: see errorType
 )
+
+// LagBuckets are the bucket boundaries advised on relock.renewal.lag, a
+// fraction of the TTL: a round trip on a quiet network is under 0.001 of
+// Redisson's 30 s; a sixth (0.1667) makes holds late (Hooks.RenewalLate);
+// 0.9 is the loss.
+var LagBuckets = []float64{0.0001, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.1667, 0.25, 0.5, 0.9}
 
 type instruments struct {
 	cfg       config
@@ -101,6 +121,11 @@ type instruments struct {
 	failures  metric.Int64Counter
 	wakes     metric.Int64Counter
 	deadlocks metric.Int64Counter
+	held      metric.Float64Histogram
+	contended metric.Int64Counter
+	waiting   metric.Int64UpDownCounter
+	lag       metric.Float64Histogram
+	late      metric.Int64Counter
 }
 
 // NewHooks returns hooks that record, for every Client they are given to:
@@ -123,6 +148,20 @@ type instruments struct {
 //   - relock.deadlocks: waits given up on a cycle of owners waiting for
 //     each other (reentrant.ErrDeadlock), by the cycle's length
 //     (relock.cycle.length);
+//   - relock.hold.duration (s): how long each hold lasted, from its
+//     acquire's send to its end, by kind and relock.outcome (released,
+//     lost, stalled, lease_ended, closed);
+//   - relock.acquire.contended: acquire calls that found what they asked
+//     for taken (more than one attempt, or not acquired), by kind and
+//     outcome: contention that acquire times alone hide;
+//   - relock.waiting: acquire calls in progress, waiters included, by kind;
+//   - relock.renewal.lag (fraction of the TTL): how late each confirmed
+//     renewal round came against its schedule (reentrant.Renewal.Lag);
+//   - relock.renewal.late: holds whose renewals fell behind, told before
+//     they were lost (reentrant.Hooks.RenewalLate), by kind;
+//
+// Every failure carries error.type (see the table in docs/observability.md):
+// a bounded name of what went wrong.
 //
 // and a span for each acquire call (relock.acquire), each hold from its
 // acquire to its end (relock.hold), and each release (relock.release),
@@ -141,7 +180,7 @@ func NewHooks(opts ...Option) (reentrant.Hooks, error) {
 	v := version()
 	in := &instruments{cfg: cfg, tracer: cfg.tracers.Tracer(scope, trace.WithInstrumentationVersion(v))}
 	meter := cfg.meters.Meter(scope, metric.WithInstrumentationVersion(v))
-	var errs [9]error
+	var errs [14]error
 	in.acquire, errs[0] = meter.Float64Histogram("relock.acquire.duration", metric.WithUnit("s"),
 		metric.WithDescription("How long acquire calls took, waiting included."),
 		metric.WithExplicitBucketBoundaries(DurationBuckets...))
@@ -162,24 +201,77 @@ func NewHooks(opts ...Option) (reentrant.Hooks, error) {
 		metric.WithDescription("Waits given up on a cycle of owners waiting for each other."))
 	in.stalled, errs[8] = meter.Int64Counter("relock.stalled", metric.WithUnit("{hold}"),
 		metric.WithDescription("Holds given back because their work reported no progress within its deadline."))
+	in.held, errs[9] = meter.Float64Histogram("relock.hold.duration", metric.WithUnit("s"),
+		metric.WithDescription("How long holds lasted, from their acquire's send to their end."),
+		metric.WithExplicitBucketBoundaries(DurationBuckets...))
+	in.contended, errs[10] = meter.Int64Counter("relock.acquire.contended", metric.WithUnit("{call}"),
+		metric.WithDescription("Acquire calls that found what they asked for taken."))
+	in.waiting, errs[11] = meter.Int64UpDownCounter("relock.waiting", metric.WithUnit("{call}"),
+		metric.WithDescription("Acquire calls in progress, waiters included."))
+	in.lag, errs[12] = meter.Float64Histogram("relock.renewal.lag", metric.WithUnit("1"),
+		metric.WithDescription("How late renewal rounds were confirmed against their schedule, as a fraction of the TTL."),
+		metric.WithExplicitBucketBoundaries(LagBuckets...))
+	in.late, errs[13] = meter.Int64Counter("relock.renewal.late", metric.WithUnit("{hold}"),
+		metric.WithDescription("Holds whose renewals fell behind, told before they were lost."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return reentrant.Hooks{}, fmt.Errorf("relockotel: %w", err)
 	}
 	return reentrant.Hooks{
-		AcquireEnded: in.acquireEnded,
-		HoldEnded:    in.holdEnded,
-		Renewed:      in.renewed,
-		Woken:        in.woken,
-		Deadlock:     in.deadlock,
+		AcquireStarted: in.acquireStarted,
+		AcquireEnded:   in.acquireEnded,
+		HoldEnded:      in.holdEnded,
+		Renewed:        in.renewed,
+		Woken:          in.woken,
+		Deadlock:       in.deadlock,
+		RenewalLate:    in.renewalLate,
 	}, nil
 }
 
 func (in *instruments) attrs(kind reentrant.Kind, name string, more ...attribute.KeyValue) []attribute.KeyValue {
 	kv := append(make([]attribute.KeyValue, 0, 2+len(more)), kindKey.String(string(kind)))
 	if in.cfg.names {
+		if in.cfg.template != nil {
+			name = in.cfg.template(name)
+		}
 		kv = append(kv, nameKey.String(name))
 	}
 	return append(kv, more...)
+}
+
+// errorType names what went wrong, for error.type: one of a few values
+// whatever the error's text, so that it stays a bounded attribute.
+func errorType(err error) string {
+	for _, e := range []struct {
+		err  error
+		name string
+	}{
+		{reentrant.ErrLockLost, "lost"},
+		{reentrant.ErrStalled, "stalled"},
+		{reentrant.ErrLeaseEnded, "lease_ended"},
+		{reentrant.ErrDeadlock, "deadlock"},
+		{reentrant.ErrClosed, "closed"},
+		{reentrant.ErrNotHeld, "not_held"},
+		{reentrant.ErrReentry, "reentry"},
+		{reentrant.ErrWrongType, "wrong_type"},
+		{reentrant.ErrInvalidArgument, "invalid_argument"},
+		{reentrant.ErrNoPermission, "no_permission"},
+		{reentrant.ErrNotSynced, "not_synced"},
+		{context.DeadlineExceeded, "timeout"},
+		{context.Canceled, "canceled"},
+	} {
+		if errors.Is(err, e.err) {
+			return e.name
+		}
+	}
+	var op *net.OpError
+	if errors.As(err, &op) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return "connection"
+	}
+	return "_OTHER"
+}
+
+func (in *instruments) acquireStarted(ctx context.Context, a reentrant.Acquire) {
+	in.waiting.Add(ctx, 1, metric.WithAttributes(in.attrs(a.Kind, a.Name)...))
 }
 
 func outcome(err error) string {
@@ -193,7 +285,14 @@ func outcome(err error) string {
 }
 
 func (in *instruments) acquireEnded(ctx context.Context, a reentrant.Acquire) {
+	in.waiting.Add(ctx, -1, metric.WithAttributes(in.attrs(a.Kind, a.Name)...))
 	kv := in.attrs(a.Kind, a.Name, outcomeKey.String(outcome(a.Err)))
+	if outcome(a.Err) == "error" {
+		kv = append(kv, errorKey.String(errorType(a.Err)))
+	}
+	if a.Attempts > 1 || errors.Is(a.Err, reentrant.ErrNotAcquired) {
+		in.contended.Add(ctx, 1, metric.WithAttributes(kv...))
+	}
 	if a.Kind == reentrant.KindPriority {
 		// 256 values at most: a bounded attribute, so acquire times can
 		// be read per priority.
@@ -228,6 +327,14 @@ func (in *instruments) holdEnded(ctx context.Context, e reentrant.HoldEnd) {
 	kv := in.attrs(e.Kind, e.Name)
 	lost := errors.Is(e.Cause, reentrant.ErrLockLost)
 	stalled := errors.Is(e.Cause, reentrant.ErrStalled)
+	held := []attribute.KeyValue{outcomeKey.String("released")}
+	switch {
+	case e.Cause != nil:
+		held = []attribute.KeyValue{outcomeKey.String(errorType(e.Cause)), errorKey.String(errorType(e.Cause))}
+	case e.Err != nil:
+		held = append(held, errorKey.String(errorType(e.Err)))
+	}
+	in.held.Record(ctx, e.Held.Seconds(), metric.WithAttributes(in.attrs(e.Kind, e.Name, held...)...))
 	switch {
 	case lost:
 		kv = append(kv, reasonKey.String(reason(e.Cause)))
@@ -256,8 +363,19 @@ func (in *instruments) renewed(r reentrant.Renewal) {
 	ctx := context.Background()
 	in.renewal.Record(ctx, r.Duration.Seconds())
 	if r.Failed > 0 {
-		in.failures.Add(ctx, int64(r.Failed))
+		why := "gone" // found gone; or the round's error
+		if r.Err != nil {
+			why = errorType(r.Err)
+		}
+		in.failures.Add(ctx, int64(r.Failed), metric.WithAttributes(errorKey.String(why)))
 	}
+	if r.Err == nil && r.TTL > 0 {
+		in.lag.Record(ctx, float64(r.Lag)/float64(r.TTL))
+	}
+}
+
+func (in *instruments) renewalLate(ctx context.Context, l reentrant.LateRenewal) {
+	in.late.Add(ctx, 1, metric.WithAttributes(in.attrs(l.Kind, l.Name)...))
 }
 
 func (in *instruments) woken(ctx context.Context, kind reentrant.Kind, name string) {

@@ -2,6 +2,7 @@ package relockotel_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -247,4 +248,79 @@ func TestElectionHooks(t *testing.T) {
 	assert.Equal(t, int64(0), count(m["relock.election.leading"], name))
 	assert.Equal(t, int64(1), count(m["relock.election.changes"], name, attribute.String("relock.election.event", "elected")))
 	assert.Equal(t, int64(1), count(m["relock.election.changes"], name, attribute.String("relock.election.event", "resigned")))
+}
+
+// TestHoldAndContentionMetrics: hold durations by outcome, contended
+// acquires, waiters in progress, error.type on failures, renewal lag and
+// late renewals, with names mapped to their template.
+func TestHoldAndContentionMetrics(t *testing.T) {
+	srv := redistest.Start(t)
+	reader := sdkmetric.NewManualReader()
+	hooks, err := relockotel.NewHooks(relockotel.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
+		relockotel.WithNameTemplate(func(name string) string {
+			prefix, _, _ := strings.Cut(name, ":")
+			return prefix + ":{id}"
+		}))
+	require.NoError(t, err)
+	const wd = 1500 * time.Millisecond
+	locks, err := reentrant.New(srv.Client(), reentrant.Options{Hooks: hooks, WatchdogTimeout: wd})
+	require.NoError(t, err)
+	defer locks.Close()
+	other, err := reentrant.New(srv.Client(), reentrant.Options{})
+	require.NoError(t, err)
+	defer other.Close()
+	ctx := context.Background()
+
+	taken, err := other.Lock("order:1").Lock(ctx)
+	require.NoError(t, err)
+	_, ok, err := locks.Lock("order:1").TryLock(ctx)
+	require.NoError(t, err)
+	require.False(t, ok)
+	got := make(chan context.Context, 1)
+	go func() {
+		held, err := locks.Lock("order:1").Lock(ctx) // waits for the release
+		assert.NoError(t, err)
+		got <- held
+	}()
+	require.Eventually(t, func() bool { // its first attempt found the lock taken
+		n, err := srv.Do("EXISTS", "relock_waiters:{order:1}").AsInt64()
+		return err == nil && n == 1
+	}, 10*time.Second, time.Millisecond)
+	require.NoError(t, other.Lock("order:1").Unlock(taken))
+	held := redistest.Recv(t, got)
+	require.NoError(t, locks.Lock("order:1").Unlock(held))
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = locks.Lock("order:2").Lock(cancelled)
+	require.ErrorIs(t, err, context.Canceled)
+
+	lost, err := locks.Lock("order:3").Lock(ctx)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return count(collect(t, reader)["relock.renewal.lag"]) >= 2 }, 10*wd, 10*time.Millisecond,
+		"renewal rounds confirmed")
+	require.NoError(t, srv.Do("CLIENT", "PAUSE", "3000", "WRITE").Error())
+	defer srv.Do("CLIENT", "UNPAUSE")
+	select {
+	case <-lost.Done():
+	case <-time.After(3 * wd):
+		t.Fatal("not lost while Redis's writes were paused")
+	}
+	srv.Do("CLIENT", "UNPAUSE")
+
+	m := collect(t, reader)
+	name := attribute.String("relock.name", "order:{id}")
+	kind := attribute.String("relock.kind", "lock")
+	assert.Equal(t, int64(1), count(m["relock.hold.duration"], name, kind, attribute.String("relock.outcome", "released")))
+	assert.Equal(t, int64(1), count(m["relock.hold.duration"], name, attribute.String("relock.outcome", "lost"), attribute.String("error.type", "lost")))
+	assert.Equal(t, int64(1), count(m["relock.acquire.contended"], name, attribute.String("relock.outcome", "not_acquired")))
+	assert.Equal(t, int64(1), count(m["relock.acquire.contended"], name, attribute.String("relock.outcome", "acquired")), "the wait for the release")
+	assert.Equal(t, int64(1), count(m["relock.acquire.duration"], name, attribute.String("error.type", "canceled")))
+	assert.Equal(t, int64(0), count(m["relock.waiting"]), "no call in progress")
+	assert.Equal(t, int64(1), count(m["relock.renewal.late"], name, kind), "told late before the loss")
+	for _, p := range m["relock.renewal.lag"].(metricdata.Histogram[float64]).DataPoints {
+		assert.Equal(t, relockotel.LagBuckets, p.Bounds)
+		least, ok := p.Min.Value()
+		require.True(t, ok)
+		assert.Less(t, least, 1/6.0, "a quiet round is early enough")
+	}
 }

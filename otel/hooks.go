@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"runtime/debug"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -14,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/relock-go/relock/reentrant"
 )
@@ -110,10 +113,15 @@ const (
 var LagBuckets = []float64{0.0001, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.1667, 0.25, 0.5, 0.9}
 
 type instruments struct {
-	cfg       config
+	cfg config
+	// options caches each series' measurement option (see measure),
+	// when the series are bounded: without names, or with a template.
+	options   sync.Map // series -> *measured
+	cache     bool
+	spans     bool // false for a no-op tracer provider: no span is started
 	tracer    trace.Tracer
 	acquire   metric.Float64Histogram
-	holds     metric.Int64UpDownCounter
+	holds     gauge // relock.holds
 	lost      metric.Int64Counter
 	ended     metric.Int64Counter
 	stalled   metric.Int64Counter
@@ -123,7 +131,7 @@ type instruments struct {
 	deadlocks metric.Int64Counter
 	held      metric.Float64Histogram
 	contended metric.Int64Counter
-	waiting   metric.Int64UpDownCounter
+	waiting   gauge // relock.waiting
 	lag       metric.Float64Histogram
 	late      metric.Int64Counter
 }
@@ -178,14 +186,16 @@ func NewHooks(opts ...Option) (reentrant.Hooks, error) {
 		return reentrant.Hooks{}, fmt.Errorf("relockotel: %w: nil provider", reentrant.ErrInvalidArgument)
 	}
 	v := version()
-	in := &instruments{cfg: cfg, tracer: cfg.tracers.Tracer(scope, trace.WithInstrumentationVersion(v))}
+	in := &instruments{cfg: cfg, tracer: cfg.tracers.Tracer(scope, trace.WithInstrumentationVersion(v)), cache: !cfg.names || cfg.template != nil}
+	_, noSpans := cfg.tracers.(noop.TracerProvider)
+	in.spans = !noSpans
 	meter := cfg.meters.Meter(scope, metric.WithInstrumentationVersion(v))
 	var errs [14]error
 	in.acquire, errs[0] = meter.Float64Histogram("relock.acquire.duration", metric.WithUnit("s"),
 		metric.WithDescription("How long acquire calls took, waiting included."),
 		metric.WithExplicitBucketBoundaries(DurationBuckets...))
-	in.holds, errs[1] = meter.Int64UpDownCounter("relock.holds", metric.WithUnit("{hold}"),
-		metric.WithDescription("Locks held and permits taken, in progress."))
+	_, errs[1] = meter.Int64ObservableUpDownCounter("relock.holds", metric.WithUnit("{hold}"),
+		metric.WithDescription("Locks held and permits taken, in progress."), metric.WithInt64Callback(in.holds.observe))
 	in.lost, errs[2] = meter.Int64Counter("relock.lost", metric.WithUnit("{hold}"),
 		metric.WithDescription("Holds lost before they were given back."))
 	in.renewal, errs[3] = meter.Float64Histogram("relock.renewal.duration", metric.WithUnit("s"),
@@ -206,8 +216,8 @@ func NewHooks(opts ...Option) (reentrant.Hooks, error) {
 		metric.WithExplicitBucketBoundaries(DurationBuckets...))
 	in.contended, errs[10] = meter.Int64Counter("relock.acquire.contended", metric.WithUnit("{call}"),
 		metric.WithDescription("Acquire calls that found what they asked for taken."))
-	in.waiting, errs[11] = meter.Int64UpDownCounter("relock.waiting", metric.WithUnit("{call}"),
-		metric.WithDescription("Acquire calls in progress, waiters included."))
+	_, errs[11] = meter.Int64ObservableUpDownCounter("relock.waiting", metric.WithUnit("{call}"),
+		metric.WithDescription("Acquire calls in progress, waiters included."), metric.WithInt64Callback(in.waiting.observe))
 	in.lag, errs[12] = meter.Float64Histogram("relock.renewal.lag", metric.WithUnit("1"),
 		metric.WithDescription("How late renewal rounds were confirmed against their schedule, as a fraction of the TTL."),
 		metric.WithExplicitBucketBoundaries(LagBuckets...))
@@ -230,12 +240,103 @@ func NewHooks(opts ...Option) (reentrant.Hooks, error) {
 func (in *instruments) attrs(kind reentrant.Kind, name string, more ...attribute.KeyValue) []attribute.KeyValue {
 	kv := append(make([]attribute.KeyValue, 0, 2+len(more)), kindKey.String(string(kind)))
 	if in.cfg.names {
-		if in.cfg.template != nil {
-			name = in.cfg.template(name)
-		}
-		kv = append(kv, nameKey.String(name))
+		kv = append(kv, nameKey.String(in.named(name)))
 	}
 	return append(kv, more...)
+}
+
+// named is name as relock.name records it: through the template, if any;
+// "" without names.
+func (in *instruments) named(name string) string {
+	switch {
+	case !in.cfg.names:
+		return ""
+	case in.cfg.template != nil:
+		return in.cfg.template(name)
+	}
+	return name
+}
+
+// series is the attributes of one time series.
+type series struct {
+	kind     reentrant.Kind
+	name     string // as named() gives it
+	outcome  string // relock.outcome; "": none
+	errType  string // error.type; "": none
+	reason   string // relock.reason; "": none
+	priority int    // relock.priority + 1; 0: none
+}
+
+// gauge is an up-down count by series, kept in atomics and observed when
+// the metrics are collected: a change is one atomic add, not a
+// measurement, and holds and waits change twice on every acquisition.
+type gauge struct {
+	counts sync.Map // series -> *gaugeCount
+}
+
+type gaugeCount struct {
+	n   atomic.Int64
+	opt metric.ObserveOption
+}
+
+// add adds d to series s's count.
+func (g *gauge) add(in *instruments, s series, d int64) {
+	c, ok := g.counts.Load(s)
+	if !ok {
+		c, _ = g.counts.LoadOrStore(s, &gaugeCount{opt: in.measure(s).observe})
+	}
+	c.(*gaugeCount).n.Add(d)
+}
+
+// observe is the instrument's callback.
+func (g *gauge) observe(_ context.Context, o metric.Int64Observer) error {
+	g.counts.Range(func(_, c any) bool {
+		o.Observe(c.(*gaugeCount).n.Load(), c.(*gaugeCount).opt)
+		return true
+	})
+	return nil
+}
+
+// measured is a series' options, as an instrument's Add or Record takes
+// them: a slice kept whole, which passes without an allocation.
+type measured struct {
+	add     []metric.AddOption
+	record  []metric.RecordOption
+	observe metric.ObserveOption
+}
+
+// measure returns the options of series s. Building an attribute set sorts
+// and copies its attributes, and a hook call makes several measurements:
+// each series' options are built once and kept, where the series are
+// bounded (the SDK keeps a series for each anyway).
+func (in *instruments) measure(s series) *measured {
+	if in.cache {
+		if m, ok := in.options.Load(s); ok {
+			return m.(*measured)
+		}
+	}
+	kv := make([]attribute.KeyValue, 0, 6)
+	kv = append(kv, kindKey.String(string(s.kind)))
+	if in.cfg.names {
+		kv = append(kv, nameKey.String(s.name))
+	}
+	for _, a := range []struct {
+		key attribute.Key
+		v   string
+	}{{outcomeKey, s.outcome}, {errorKey, s.errType}, {reasonKey, s.reason}} {
+		if a.v != "" {
+			kv = append(kv, a.key.String(a.v))
+		}
+	}
+	if s.priority > 0 {
+		kv = append(kv, priorityKey.Int(s.priority-1))
+	}
+	o := metric.WithAttributeSet(attribute.NewSet(kv...))
+	m := &measured{add: []metric.AddOption{o}, record: []metric.RecordOption{o}, observe: o}
+	if in.cache {
+		in.options.Store(s, m)
+	}
+	return m
 }
 
 // errorType names what went wrong, for error.type: one of a few values
@@ -271,7 +372,7 @@ func errorType(err error) string {
 }
 
 func (in *instruments) acquireStarted(ctx context.Context, a reentrant.Acquire) {
-	in.waiting.Add(ctx, 1, metric.WithAttributes(in.attrs(a.Kind, a.Name)...))
+	in.waiting.add(in, series{kind: a.Kind, name: in.named(a.Name)}, 1)
 }
 
 func outcome(err error) string {
@@ -285,26 +386,40 @@ func outcome(err error) string {
 }
 
 func (in *instruments) acquireEnded(ctx context.Context, a reentrant.Acquire) {
-	in.waiting.Add(ctx, -1, metric.WithAttributes(in.attrs(a.Kind, a.Name)...))
-	kv := in.attrs(a.Kind, a.Name, outcomeKey.String(outcome(a.Err)))
-	if outcome(a.Err) == "error" {
-		kv = append(kv, errorKey.String(errorType(a.Err)))
+	name := in.named(a.Name)
+	in.waiting.add(in, series{kind: a.Kind, name: name}, -1)
+	sr := series{kind: a.Kind, name: name, outcome: outcome(a.Err)}
+	if sr.outcome == "error" {
+		sr.errType = errorType(a.Err)
 	}
 	if a.Attempts > 1 || errors.Is(a.Err, reentrant.ErrNotAcquired) {
-		in.contended.Add(ctx, 1, metric.WithAttributes(kv...))
+		in.contended.Add(ctx, 1, in.measure(sr).add...)
 	}
 	if a.Kind == reentrant.KindPriority {
 		// 256 values at most: a bounded attribute, so acquire times can
 		// be read per priority.
+		sr.priority = a.Priority + 1
+	}
+	in.acquire.Record(ctx, a.Waited.Seconds(), in.measure(sr).record...)
+	if a.Held {
+		in.holds.add(in, series{kind: a.Kind, name: name}, 1)
+	}
+	if !in.spans {
+		return
+	}
+	_, span := in.tracer.Start(ctx, "relock.acquire", trace.WithTimestamp(a.Start))
+	if !span.IsRecording() {
+		return
+	}
+	kv := in.attrs(a.Kind, a.Name, outcomeKey.String(sr.outcome), attemptsKey.Int(a.Attempts))
+	if sr.errType != "" {
+		kv = append(kv, errorKey.String(sr.errType))
+	}
+	if sr.priority > 0 {
 		kv = append(kv, priorityKey.Int(a.Priority))
 	}
-	in.acquire.Record(ctx, a.Waited.Seconds(), metric.WithAttributes(kv...))
-	if a.Held {
-		in.holds.Add(ctx, 1, metric.WithAttributes(in.attrs(a.Kind, a.Name)...))
-	}
-	_, span := in.tracer.Start(ctx, "relock.acquire", trace.WithTimestamp(a.Start),
-		trace.WithAttributes(append(kv, attemptsKey.Int(a.Attempts))...))
-	if outcome(a.Err) == "error" {
+	span.SetAttributes(kv...)
+	if sr.outcome == "error" {
 		span.RecordError(a.Err)
 		span.SetStatus(codes.Error, a.Err.Error())
 	}
@@ -322,29 +437,41 @@ func reason(cause error) string {
 }
 
 func (in *instruments) holdEnded(ctx context.Context, e reentrant.HoldEnd) {
-	in.holds.Add(ctx, -1, metric.WithAttributes(in.attrs(e.Kind, e.Name)...))
+	name := in.named(e.Name)
+	plain := series{kind: e.Kind, name: name}
+	in.holds.add(in, plain, -1)
 	end := time.Now()
-	kv := in.attrs(e.Kind, e.Name)
 	lost := errors.Is(e.Cause, reentrant.ErrLockLost)
 	stalled := errors.Is(e.Cause, reentrant.ErrStalled)
-	held := []attribute.KeyValue{outcomeKey.String("released")}
+	held := series{kind: e.Kind, name: name, outcome: "released"}
 	switch {
 	case e.Cause != nil:
-		held = []attribute.KeyValue{outcomeKey.String(errorType(e.Cause)), errorKey.String(errorType(e.Cause))}
+		held.outcome = errorType(e.Cause)
+		held.errType = held.outcome
 	case e.Err != nil:
-		held = append(held, errorKey.String(errorType(e.Err)))
+		held.errType = errorType(e.Err)
 	}
-	in.held.Record(ctx, e.Held.Seconds(), metric.WithAttributes(in.attrs(e.Kind, e.Name, held...)...))
+	in.held.Record(ctx, e.Held.Seconds(), in.measure(held).record...)
 	switch {
 	case lost:
-		kv = append(kv, reasonKey.String(reason(e.Cause)))
-		in.lost.Add(ctx, 1, metric.WithAttributes(kv...))
+		in.lost.Add(ctx, 1, in.measure(series{kind: e.Kind, name: name, reason: reason(e.Cause)}).add...)
 	case stalled:
-		in.stalled.Add(ctx, 1, metric.WithAttributes(kv...))
+		in.stalled.Add(ctx, 1, in.measure(plain).add...)
 	case errors.Is(e.Cause, reentrant.ErrLeaseEnded):
-		in.ended.Add(ctx, 1, metric.WithAttributes(kv...))
+		in.ended.Add(ctx, 1, in.measure(plain).add...)
 	}
-	hctx, hold := in.tracer.Start(ctx, "relock.hold", trace.WithTimestamp(end.Add(-e.Held)), trace.WithAttributes(kv...))
+	if !in.spans {
+		return
+	}
+	hctx, hold := in.tracer.Start(ctx, "relock.hold", trace.WithTimestamp(end.Add(-e.Held)))
+	if !hold.IsRecording() {
+		return
+	}
+	kv := in.attrs(e.Kind, e.Name)
+	if lost {
+		kv = append(kv, reasonKey.String(reason(e.Cause)))
+	}
+	hold.SetAttributes(kv...)
 	if lost || stalled {
 		hold.SetStatus(codes.Error, e.Cause.Error())
 	}
@@ -375,11 +502,11 @@ func (in *instruments) renewed(r reentrant.Renewal) {
 }
 
 func (in *instruments) renewalLate(ctx context.Context, l reentrant.LateRenewal) {
-	in.late.Add(ctx, 1, metric.WithAttributes(in.attrs(l.Kind, l.Name)...))
+	in.late.Add(ctx, 1, in.measure(series{kind: l.Kind, name: in.named(l.Name)}).add...)
 }
 
 func (in *instruments) woken(ctx context.Context, kind reentrant.Kind, name string) {
-	in.wakes.Add(ctx, 1, metric.WithAttributes(in.attrs(kind, name)...))
+	in.wakes.Add(ctx, 1, in.measure(series{kind: kind, name: in.named(name)}).add...)
 }
 
 func (in *instruments) deadlock(ctx context.Context, e *reentrant.DeadlockError) {

@@ -92,3 +92,36 @@ func TestTransferKeepsLockOrder(t *testing.T) {
 		locks.Lock("account:1").Unlock(from)
 	}
 }
+
+// exportAll is code under test: it exports rows under the lock "export",
+// and must stop as soon as the lock is lost, with the loss as its error.
+func exportAll(ctx context.Context, locks *reentrant.Client) error {
+	return locks.Do(ctx, "export", func(ctx context.Context) error {
+		for {
+			if ctx.Err() != nil {
+				return context.Cause(ctx) // the bug to catch: leaving this out
+			}
+			time.Sleep(time.Millisecond) // one row
+		}
+	})
+}
+
+// A test to copy: the job's lock vanishes, as its expiry would, and the
+// job must stop, told why. A job that ignores its held context fails it.
+func TestExportStopsWhenItsLockIsLost(t *testing.T) {
+	locks, m := reentranttest.New(t, reentrant.Options{WatchdogTimeout: 300 * time.Millisecond})
+	done := make(chan error, 1)
+	go func() { done <- exportAll(context.Background(), locks) }()
+	for !m.Exists("export") {
+		time.Sleep(time.Millisecond)
+	}
+	reentranttest.Vanish(m, "export")
+	select {
+	case err := <-done:
+		if !errors.Is(err, reentrant.ErrLockLost) {
+			t.Fatalf("the export ended with %v", err)
+		}
+	case <-time.After(2 * time.Second): // lost within 100ms
+		t.Fatal("the export went on after its lock was lost")
+	}
+}

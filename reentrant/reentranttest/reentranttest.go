@@ -12,9 +12,11 @@
 //
 // miniredis runs relock's scripts, pub/sub and TTLs. It has no WAIT (leave
 // Options.ReplicaSync off), no sharded pub/sub (New picks classic, as
-// against any server without a cluster), no cluster or Sentinel, and no
-// faults: test timing, failover and the Java side against redis-server.
-// See docs/testing.md.
+// against any server without a cluster), no cluster or Sentinel, and of
+// the faults only a lock that vanishes (Vanish) and a server that lost
+// its data (Empty): StartServer runs a redis-server of the test's own for
+// a server that stops answering or holds writes up. Test failover and the
+// Java side against redis-server too. See docs/testing.md.
 package reentranttest
 
 import (

@@ -7,7 +7,7 @@
 //	relock list [--json] [PATTERN]
 //	relock force-unlock [--yes] NAME
 //	relock deadlocks [--json | --dot]
-//	relock top [--once] [--json] [--sort waiting|ttl|name] [--limit N] [--interval D] [PATTERN]
+//	relock top [--once] [--json] [--sort waiting|ttl|name] [--limit N] [--interval D] [--watchdog-timeout D] [PATTERN]
 //	relock events [--json] [--enable-notifications | --unchecked] NAME
 //	relock elect [flags] NAME [--] CMD [ARGS...]
 //	relock leader [--watch] [--json] NAME

@@ -39,6 +39,13 @@ type topFrame struct {
 type topRow struct {
 	keyReport
 	WaitingClients int64 `json:"waiting_clients"`
+	// RenewedAgo is how long ago the hold was last renewed, as its TTL
+	// tells: --watchdog-timeout, the TTL each renewal sets, minus what is
+	// left (absent for a TTL past it: a lease of its own, not renewed).
+	// Late: past half of it, when the holder is told its renewals are
+	// late (Hooks.RenewalLate); it loses the hold at 0.9 of it.
+	RenewedAgoMillis *int64 `json:"renewed_ago_ms,omitempty"`
+	Late             bool   `json:"late,omitempty"`
 }
 
 type topTotals struct {
@@ -64,7 +71,7 @@ func (e env) top(args []string) int {
 	ctx, stop := signal.NotifyContext(e.ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	s := &topScreen{e: e, f: f,
-		reader: &topReader{rdb: locks.Rueidis(), locks: locks, limit: f.limit},
+		reader: &topReader{rdb: locks.Rueidis(), locks: locks, limit: f.limit, watchdog: f.watchdog},
 		view:   &topView{pattern: f.pattern, sortBy: f.sortBy}}
 	if !f.once && !f.asJSON {
 		var restore func()
@@ -78,6 +85,7 @@ func (e env) top(args []string) int {
 type topFlags struct {
 	once, asJSON bool
 	interval     time.Duration
+	watchdog     time.Duration
 	sortBy       string
 	limit        int
 	pattern      string
@@ -90,6 +98,7 @@ func (e env) topFlags(args []string) (f topFlags, conn *connFlags, end exit) {
 	fs.BoolVar(&f.once, "once", false, "print one frame and exit")
 	fs.BoolVar(&f.asJSON, "json", false, "print each frame as one line of JSON")
 	fs.DurationVar(&f.interval, "interval", time.Second, "time between frames")
+	fs.DurationVar(&f.watchdog, "watchdog-timeout", 30*time.Second, "the holders' WatchdogTimeout (Redisson's lockWatchdogTimeout), which each renewal sets as the TTL: how long ago a hold was renewed is this minus its TTL")
 	fs.StringVar(&f.sortBy, "sort", "waiting", "order locks by waiting (clients waiting, most first), ttl (least left first) or name")
 	fs.IntVar(&f.limit, "limit", 50, "show at most this many locks: the most waited on, or with --sort name the first")
 	rest, end := e.parse(fs, args, 0)
@@ -102,6 +111,8 @@ func (e env) topFlags(args []string) (f topFlags, conn *connFlags, end exit) {
 		return f, nil, exit(e.fail(exitUsage, "--sort %q: it takes %s", f.sortBy, strings.Join(sortOrders, ", ")))
 	case f.interval <= 0:
 		return f, nil, exit(e.fail(exitUsage, "--interval %v: it must be positive", f.interval))
+	case f.watchdog <= 0:
+		return f, nil, exit(e.fail(exitUsage, "--watchdog-timeout %v: it must be positive", f.watchdog))
 	case f.limit <= 0:
 		return f, nil, exit(e.fail(exitUsage, "--limit %d: it must be 1 or more", f.limit))
 	}
@@ -201,11 +212,12 @@ func (s *topScreen) next(ctx context.Context) (read, done bool) {
 // scanning); the locks shown (at most limit) are read with a few commands
 // each, pipelined.
 type topReader struct {
-	rdb   rueidis.Client
-	locks *reentrant.Client
-	limit int
-	scan  topScan
-	sent  int // commands sent for the frame being read
+	rdb      rueidis.Client
+	locks    *reentrant.Client
+	limit    int
+	watchdog time.Duration // --watchdog-timeout
+	scan     topScan
+	sent     int // commands sent for the frame being read
 }
 
 // topScan walks the keyspace across frames: a cursor per node, the hash
@@ -248,6 +260,9 @@ func (t *topReader) frame(ctx context.Context, pattern, sortBy string) (topFrame
 	}
 	if f.Cycles, err = t.cycles(ctx); err != nil {
 		return f, err
+	}
+	for i := range f.Locks {
+		f.Locks[i].renewal(t.watchdog)
 	}
 	for _, r := range f.Locks {
 		f.Totals.Held++
@@ -416,6 +431,17 @@ func sortRows(rows []topRow, by string) {
 	})
 }
 
+// renewal sets how long ago r was renewed and whether that is late, for
+// holders whose WatchdogTimeout is wd. A client-go lease record is renewed
+// by its elector, on a lease of its own: not told.
+func (r *topRow) renewal(wd time.Duration) {
+	ago := wd.Milliseconds() - r.TTLMillis
+	if r.TTLMillis < 0 || ago < 0 || r.Lease != nil {
+		return
+	}
+	r.RenewedAgoMillis, r.Late = &ago, ago > wd.Milliseconds()/2
+}
+
 // write prints the frame for people.
 func (f topFrame) write(w io.Writer, pattern string) {
 	scanning := ""
@@ -425,17 +451,24 @@ func (f topFrame) write(w io.Writer, pattern string) {
 	fmt.Fprintf(w, "relock top  %s  pattern %q: %d locks held, %d clients waiting, %d queued, %d deadlocks  (%d commands, read in %v%s)\n\n",
 		f.At.Format("15:04:05"), pattern, f.Totals.Held, f.Totals.WaitingClients, f.Totals.Queued, f.Totals.Deadlocks, f.Commands, f.Took.Round(time.Millisecond), scanning)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tKIND\tTTL\tWAITING\tQUEUED\tHOLDERS")
+	fmt.Fprintln(tw, "NAME\tKIND\tTTL\tRENEWED\tWAITING\tQUEUED\tHOLDERS")
 	for _, r := range f.Locks {
 		ttl := "none"
 		if r.TTLMillis >= 0 {
 			ttl = (time.Duration(r.TTLMillis) * time.Millisecond).Round(100 * time.Millisecond).String()
 		}
+		renewed := "-"
+		if r.RenewedAgoMillis != nil {
+			renewed = (time.Duration(*r.RenewedAgoMillis) * time.Millisecond).Round(100*time.Millisecond).String() + " ago"
+			if r.Late {
+				renewed += " LATE"
+			}
+		}
 		var holders []string
 		for _, h := range r.Holders {
 			holders = append(holders, fmt.Sprintf("%s×%d", h.Owner, h.Count))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", r.Name, r.Kind, ttl, r.WaitingClients, len(r.Queue), strings.Join(holders, " "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.Name, r.Kind, ttl, renewed, r.WaitingClients, len(r.Queue), strings.Join(holders, " "))
 	}
 	tw.Flush()
 	for _, c := range f.Cycles {

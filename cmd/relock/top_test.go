@@ -44,7 +44,7 @@ func TestTop(t *testing.T) {
 	code, stdout, stderr := result(t, relock("top", "--once"))
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "1 locks held, 1 clients waiting, 0 queued, 0 deadlocks")
-	assert.Regexp(t, `jobs +lock +[0-9.]+s +1 +0 +`+owner.String()+`×1`, stdout)
+	assert.Regexp(t, `jobs +lock +[0-9.]+s +[0-9.]+m?s ago +1 +0 +`+owner.String()+`×1`, stdout)
 
 	code, stdout, stderr = result(t, relock("top", "--once", "--json", "jo*"))
 	require.Equal(t, 0, code, stderr)
@@ -62,6 +62,37 @@ func TestTop(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(stdout), &f))
 	assert.Empty(t, f.Locks, "nothing held")
 	code, _, _ = result(t, relock("top", "--sort", "size"))
+	assert.Equal(t, 2, code)
+}
+
+// TestTopShowsLateRenewals: a hold whose TTL says it was renewed 20s ago,
+// past half of the holders' 30s watchdog timeout, is shown late; with
+// --watchdog-timeout 60s it is renewed 50s ago, and later still.
+func TestTopShowsLateRenewals(t *testing.T) {
+	s, relock := server(t)
+	require.NoError(t, s.Do("HSET", "stale", "0ac20607-951e-842b-8270-b4672da75b5d:1", "1").Error())
+	require.NoError(t, s.Do("PEXPIRE", "stale", "10000").Error()) // as if renewed 20s ago
+	code, stdout, stderr := result(t, relock("top", "--once"))
+	require.Equal(t, 0, code, stderr)
+	assert.Regexp(t, `stale +lock +[0-9.]+s +2\d(\.\d)?s ago LATE +0 +0 +0ac20607-951e-842b-8270-b4672da75b5d:1×1`, stdout)
+
+	code, stdout, stderr = result(t, relock("top", "--once", "--json"))
+	require.Equal(t, 0, code, stderr)
+	var f topFrame
+	require.NoError(t, json.Unmarshal([]byte(stdout), &f), stdout)
+	require.Len(t, f.Locks, 1)
+	require.NotNil(t, f.Locks[0].RenewedAgoMillis)
+	assert.InDelta(t, 20000, *f.Locks[0].RenewedAgoMillis, 2000)
+	assert.True(t, f.Locks[0].Late)
+
+	require.NoError(t, s.Do("PEXPIRE", "stale", "29000").Error()) // renewed a second ago
+	code, stdout, _ = result(t, relock("top", "--once", "--json"))
+	require.Equal(t, 0, code)
+	var now topFrame
+	require.NoError(t, json.Unmarshal([]byte(stdout), &now), stdout)
+	require.Len(t, now.Locks, 1)
+	assert.False(t, now.Locks[0].Late)
+	code, _, _ = result(t, relock("top", "--watchdog-timeout", "0s"))
 	assert.Equal(t, 2, code)
 }
 

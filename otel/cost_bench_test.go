@@ -31,32 +31,9 @@ func (discard) Shutdown(context.Context) error                             { ret
 // command that alternates them.
 func BenchmarkParallelPairsCost(b *testing.B) {
 	b.Run("hooks=none", func(b *testing.B) { benchmarkPairs(b, reentrant.Hooks{}) })
-	b.Run("hooks=sdk", func(b *testing.B) {
-		meters := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-		tracers := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discard{}))
-		b.Cleanup(func() {
-			_ = tracers.Shutdown(context.Background())
-			_ = meters.Shutdown(context.Background())
-		})
-		hooks, err := relockotel.NewHooks(relockotel.WithMeterProvider(meters), relockotel.WithTracerProvider(tracers))
-		if err != nil {
-			b.Fatal(err)
-		}
-		benchmarkPairs(b, hooks)
-	})
+	b.Run("hooks=sdk", func(b *testing.B) { benchmarkPairs(b, sdkHooks(b)) })
 	b.Run("hooks=sdk-sampled", func(b *testing.B) {
-		meters := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-		tracers := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discard{}),
-			sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01))))
-		b.Cleanup(func() {
-			_ = tracers.Shutdown(context.Background())
-			_ = meters.Shutdown(context.Background())
-		})
-		hooks, err := relockotel.NewHooks(relockotel.WithMeterProvider(meters), relockotel.WithTracerProvider(tracers))
-		if err != nil {
-			b.Fatal(err)
-		}
-		benchmarkPairs(b, hooks)
+		benchmarkPairs(b, sdkHooks(b, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01)))))
 	})
 	b.Run("hooks=metrics", func(b *testing.B) {
 		meters := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
@@ -67,6 +44,23 @@ func BenchmarkParallelPairsCost(b *testing.B) {
 		}
 		benchmarkPairs(b, hooks)
 	})
+}
+
+// sdkHooks returns relockotel's hooks on the SDK: metrics into a manual
+// reader, spans batched to an exporter that drops them, sampled as opts
+// say (every one by default).
+func sdkHooks(b *testing.B, opts ...sdktrace.TracerProviderOption) reentrant.Hooks {
+	meters := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	tracers := sdktrace.NewTracerProvider(append([]sdktrace.TracerProviderOption{sdktrace.WithBatcher(discard{})}, opts...)...)
+	b.Cleanup(func() {
+		_ = tracers.Shutdown(context.Background())
+		_ = meters.Shutdown(context.Background())
+	})
+	hooks, err := relockotel.NewHooks(relockotel.WithMeterProvider(meters), relockotel.WithTracerProvider(tracers))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return hooks
 }
 
 func benchmarkPairs(b *testing.B, hooks reentrant.Hooks) {

@@ -32,12 +32,19 @@ local function candidateLib()
 		end
 		return redis.call('pttl', prefix .. reg)
 	end
-	local function live(roll, prefix, owner)
+	local function regOf(roll, owner)
 		local entry = redis.call('hget', roll, owner)
 		if not entry then
 			return nil
 		end
 		local _, reg = parse(entry)
+		return reg
+	end
+	local function live(roll, prefix, owner)
+		local reg = regOf(roll, owner)
+		if not reg then
+			return nil
+		end
 		return held(prefix, reg)
 	end
 	local function standing(roll, prefix)
@@ -69,12 +76,7 @@ local function candidateLib()
 		end
 	end
 	local function drop(roll, owner, reg)
-		local entry = redis.call('hget', roll, owner)
-		if not entry then
-			return false
-		end
-		local _, current = parse(entry)
-		if current ~= reg then
+		if regOf(roll, owner) ~= reg then
 			return false
 		end
 		redis.call('hdel', roll, owner)
